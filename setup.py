@@ -1,0 +1,33 @@
+"""Build the Cython core. Set XLASHAPE_DEBUG=1 for bounds checks and -O0 -g."""
+
+import os
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("XLASHAPE_DEBUG", "") not in ("", "0")
+
+directives = {
+    "language_level": 3,
+    "boundscheck": DEBUG,
+    "wraparound": DEBUG,
+    "cdivision": True,
+    "embedsignature": True,
+    "initializedcheck": DEBUG,
+}
+
+extra_compile_args = ["-O0", "-g", "-UNDEBUG"] if DEBUG else ["-O3"]
+
+extensions = [
+    Extension(
+        "xlashape._core",
+        ["xlashape/_core.pyx"],
+        include_dirs=[np.get_include()],
+        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
+        extra_compile_args=extra_compile_args,
+    )
+]
+
+setup(ext_modules=cythonize(extensions, compiler_directives=directives,
+                            include_path=["xlashape"]))

@@ -1,0 +1,82 @@
+"""xlashape: XLA array shapes and memory layouts, in Python.
+
+>>> import xlashape
+>>> s = xlashape.parse_shape("bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}")
+>>> xlashape.tiling.physical_size_in_bytes(s) // xlashape.shape_util.byte_size_of(s)
+8
+"""
+
+try:
+    from . import _core
+except ImportError as _e:  # pragma: no cover - only without a build
+    raise ImportError(
+        "xlashape's compiled core (xlashape._core) is not built: "
+        f"{_e}. Install the package with `pip install .` (or `pip install -e .` "
+        "in a checkout) so that the Cython extension is compiled; a C compiler "
+        "and the Python headers are needed."
+    ) from _e
+
+from .errors import (
+    XlaShapeError,
+    HloParseError,
+    InvalidShapeError,
+    ShapeIndexError,
+    ShapeTypeError,
+    ShapeBufferError,
+)
+from .primitive_types import (
+    PrimitiveType,
+    primitive_type_from_name,
+    primitive_type_from_dtype,
+)
+from .layout import (
+    Tile,
+    SplitConfig,
+    Layout,
+    COMBINE_DIMENSION,
+    MEMORY_SPACE_DEFAULT,
+    MEMORY_SPACE_FAST,
+    MEMORY_SPACE_HOST,
+    memory_space_name,
+)
+from .shape import Shape, UNBOUNDED_SIZE
+from .hlo_text import parse_shape, parse_layout
+from . import shape_util, layout_util, index_util, tiling
+from .shape_util import (
+    make_shape,
+    make_shape_with_dense_layout,
+    make_shape_with_descending_layout,
+    make_scalar_shape,
+    make_tuple_shape,
+    make_token_shape,
+    make_opaque_shape,
+    make_buffer_shape,
+    validate_shape,
+)
+from .layout_util import (
+    make_layout,
+    make_descending_layout,
+    make_ascending_layout,
+    make_layout_from_major_to_minor,
+    get_default_layout_for_rank,
+)
+from ._core import LayoutArray
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
+    "ShapeTypeError", "ShapeBufferError",
+    "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",
+    "Tile", "SplitConfig", "Layout", "COMBINE_DIMENSION",
+    "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",
+    "Shape", "UNBOUNDED_SIZE",
+    "parse_shape", "parse_layout",
+    "shape_util", "layout_util", "index_util", "tiling",
+    "make_shape", "make_shape_with_dense_layout", "make_shape_with_descending_layout",
+    "make_scalar_shape", "make_tuple_shape", "make_token_shape", "make_opaque_shape",
+    "make_buffer_shape", "validate_shape",
+    "make_layout", "make_descending_layout", "make_ascending_layout",
+    "make_layout_from_major_to_minor", "get_default_layout_for_rank",
+    "LayoutArray",
+]

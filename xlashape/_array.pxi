@@ -1,0 +1,3 @@
+# LayoutArray (placeholder: being written)
+cdef class LayoutArray:
+    pass

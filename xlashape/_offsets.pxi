@@ -1,0 +1,1 @@
+# vectorized index maps (to be written)

@@ -1,0 +1,91 @@
+"""One exception family for xlashape.
+
+Every exception raised on purpose by xlashape derives from :class:`XlaShapeError`
+*and* from the builtin a caller would naturally catch (``ValueError``,
+``IndexError``, ``TypeError``, ``BufferError``), the way pyarrow's
+``ArrowInvalid`` is also a ``ValueError``.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "XlaShapeError",
+    "HloParseError",
+    "InvalidShapeError",
+    "ShapeIndexError",
+    "ShapeTypeError",
+    "ShapeBufferError",
+]
+
+
+class XlaShapeError(Exception):
+    """Base class of every error xlashape raises on purpose."""
+
+
+class InvalidShapeError(XlaShapeError, ValueError):
+    """A shape or layout that XLA would reject (``ShapeUtil::ValidateShape``).
+
+    The message is XLA's own wording where XLA has one.
+    """
+
+
+class ShapeIndexError(XlaShapeError, IndexError):
+    """An index (logical or physical) outside the array."""
+
+
+class ShapeTypeError(XlaShapeError, TypeError):
+    """An argument of the wrong Python type."""
+
+
+class ShapeBufferError(XlaShapeError, BufferError):
+    """A buffer that cannot be exported, wrapped or reallocated."""
+
+
+class HloParseError(XlaShapeError, ValueError):
+    """HLO text that XLA's parser would reject.
+
+    Attributes
+    ----------
+    text : str
+        The whole text that was being parsed.
+    message : str
+        What was wrong, in XLA's words where XLA has some.
+    position : int
+        0-based character offset of the offending token in ``text``.
+    line, column : int
+        1-based line and column of ``position``.
+    """
+
+    def __init__(self, message: str, text: str = "", position: int = 0):
+        self.message = message
+        self.text = text
+        position = max(0, min(position, len(text)))
+        self.position = position
+        self.line = text.count("\n", 0, position) + 1
+        line_start = text.rfind("\n", 0, position) + 1
+        self.column = position - line_start + 1
+        line_end = text.find("\n", position)
+        if line_end < 0:
+            line_end = len(text)
+        self.source_line = text[line_start:line_end]
+        super().__init__(self._format())
+
+    def _format(self) -> str:
+        if not self.text:
+            return self.message
+        # Keep very long lines readable: show a window around the caret.
+        src = self.source_line
+        col = self.column - 1
+        if len(src) > 120:
+            lo = max(0, col - 60)
+            hi = min(len(src), lo + 120)
+            prefix = "..." if lo > 0 else ""
+            src = prefix + src[lo:hi] + ("..." if hi < len(self.source_line) else "")
+            col = col - lo + len(prefix)
+        return (
+            f"{self.message} (line {self.line}, column {self.column})\n"
+            f"{src}\n{' ' * col}^"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.message, self.text, self.position))

@@ -1,0 +1,1 @@
+"""IndexUtil (placeholder: being written)."""

@@ -1,0 +1,453 @@
+"""XLA layouts: ``Tile``, ``SplitConfig`` and ``Layout`` (spec §2, §4.2).
+
+All three are immutable and hashable. ``str()`` prints exactly what XLA prints;
+``repr()`` shows every non-default field, including the two legacy padding
+fields of the seeds (``padded_dimensions``, ``padding_value``), which have no
+HLO text syntax and so never appear in ``str()``.
+
+>>> lay = Layout((1, 0), tiles=(Tile(8, 128), Tile(2, 1)), memory_space=1)
+>>> str(lay)
+'{1,0:T(8,128)(2,1)S(1)}'
+>>> lay.major_to_minor
+(0, 1)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Iterable, Optional, Sequence
+
+from .errors import ShapeTypeError, InvalidShapeError
+from .primitive_types import PrimitiveType, as_primitive_type
+
+__all__ = [
+    "Tile",
+    "SplitConfig",
+    "Layout",
+    "COMBINE_DIMENSION",
+    "MEMORY_SPACE_DEFAULT",
+    "MEMORY_SPACE_FAST",
+    "MEMORY_SPACE_HOST",
+    "memory_space_name",
+]
+
+#: ``Tile::kCombineDimension``: a ``*`` entry in a tile (INT64_MIN in XLA's code).
+COMBINE_DIMENSION = -(2**63)
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+MEMORY_SPACE_DEFAULT = 0  # device memory (HBM on TPU/GPU)
+MEMORY_SPACE_FAST = 1  # kGenericFastMemorySpace (VMEM on TPU)
+MEMORY_SPACE_HOST = 5  # kHostMemorySpace
+
+_MEMORY_SPACE_NAMES = {
+    0: "device memory (HBM), the default",
+    1: "fast on-chip memory (VMEM on TPU)",
+    5: "host memory",
+}
+
+
+def memory_space_name(space: int) -> str:
+    """A human description of a memory space number (``S(n)``)."""
+    return _MEMORY_SPACE_NAMES.get(int(space), f"device-specific memory space {int(space)}")
+
+
+def _as_int(value, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ShapeTypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def _int_tuple(values, what: str) -> tuple:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise ShapeTypeError(f"{what} must be a sequence of ints, got {type(values).__name__}")
+    return tuple(_as_int(v, f"{what} entry") for v in values)
+
+
+class _Frozen:
+    __slots__ = ()
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable; use replace()")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+
+class Tile(_Frozen):
+    """One tile of a tiled layout: bounds listed major to minor.
+
+    An entry may be ``'*'`` (or :data:`COMBINE_DIMENSION`): combine that
+    dimension with the next more-minor one before tiling.
+
+    >>> str(Tile(8, 128)), str(Tile('*', 128))
+    ('(8,128)', '(*,128)')
+    """
+
+    __slots__ = ("_dims",)
+
+    def __init__(self, *dimensions):
+        if len(dimensions) == 1 and not isinstance(dimensions[0], (numbers.Integral, str)):
+            dimensions = tuple(dimensions[0])
+        dims = []
+        for d in dimensions:
+            if d == "*" or (isinstance(d, numbers.Integral) and not isinstance(d, bool)
+                            and int(d) == COMBINE_DIMENSION):
+                dims.append(COMBINE_DIMENSION)
+                continue
+            d = _as_int(d, "tile dimension")
+            if d < 0:
+                # LayoutUtil::MakeLayout aborts on these; we refuse them.
+                raise InvalidShapeError(
+                    f"tile dimension must be >= 0 or '*' (combine), got {d}")
+            if d > INT64_MAX:
+                raise InvalidShapeError(f"tile dimension {d} does not fit in int64")
+            dims.append(d)
+        object.__setattr__(self, "_dims", tuple(dims))
+
+    @property
+    def dimensions(self) -> tuple:
+        """Tile bounds, major to minor; ``COMBINE_DIMENSION`` for ``*``."""
+        return self._dims
+
+    def dimension(self, i: int) -> int:
+        return self._dims[i]
+
+    def __len__(self) -> int:
+        return len(self._dims)
+
+    def __iter__(self):
+        return iter(self._dims)
+
+    @property
+    def has_combined_dimension(self) -> bool:
+        return COMBINE_DIMENSION in self._dims
+
+    def __str__(self) -> str:
+        parts = []
+        for d in self._dims:
+            if d == COMBINE_DIMENSION:
+                parts.append("*")
+            elif d >= 0:
+                parts.append(str(d))
+            else:  # cannot be constructed, kept for parity with XLA's printer
+                parts.append(f"Invalid value {d}")
+        return "(" + ",".join(parts) + ")"
+
+    def __repr__(self) -> str:
+        inner = ", ".join("'*'" if d == COMBINE_DIMENSION else str(d) for d in self._dims)
+        return f"Tile({inner})"
+
+    def __eq__(self, other):
+        if not isinstance(other, Tile):
+            return NotImplemented
+        return self._dims == other._dims
+
+    def __hash__(self):
+        return hash(("Tile", self._dims))
+
+    def __reduce__(self):
+        return (Tile, self._dims)
+
+
+class SplitConfig(_Frozen):
+    """``SplitConfig(dimension, split_indices)``; ``dimension`` is physical (0 = major-most).
+
+    >>> str(SplitConfig(1, (0, 4)))
+    '(1:0,4)'
+    """
+
+    __slots__ = ("_dimension", "_split_indices")
+
+    def __init__(self, dimension: int, split_indices: Sequence[int] = ()):
+        object.__setattr__(self, "_dimension", _as_int(dimension, "split dimension"))
+        object.__setattr__(self, "_split_indices", _int_tuple(split_indices, "split_indices"))
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def split_indices(self) -> tuple:
+        return self._split_indices
+
+    def __str__(self) -> str:
+        return f"({self._dimension}:{','.join(map(str, self._split_indices))})"
+
+    def __repr__(self) -> str:
+        return f"SplitConfig({self._dimension}, {self._split_indices!r})"
+
+    def __eq__(self, other):
+        if not isinstance(other, SplitConfig):
+            return NotImplemented
+        return (self._dimension, self._split_indices) == (other._dimension, other._split_indices)
+
+    def __hash__(self):
+        return hash(("SplitConfig", self._dimension, self._split_indices))
+
+    def __reduce__(self):
+        return (SplitConfig, (self._dimension, self._split_indices))
+
+
+def _same_value(a, b) -> bool:
+    if a == b:
+        return True
+    try:
+        return math.isnan(a) and math.isnan(b)
+    except TypeError:
+        return False
+
+
+_FIELDS = (
+    "minor_to_major",
+    "tiles",
+    "tail_padding_alignment_in_elements",
+    "index_primitive_type",
+    "pointer_primitive_type",
+    "element_size_in_bits",
+    "memory_space",
+    "split_configs",
+    "physical_shape",
+    "dynamic_shape_metadata_prefix_bytes",
+    "padded_dimensions",
+    "padding_value",
+)
+
+
+class Layout(_Frozen):
+    """An XLA ``Layout``: dimension order, tiling, element size, memory space.
+
+    Parameters follow XLA's field names. ``padded_dimensions`` and
+    ``padding_value`` are the seeds' legacy padding fields (DESIGN.md
+    decision 3): each logical dimension is padded to ``padded_dimensions[d]``
+    before tiling, and ``padding_value`` is what every padding slot holds in a
+    :class:`~xlashape.LayoutArray`.
+
+    Equality is XLA's ``Layout::Equal`` (``dynamic_shape_metadata_prefix_bytes``
+    is not compared), extended with the two padding fields.
+    """
+
+    __slots__ = tuple("_" + f for f in _FIELDS)
+
+    def __init__(
+        self,
+        minor_to_major: Sequence[int] = (),
+        tiles: Sequence = (),
+        tail_padding_alignment_in_elements: int = 1,
+        index_primitive_type=PrimitiveType.PRIMITIVE_TYPE_INVALID,
+        pointer_primitive_type=PrimitiveType.PRIMITIVE_TYPE_INVALID,
+        element_size_in_bits: int = 0,
+        memory_space: int = 0,
+        split_configs: Sequence = (),
+        physical_shape=None,
+        dynamic_shape_metadata_prefix_bytes: int = 0,
+        padded_dimensions: Sequence[int] = (),
+        padding_value=0,
+    ):
+        s = object.__setattr__
+        s(self, "_minor_to_major", _int_tuple(minor_to_major, "minor_to_major"))
+        tl = []
+        if isinstance(tiles, (Tile, str)):
+            raise ShapeTypeError("tiles must be a sequence of Tile (or of sequences of ints)")
+        for t in tiles:
+            tl.append(t if isinstance(t, Tile) else Tile(*t))
+        s(self, "_tiles", tuple(tl))
+        tp = _as_int(tail_padding_alignment_in_elements, "tail_padding_alignment_in_elements")
+        if tp < 1:
+            raise InvalidShapeError(
+                f"tail_padding_alignment_in_elements must be >= 1, got {tp}")
+        s(self, "_tail_padding_alignment_in_elements", tp)
+        s(self, "_index_primitive_type", as_primitive_type(index_primitive_type))
+        s(self, "_pointer_primitive_type", as_primitive_type(pointer_primitive_type))
+        s(self, "_element_size_in_bits", _as_int(element_size_in_bits, "element_size_in_bits"))
+        ms = _as_int(memory_space, "memory_space")
+        if not -128 <= ms <= 127:
+            # XLA stores memory_space as int8_t; refuse rather than wrap silently.
+            raise InvalidShapeError(
+                f"memory_space must fit in int8 (-128..127) as in XLA, got {ms}")
+        s(self, "_memory_space", ms)
+        sc = []
+        for c in split_configs:
+            sc.append(c if isinstance(c, SplitConfig) else SplitConfig(*c))
+        s(self, "_split_configs", tuple(sc))
+        if physical_shape is not None:
+            from .shape import Shape  # local: shape.py imports this module
+
+            if not isinstance(physical_shape, Shape):
+                raise ShapeTypeError("physical_shape must be a Shape or None")
+        s(self, "_physical_shape", physical_shape)
+        mb = _as_int(dynamic_shape_metadata_prefix_bytes, "dynamic_shape_metadata_prefix_bytes")
+        s(self, "_dynamic_shape_metadata_prefix_bytes", mb)
+        pd = _int_tuple(padded_dimensions, "padded_dimensions")
+        if pd and len(pd) != len(self._minor_to_major):
+            raise InvalidShapeError(
+                f"padded_dimensions has {len(pd)} entries but the layout has "
+                f"{len(self._minor_to_major)} dimensions; they must be equal")
+        if any(p < 0 for p in pd):
+            raise InvalidShapeError(f"padded_dimensions must be >= 0, got {list(pd)}")
+        s(self, "_padded_dimensions", pd)
+        if isinstance(padding_value, str) or not isinstance(padding_value, numbers.Number):
+            raise ShapeTypeError(
+                f"padding_value must be a number, got {type(padding_value).__name__}")
+        s(self, "_padding_value", padding_value)
+
+    # -- fields ------------------------------------------------------------
+    minor_to_major = property(lambda self: self._minor_to_major,
+                              doc="Dimension numbers from most minor to most major.")
+    tiles = property(lambda self: self._tiles, doc="Tile levels, applied in order.")
+    tail_padding_alignment_in_elements = property(
+        lambda self: self._tail_padding_alignment_in_elements,
+        doc="``L(n)``: the element count is rounded up to a multiple of n (default 1).")
+    index_primitive_type = property(lambda self: self._index_primitive_type)
+    pointer_primitive_type = property(lambda self: self._pointer_primitive_type)
+    element_size_in_bits = property(
+        lambda self: self._element_size_in_bits,
+        doc="``E(n)``: bits per element in memory; 0 means the type's byte width.")
+    memory_space = property(lambda self: self._memory_space,
+                            doc="``S(n)``: 0 device/HBM, 1 fast/VMEM, 5 host, others by number.")
+    split_configs = property(lambda self: self._split_configs)
+    physical_shape = property(lambda self: self._physical_shape)
+    dynamic_shape_metadata_prefix_bytes = property(
+        lambda self: self._dynamic_shape_metadata_prefix_bytes)
+    padded_dimensions = property(
+        lambda self: self._padded_dimensions,
+        doc="Legacy (seeds): per-dimension widths to pad to, () for none.")
+    padding_value = property(
+        lambda self: self._padding_value,
+        doc="Legacy (seeds): the value padding slots hold (default 0).")
+
+    @property
+    def major_to_minor(self) -> tuple:
+        """``minor_to_major`` reversed: the order JAX and numpy users think in."""
+        return tuple(reversed(self._minor_to_major))
+
+    @property
+    def rank(self) -> int:
+        return len(self._minor_to_major)
+
+    @property
+    def memory_space_name(self) -> str:
+        return memory_space_name(self._memory_space)
+
+    def minor_to_major_at(self, i: int) -> int:
+        return self._minor_to_major[i]
+
+    # -- copies ------------------------------------------------------------
+    def _fields(self) -> dict:
+        return {f: getattr(self, "_" + f) for f in _FIELDS}
+
+    def replace(self, **changes) -> "Layout":
+        """A copy with some fields changed (like ``dataclasses.replace``)."""
+        unknown = set(changes) - set(_FIELDS)
+        if unknown:
+            raise ShapeTypeError(f"Layout has no field(s) {sorted(unknown)}")
+        fields = self._fields()
+        fields.update(changes)
+        return Layout(**fields)
+
+    def __reduce__(self):
+        return (_layout_from_fields, (self._fields(),))
+
+    # -- equality ----------------------------------------------------------
+    def equal(
+        self,
+        other: "Layout",
+        *,
+        ignore_tiles: bool = False,
+        ignore_tail_padding_alignment_in_elements: bool = False,
+        ignore_index_primitive_type: bool = False,
+        ignore_pointer_primitive_type: bool = False,
+        ignore_element_size: bool = False,
+        ignore_memory_space: bool = False,
+        ignore_split_configs: bool = False,
+        ignore_physical_shape: bool = False,
+        ignore_padding: bool = False,
+        minor_to_major_only: bool = False,
+    ) -> bool:
+        """``Layout::Equal`` with its ``Ignore*`` options (plus ``ignore_padding``
+        for the legacy padding fields)."""
+        if not isinstance(other, Layout):
+            raise ShapeTypeError(f"expected a Layout, got {type(other).__name__}")
+        if self._minor_to_major != other._minor_to_major:
+            return False
+        if minor_to_major_only:
+            return True
+        checks = (
+            (ignore_tiles, "_tiles"),
+            (ignore_tail_padding_alignment_in_elements, "_tail_padding_alignment_in_elements"),
+            (ignore_index_primitive_type, "_index_primitive_type"),
+            (ignore_pointer_primitive_type, "_pointer_primitive_type"),
+            (ignore_element_size, "_element_size_in_bits"),
+            (ignore_memory_space, "_memory_space"),
+            (ignore_split_configs, "_split_configs"),
+            (ignore_physical_shape, "_physical_shape"),
+            (ignore_padding, "_padded_dimensions"),
+        )
+        for ignored, attr in checks:
+            if not ignored and getattr(self, attr) != getattr(other, attr):
+                return False
+        if not ignore_padding and not _same_value(self._padding_value, other._padding_value):
+            return False
+        return True
+
+    def __eq__(self, other):
+        if not isinstance(other, Layout):
+            return NotImplemented
+        return self.equal(other)
+
+    def __hash__(self):
+        pv = self._padding_value
+        if isinstance(pv, float) and math.isnan(pv):
+            pv = "nan"
+        return hash((
+            self._minor_to_major, self._tiles, self._tail_padding_alignment_in_elements,
+            self._index_primitive_type, self._pointer_primitive_type,
+            self._element_size_in_bits, self._memory_space, self._split_configs,
+            self._physical_shape, self._padded_dimensions, pv,
+        ))
+
+    # -- text --------------------------------------------------------------
+    def __str__(self) -> str:
+        """XLA's ``Layout::ToString``: ``{m2m:attributes}`` with defaults omitted."""
+        attrs = []
+        if self._tiles:
+            attrs.append("T" + "".join(str(t) for t in self._tiles))
+        if self._tail_padding_alignment_in_elements != 1:
+            attrs.append(f"L({self._tail_padding_alignment_in_elements})")
+        for prefix, t in (("#", self._index_primitive_type), ("*", self._pointer_primitive_type)):
+            if t != PrimitiveType.PRIMITIVE_TYPE_INVALID:
+                name = t.hlo_name if t.is_integral else "invalid"
+                attrs.append(f"{prefix}({name})")
+        if self._element_size_in_bits != 0:
+            attrs.append(f"E({self._element_size_in_bits})")
+        if self._memory_space != 0:
+            attrs.append(f"S({self._memory_space})")
+        if self._split_configs:
+            attrs.append("SC" + "".join(str(c) for c in self._split_configs))
+        if self._physical_shape is not None:
+            attrs.append(f"P({self._physical_shape})")
+        if self._dynamic_shape_metadata_prefix_bytes > 0:
+            attrs.append(f"M({self._dynamic_shape_metadata_prefix_bytes})")
+        body = ",".join(map(str, self._minor_to_major))
+        if attrs:
+            body += ":" + "".join(attrs)
+        return "{" + body + "}"
+
+    to_string = __str__
+
+    def __repr__(self) -> str:
+        extras = []
+        if self._padded_dimensions:
+            extras.append(f"padded_dimensions={self._padded_dimensions!r}")
+        if not _same_value(self._padding_value, 0):
+            extras.append(f"padding_value={self._padding_value!r}")
+        if self._dynamic_shape_metadata_prefix_bytes < 0:
+            extras.append("dynamic_shape_metadata_prefix_bytes="
+                          f"{self._dynamic_shape_metadata_prefix_bytes}")
+        tail = "".join(", " + e for e in extras)
+        return f"Layout({str(self)!r}{tail})"
+
+
+def _layout_from_fields(fields: dict) -> Layout:
+    return Layout(**fields)
