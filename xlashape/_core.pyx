@@ -4,9 +4,13 @@
 Split by concern into .pxi files:
   _program.pxi  the compiled offset program (shared by everything below)
   _offsets.pxi  vectorized linear_index / multidimensional_index
+  _dtypes.pxi   element types: storage, scalar load/store
+  _kernels.pxi  bulk pack/unpack/relayout/fill kernels
   _array.pxi    LayoutArray
 """
 
 include "_program.pxi"
 include "_offsets.pxi"
+include "_dtypes.pxi"
+include "_kernels.pxi"
 include "_array.pxi"
