@@ -38,6 +38,7 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
@@ -54,9 +55,18 @@ __all__ = [
     "element_size_in_bits",
     "linear_index",
     "multidimensional_index",
+    "linear_indices",
+    "multidimensional_indices",
+    "strides",
+    "padding_report",
+    "PaddingReport",
+    "PaddingSource",
+    "format_bytes",
+    "format_expansion",
     "OP_MULADD",
     "OP_DIV",
     "OP_MOD",
+    "OP_CHECK",
 ]
 
 # Offset-program opcodes. Each op is (opcode, dst, a, b, c):
@@ -66,6 +76,8 @@ __all__ = [
 OP_MULADD = 0
 OP_DIV = 1
 OP_MOD = 2
+#   OP_CHECK:  (inverse program only) the slot is padding unless r[a] < c
+OP_CHECK = 3
 
 
 class _Level:
@@ -243,86 +255,247 @@ class LayoutPlan:
         self._final_regs = tuple(regs)
         self._analyse_minor_runs()
         self.strides = self._byte_strides()
+        self._build_inverse()
 
     # -- analysis for the bulk kernels --------------------------------------
     def _analyse_minor_runs(self):
+        """Find the longest run along ``minor_to_major[0]`` on which offsets are
+        affine, so bulk copies can move whole runs.
+
+        Every register is tracked as ``C + slope*j`` where ``j`` (0 <= j < R)
+        steps along the minor dimension inside one run that starts at a
+        multiple of ``R``, ``slope`` is exact, and ``C`` (whatever the other
+        indices are) is only known to be a multiple of ``align`` (0: C == 0).
+        A DIV/MOD by ``t`` keeps things affine if ``t`` divides ``slope``, or if
+        no run can cross a multiple of ``t``: ``slope*(R-1) < gcd(align, t)``.
+        The largest ``R`` that passes every DIV/MOD is the promise.
+        """
         n = self.rank
         if n == 0:
             self.minor_dim, self.minor_run, self.minor_stride = -1, 1, 0
             return
         d0 = self.minor_to_major[0]
-        zero = n
+        size = max(self.padded_dimensions[d0], 1)
+        # slopes do not depend on R
         slope = {d0: 1}
-        g = 0
-        mixed = False
+        divisors = set()
         for op, dst, a, b, c in self.ops:
             if op == OP_MULADD:
-                ina, inb = a in slope, b in slope
-                if ina or inb:
-                    other = b if ina else a
-                    if other != zero:
-                        mixed = True
-                    slope[dst] = slope.get(a, 0) * c + slope.get(b, 0)
-            elif a in slope:
-                if c > 1:
-                    g = math.gcd(g, c)
-                slope[dst] = 0 if op == OP_DIV else slope[a]
-        if mixed:
-            run = 1
-        elif g == 0:
-            run = max(self.padded_dimensions[d0], 1)
-        else:
-            run = g
+                slope[dst] = slope.get(a, 0) * c + slope.get(b, 0)
+            else:
+                s = slope.get(a, 0)
+                if s and s % c:
+                    divisors.add(c)
+                if op == OP_DIV:
+                    slope[dst] = s // c if s % c == 0 else 0
+                else:
+                    slope[dst] = 0 if s % c == 0 else s
+
+        def feasible(run):
+            # other indices are arbitrary (alignment 1) unless always 0
+            align = {d: (1 if self.padded_dimensions[d] > 1 else 0) for d in range(n)}
+            align[d0] = run
+            align[n] = 0
+            for op, dst, a, b, c in self.ops:
+                if op == OP_MULADD:
+                    align[dst] = math.gcd(align[a] * c, align[b])
+                    continue
+                s, al = slope.get(a, 0), align[a]
+                if s and s % c and s * (run - 1) >= math.gcd(al, c):
+                    return False
+                if op == OP_DIV:
+                    align[dst] = al // c if al % c == 0 else 1
+                else:
+                    align[dst] = 0 if al == 0 else math.gcd(al, c)
+            return True
+
+        candidates = {size}
+        for c in divisors:
+            candidates.update(x for x in range(1, min(c, size) + 1) if c % x == 0)
+        run = 1
+        for cand in sorted(candidates, reverse=True):
+            if feasible(cand):
+                run = cand
+                break
         stride = 0
         for r, st in zip(self.out_registers, self.out_strides):
             stride += slope.get(r, 0) * st
         self.minor_dim, self.minor_run, self.minor_stride = d0, run, stride
 
     def _byte_strides(self):
-        """numpy-style byte strides when every logical dim maps to one physical
-        dim with a fixed element stride and elements are whole bytes."""
+        """numpy-style byte strides when the offset map is affine in every
+        logical index and elements are whole bytes; else None.
+
+        The program is evaluated symbolically. A register is an affine
+        expression over variables (logical indices, plus opaque DIV/MOD
+        results) with known maxima. A DIV/MOD by ``t`` stays affine when the
+        terms not divisible by ``t`` can never carry into the next multiple of
+        ``t`` (e.g. a dimension no larger than its tile, or combined
+        dimensions that line up with it). Otherwise the quotient and the
+        remainder become opaque variables; if the final offset uses them as
+        ``t*s*q + s*r`` they fold back into ``s*v`` (a tile that spans the full
+        width of everything more minor splits nothing in memory).
+        """
         bits = self.element_bits
         if bits % 8 or bits == 0:
             return None
         if bits // 8 != self.element_type.byte_width:
             return None
         n = self.rank
-        slope = {d: {d: 1} for d in range(n)}
+        vmax = {d: max(self.dimensions[d] - 1, 0) for d in range(n)}
+        # expression: (const, {var: coef}); vars 0..n-1 are logical indices,
+        # others are opaque ('q'|'r', id) tuples
+        exprs = {d: (0, {d: 1}) for d in range(n)}
+        exprs[n] = (0, {})
+        pairs = {}
+
+        def emax(e):
+            const, terms = e
+            return const + sum(c * vmax[v] for v, c in terms.items())
+
         for op, dst, a, b, c in self.ops:
             if op == OP_MULADD:
-                ok_a = a == n or (a in slope)
-                ok_b = b == n or (b in slope)
-                if ok_a and ok_b:
-                    merged = {}
-                    for src, fac in ((a, c), (b, 1)):
-                        for d, v in slope.get(src, {}).items():
-                            merged[d] = merged.get(d, 0) + v * fac
-                    slope[dst] = merged
-            # DIV/MOD by anything other than a trivially-satisfied bound split a
-            # dimension: the map is no longer linear in it.
-        used = {}
+                ca, ta = exprs[a]
+                cb, tb = exprs[b]
+                terms = {v: k * c for v, k in ta.items()}
+                for v, k in tb.items():
+                    terms[v] = terms.get(v, 0) + k
+                exprs[dst] = (ca * c + cb, terms)
+                continue
+            const, terms = exprs[a]
+            whole = {v: k // c for v, k in terms.items() if k % c == 0}
+            rest = {v: k for v, k in terms.items() if k % c}
+            if const % c + sum(k * vmax[v] for v, k in rest.items()) < c:
+                if op == OP_DIV:
+                    exprs[dst] = (const // c, {v: k for v, k in whole.items() if k})
+                else:
+                    exprs[dst] = (const % c, rest)
+                continue
+            pair = pairs.setdefault((a, c), {"src": exprs[a], "t": c})
+            var = ("q" if op == OP_DIV else "r", dst)
+            vmax[var] = emax(exprs[a]) // c if op == OP_DIV else c - 1
+            pair[op] = var
+            exprs[dst] = (0, {var: 1})
+
+        const, terms = 0, {}
         for r, st in zip(self.out_registers, self.out_strides):
-            if r not in slope:
-                return None
-            for d, v in slope[r].items():
-                used[d] = used.get(d, 0) + v * st
-        # Every DIV/MOD must be on a register nothing reaches the output through.
-        consumed = set(self.out_registers)
-        for op, dst, a, b, c in reversed(self.ops):
-            if dst in consumed:
-                if op != OP_MULADD:
-                    return None
-                consumed.update((a, b))
+            cr, tr = exprs[r]
+            const += cr * st
+            for v, k in tr.items():
+                terms[v] = terms.get(v, 0) + k * st
+        changed = True
+        while changed:
+            changed = False
+            for pair in pairs.values():
+                q, r = pair.get(OP_DIV), pair.get(OP_MOD)
+                if q is None or r is None:
+                    continue
+                kq, kr = terms.get(q, 0), terms.get(r, 0)
+                if (kq or kr) and kq == pair["t"] * kr:
+                    terms.pop(q, None)
+                    terms.pop(r, None)
+                    sc, st = pair["src"]
+                    const += sc * kr
+                    for v, k in st.items():
+                        terms[v] = terms.get(v, 0) + k * kr
+                    changed = True
+        if const or any(not isinstance(v, int) and k for v, k in terms.items()):
+            return None
         nbytes = bits // 8
-        out = []
-        for d in range(n):
-            if self.dimensions[d] <= 1:
-                out.append(used.get(d, 0) * nbytes)
-            elif d not in used:
-                return None
+        return tuple(terms.get(d, 0) * nbytes for d in range(n))
+
+    # -- the inverse program (offset -> logical index) ----------------------
+    def _build_inverse(self):
+        """Compile offset -> logical index into ops of the same form as
+        ``ops``, plus ``OP_CHECK`` (``r[a] < c`` or the slot is padding).
+
+        Register 0 holds the element offset, register 1 the constant 0.
+        ``inverse_out_registers[d]`` holds logical index ``d`` at the end.
+        """
+        ZERO = 1
+        ops = []
+        nreg = [2]
+
+        def new_reg():
+            nreg[0] += 1
+            return nreg[0] - 1
+
+        def emit(op, a, b, c):
+            dst = new_reg()
+            ops.append((op, dst, a, b, c))
+            return dst
+
+        sizes = self.physical_dimensions
+        strides = self.physical_strides
+        coords = []
+        if not sizes:
+            ops.append((OP_CHECK, 0, 0, 0, 1))
+        for j, (p, st) in enumerate(zip(sizes, strides)):
+            if j == 0:
+                reg = emit(OP_DIV, 0, 0, st) if st > 1 else 0
+                ops.append((OP_CHECK, 0, reg, 0, p))  # tail padding (L(n))
+                coords.append(reg if p > 1 else ZERO)
+            elif p <= 1:
+                coords.append(ZERO)
             else:
-                out.append(used[d] * nbytes)
-        return tuple(out)
+                reg = emit(OP_DIV, 0, 0, st) if st > 1 else 0
+                coords.append(emit(OP_MOD, reg, 0, p))
+        for lv in reversed(self.levels):
+            m = len(lv.groups)
+            q = coords[len(coords) - 2 * m: len(coords) - m]
+            r = coords[len(coords) - m:]
+            suffix = [ZERO] * lv.k
+            for grp, gsize, t, qq, rr in zip(lv.groups, lv.group_sizes, lv.tile, q, r):
+                if qq == ZERO:
+                    v = rr
+                else:
+                    v = emit(OP_MULADD, qq, rr, t)
+                if -(-gsize // t) * t > gsize:
+                    ops.append((OP_CHECK, 0, v, 0, gsize))
+                for pos, j in enumerate(reversed(grp)):
+                    s = lv.sizes[j]
+                    if pos == len(grp) - 1:
+                        suffix[j] = v if s > 1 else ZERO
+                    elif s <= 1:
+                        suffix[j] = ZERO
+                    else:
+                        suffix[j] = emit(OP_MOD, v, 0, s)
+                        v = emit(OP_DIV, v, 0, s)
+            coords = coords[: len(coords) - 2 * m] + suffix
+            coords = coords[lv.prepend:]
+        out = [ZERO] * self.rank
+        for c, d in zip(coords, reversed(self.minor_to_major)):
+            if self.padded_dimensions[d] > self.dimensions[d]:
+                ops.append((OP_CHECK, 0, c, 0, self.dimensions[d]))
+            out[d] = c
+        self.inverse_ops = tuple(ops)
+        self.inverse_num_registers = nreg[0]
+        self.inverse_out_registers = tuple(out)
+
+    def run_inverse_program(self, linear: int) -> Optional[tuple]:
+        """Evaluate the inverse program in Python (checks nothing but padding)."""
+        r = [linear, 0] + [0] * (self.inverse_num_registers - 2)
+        for op, dst, a, b, c in self.inverse_ops:
+            if op == OP_MULADD:
+                r[dst] = r[a] * c + r[b]
+            elif op == OP_DIV:
+                r[dst] = r[a] // c
+            elif op == OP_MOD:
+                r[dst] = r[a] % c
+            elif r[a] >= c:
+                return None
+        return tuple(r[x] for x in self.inverse_out_registers)
+
+    @property
+    def compiled(self):
+        """The plan's compiled maps (``xlashape._core.IndexMaps``), built once."""
+        maps = self.__dict__.get("_compiled")
+        if maps is None:
+            from . import _core  # the compiled core sits above this module
+
+            maps = _core.IndexMaps(self)
+            self.__dict__["_compiled"] = maps
+        return maps
 
     # -- evaluation (pure Python; the reference for the compiled kernels) ---
     def run_program(self, index: Sequence[int]) -> int:
@@ -527,3 +700,421 @@ def multidimensional_index(shape, linear: int) -> Optional[tuple]:
     (2, 3)
     """
     return plan(shape).multidimensional_index(linear)
+
+
+# -- vectorized maps (compiled) ---------------------------------------------
+
+_INT64_MAX = 2**63 - 1
+
+
+def _as_int64_array(values, what: str):
+    """``values`` as an int64 numpy array; ShapeTypeError for non-integers,
+    ShapeIndexError for integers that do not fit in int64."""
+    import numpy as np
+
+    arr = np.asarray(values)
+    kind = arr.dtype.kind
+    if kind == "O":
+        flat = arr.ravel()
+        for pos, v in enumerate(flat):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+                raise ShapeTypeError(
+                    f"{what} must be integers, got {type(v).__name__} at position {pos}")
+            if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+                raise ShapeIndexError(
+                    f"{what} entry {v} at position {pos} does not fit in int64")
+        return np.array(flat.tolist(), dtype=np.int64).reshape(arr.shape)
+    if kind not in "iu":
+        raise ShapeTypeError(f"{what} must be an integer array, got dtype {arr.dtype}")
+    if kind == "u" and arr.dtype.itemsize >= 8 and arr.size:
+        too_big = arr > _INT64_MAX
+        if too_big.any():
+            pos = int(np.flatnonzero(too_big.ravel())[0])
+            raise ShapeIndexError(
+                f"{what} entry {int(arr.ravel()[pos])} at position {pos} does not fit in int64")
+    return np.asarray(arr, dtype=np.int64, order="C")
+
+
+def _check_int64_plan(p: LayoutPlan) -> None:
+    if p.element_count > _INT64_MAX:
+        raise InvalidShapeError(
+            f"{p.shape} has {p.element_count} elements with padding; offsets beyond "
+            "int64 cannot be computed by the compiled core")
+
+
+def linear_indices(shape, indices):
+    """Element offsets of many logical indices at once (compiled).
+
+    ``indices`` is an integer array of shape ``(..., rank)`` (typically
+    ``(N, rank)``); the result is an int64 array of shape ``(...)``. Every
+    entry is bounds-checked first: a negative or too-large entry raises
+    :class:`~xlashape.ShapeIndexError` naming the row, the axis and its size,
+    and nothing is returned.
+
+    >>> import numpy as np
+    >>> linear_indices("f32[3,5]{1,0:T(2,2)}", np.array([[0, 0], [2, 3]])).tolist()
+    [0, 17]
+    """
+    import numpy as np
+
+    p = plan(shape)
+    _check_int64_plan(p)
+    arr = _as_int64_array(indices, "indices")
+    if arr.ndim == 0 or arr.shape[-1] != p.rank:
+        raise ShapeIndexError(
+            f"indices must have shape (N, {p.rank}) (or (..., {p.rank})) for the "
+            f"{p.rank}-dimensional shape {p.shape}, got shape {arr.shape}")
+    batch = arr.shape[:-1]
+    n = 1
+    for b in batch:
+        n *= b
+    flat = arr.reshape(n, p.rank)
+    return p.compiled.linear_indices(flat).reshape(batch)
+
+
+def multidimensional_indices(shape, linear):
+    """Logical indices stored at many element offsets (compiled).
+
+    ``linear`` is an integer array of any shape ``(...)``. Returns
+    ``(indices, padding)``: ``indices`` an int64 array of shape
+    ``(..., rank)`` and ``padding`` a bool array of shape ``(...)`` that is
+    True where the offset is a padding slot (tile padding, legacy padded
+    dimensions or ``L(n)`` tail padding); those rows of ``indices`` are -1.
+    An offset outside ``0 .. physical_element_count - 1`` raises
+    :class:`~xlashape.ShapeIndexError` and nothing is returned.
+
+    >>> idx, pad = multidimensional_indices("f32[3,5]{1,0:T(2,2)}", [17, 9])
+    >>> idx.tolist(), pad.tolist()
+    ([[2, 3], [-1, -1]], [False, True])
+    """
+    p = plan(shape)
+    _check_int64_plan(p)
+    arr = _as_int64_array(linear, "linear indices")
+    out, pad = p.compiled.multidimensional_indices(arr.reshape(-1))
+    return out.reshape(arr.shape + (p.rank,)), pad.reshape(arr.shape)
+
+
+def strides(shape) -> Optional[tuple]:
+    """numpy byte strides of the logical array, or None if no strides describe it.
+
+    Strides exist when every logical index moves the element offset by a
+    fixed amount: no tile splits a dimension in memory (a tile at least as
+    large as the dimensions, tiles of 1, or a tile spanning the full width of
+    everything more minor all qualify) and elements are whole bytes at their
+    natural width (no sub-byte packing, ``E(n)`` equal to the type width).
+
+    >>> strides("f32[3,5]{1,0}"), strides("f32[3,5]{1,0:T(4,8)}"), strides("f32[3,5]{1,0:T(2,2)}")
+    ((20, 4), (32, 4), None)
+    """
+    return plan(shape).strides
+
+
+# -- human-readable sizes ------------------------------------------------------
+
+def format_bytes(num_bytes: int) -> str:
+    """A byte count the way XLA's TPU memory reports print it.
+
+    This is ``tsl::strings::HumanReadableNumBytes`` without its ``iB``
+    suffix, as in "Used 32.00G of 15.48G hbm": powers of 1024, below 1024
+    plain bytes (``96B``), kilobytes with one decimal (``512.0K``), larger
+    units with two (``1.00G``). Like XLA, each step divides by 1024 as an
+    integer, so the shown fraction is truncated before it is rounded.
+
+    >>> format_bytes(96), format_bytes(512 * 1024), format_bytes(2**30), format_bytes(32 * 2**30)
+    ('96B', '512.0K', '1.00G', '32.00G')
+    """
+    if isinstance(num_bytes, bool) or not isinstance(num_bytes, numbers.Integral):
+        raise ShapeTypeError(f"byte count must be an int, got {type(num_bytes).__name__}")
+    n = int(num_bytes)
+    if n == -(2**63):
+        return "-8E"
+    sign = "-" if n < 0 else ""
+    n = abs(n)
+    if n < 1024:
+        return f"{sign}{n}B"
+    units = "KMGTPE"
+    u = 0
+    while n >= 1024 * 1024 and u < len(units) - 1:
+        n //= 1024
+        u += 1
+    fmt = "%s%.1f%s" if units[u] == "K" else "%s%.2f%s"
+    return fmt % (sign, n / 1024.0, units[u])
+
+
+def format_expansion(factor: float) -> str:
+    """``32.0x expansion``, as XLA's TPU memory report words it."""
+    if isinstance(factor, bool) or not isinstance(factor, numbers.Real):
+        raise ShapeTypeError(f"expansion factor must be a number, got {type(factor).__name__}")
+    if math.isinf(factor):
+        return "infx expansion"
+    return f"{float(factor):.1f}x expansion"
+
+
+# -- where the padding comes from ---------------------------------------------
+
+@dataclass(frozen=True)
+class PaddingSource:
+    """One reason a buffer is larger than its logical elements.
+
+    ``kind`` is ``'padded_dimensions'`` (the seeds' legacy padding),
+    ``'tile'`` (a tile level rounding a (combined) dimension up to its tile
+    size), ``'tail_padding'`` (``L(n)``), or ``'element_size'`` (elements
+    stored wider than their type: a sub-byte type or PRED without ``E(n)``
+    takes a whole byte). XLA's ``ByteSizeOf`` counts whole bytes too, so an
+    ``'element_size'`` source is *not* part of :attr:`PaddingReport.expansion`;
+    the factors of all other sources multiply to exactly
+    ``physical_elements / logical_elements``.
+    """
+
+    kind: str
+    level: Optional[int]
+    dimensions: tuple
+    size: int
+    padded_size: int
+    factor: float
+    description: str
+
+
+@dataclass(frozen=True)
+class PaddingReport:
+    """How many bytes a shape takes, how many it would take unpadded, and why.
+
+    ``unpadded_bytes`` has XLA's ``ShapeUtil::ByteSizeOf`` semantics
+    (logical elements, ``E(n)`` packing); ``padded_bytes`` is
+    :func:`physical_size_in_bytes`. ``sources`` lists each padding source
+    with a factor above 1, largest first; ``suggestions`` are layouts that
+    would really be smaller, each with the size it would take.
+    """
+
+    shape: Shape
+    unpadded_bytes: int
+    padded_bytes: int
+    expansion: float
+    physical_dimensions: tuple
+    sources: tuple
+    suggestions: tuple
+    logical_elements: int = 0
+    physical_elements: int = 0
+
+    @property
+    def padding_bytes(self) -> int:
+        """Extra memory due to padding (XLA's report prints this)."""
+        return self.padded_bytes - self.unpadded_bytes
+
+    def summary(self) -> str:
+        """XLA's three report lines: size, unpadded size, extra memory."""
+        lines = [f"Size: {format_bytes(self.padded_bytes)}",
+                 f"Unpadded size: {format_bytes(self.unpadded_bytes)}"]
+        if self.padded_bytes > self.unpadded_bytes:
+            lines.append(f"Extra memory due to padding: {format_bytes(self.padding_bytes)} "
+                         f"({format_expansion(self.expansion)})")
+        return "\n".join(lines)
+
+
+def _ratio(padded: int, size: int) -> float:
+    if size == 0:
+        return math.inf if padded > 0 else 1.0
+    return padded / size
+
+
+def _fmt_factor(f: float) -> str:
+    if math.isinf(f):
+        return "inf"
+    if abs(f - round(f)) < 1e-9:
+        return f"{int(round(f))}x"
+    return f"{f:.2f}x"
+
+
+_ORDINALS = ("most-minor", "second-most-minor", "third-most-minor")
+
+
+def _ordinal(pos_from_minor: int) -> str:
+    if pos_from_minor < len(_ORDINALS):
+        return _ORDINALS[pos_from_minor]
+    return f"{pos_from_minor + 1}th-most-minor"
+
+
+def _dims_text(dims) -> str:
+    dims = sorted(dims)
+    if len(dims) == 1:
+        return f"dimension {dims[0]}"
+    return "dimensions " + ", ".join(map(str, dims[:-1])) + f" and {dims[-1]}"
+
+
+def _tile_text(tile) -> str:
+    return "(" + ",".join("*" if t == COMBINE_DIMENSION else str(t) for t in tile) + ")"
+
+
+def _padding_sources(p: LayoutPlan) -> list:
+    sources = []
+    if p.element_count == 0 and _prod(p.padded_dimensions) == 0:
+        return sources
+    dims, padded = p.dimensions, p.padded_dimensions
+    for d, (s, ps) in enumerate(zip(dims, padded)):
+        if ps > s:
+            f = _ratio(ps, s)
+            sources.append(PaddingSource(
+                "padded_dimensions", None, (d,), s, ps, f,
+                f"dimension {d} has size {s} but padded_dimensions pads it to {ps}: "
+                f"{_fmt_factor(f)}"))
+    # which logical dims feed each physical position, level by level
+    origin = [frozenset((d,)) for d in reversed(p.minor_to_major)]
+    layout_tiles = p.layout.tiles
+    for level, (lv, tile) in enumerate(zip(p.levels, layout_tiles)):
+        origin = [frozenset()] * lv.prepend + origin
+        suffix = origin[len(origin) - lv.k:]
+        group_origin = [frozenset().union(*(suffix[j] for j in grp)) for grp in lv.groups]
+        m = len(lv.groups)
+        for g, (grp, gsize, t, src) in enumerate(zip(lv.groups, lv.group_sizes, lv.tile,
+                                                    group_origin)):
+            ps = -(-gsize // t) * t
+            if ps <= gsize:
+                continue
+            f = _ratio(ps, gsize)
+            pos = m - 1 - g  # 0 = most minor group of this tile
+            tail = f"tiled by {t}: padded to {ps} ({_fmt_factor(f)})"
+            if not src:
+                desc = (f"tile level {level} {_tile_text(tile)} has more dimensions than the "
+                        f"shape, and pads an added size-{gsize} dimension to {ps}: "
+                        f"{_fmt_factor(f)}")
+            elif level == 0:
+                what = _dims_text(src)
+                if len(src) > 1:
+                    desc = (f"{what}, combined by '*' into size {gsize}, are the "
+                            f"{_ordinal(pos)} dimension of tile {_tile_text(tile)}, {tail}")
+                elif gsize < t:
+                    desc = (f"{what} has size {gsize} but is the {_ordinal(pos)} dimension, "
+                            f"tiled by {t}: {_fmt_factor(f)}")
+                else:
+                    desc = (f"{what} has size {gsize}, not a multiple of its tile size {t}: "
+                            f"padded to {ps} ({_fmt_factor(f)})")
+            else:
+                desc = (f"tile level {level} {_tile_text(tile)} pads a dimension of size "
+                        f"{gsize} (from {_dims_text(src)}) to {ps}: {_fmt_factor(f)}")
+            sources.append(PaddingSource("tile", level, tuple(sorted(src)), gsize, ps, f, desc))
+        origin = origin[: len(origin) - lv.k] + group_origin + group_origin
+    total = _prod(p.physical_dimensions)
+    if p.element_count > total:
+        f = _ratio(p.element_count, total)
+        align = p.layout.tail_padding_alignment_in_elements
+        sources.append(PaddingSource(
+            "tail_padding", None, (), total, p.element_count, f,
+            f"L({align}) rounds {total} elements up to {p.element_count}: {_fmt_factor(f)}"))
+    et = p.element_type
+    natural = et.bit_width
+    if natural and p.element_bits > natural:
+        f = p.element_bits / natural
+        hint = f" (no E({natural}))" if p.layout.element_size_in_bits == 0 else ""
+        sources.append(PaddingSource(
+            "element_size", None, (), natural, p.element_bits, f,
+            f"{et.hlo_name} elements have {natural} bit{'s' if natural > 1 else ''} but are "
+            f"stored in {p.element_bits}{hint}: {_fmt_factor(f)}; XLA's unpadded size "
+            "counts these bytes too"))
+    sources.sort(key=lambda s: -s.factor)
+    return sources
+
+
+def _size_with(shape: Shape, layout: Layout) -> Optional[int]:
+    try:
+        return LayoutPlan(shape.with_layout(layout)).size_in_bytes
+    except (InvalidShapeError, ShapeTypeError):
+        return None
+
+
+def _suggestions(p: LayoutPlan) -> list:
+    shape, layout = p.shape, p.layout
+    current = p.size_in_bytes
+    if current == 0:
+        return []
+    found = {}  # text -> size
+
+    def offer(text, size):
+        if size is not None and size <= current * 0.95:
+            found[text] = size
+
+    tail = lambda size: f" would take {format_bytes(size)} instead of {format_bytes(current)}"  # noqa: E731
+    m2m = list(layout.minor_to_major)
+    n = len(m2m)
+    if layout.tiles and n > 1:
+        k = len(layout.tiles[0])
+        best_single = None
+        for d in m2m[:min(k, n - 1)]:
+            new = [x for x in m2m if x != d] + [d]
+            size = _size_with(shape, layout.replace(minor_to_major=tuple(new)))
+            if size is not None and (best_single is None or size < best_single):
+                best_single = size
+            new_l = layout.replace(minor_to_major=tuple(new))
+            offer(f"make dimension {d} (size {p.dimensions[d]}) the major-most dimension, "
+                  f"out of the {min(k, n)} minor-most that tile {layout.tiles[0]} covers: "
+                  f"layout {new_l}" + tail(size), size)
+        if n <= 6:
+            import itertools
+
+            best = None
+            for perm in itertools.permutations(m2m):
+                if list(perm) == m2m:
+                    continue
+                size = _size_with(shape, layout.replace(minor_to_major=perm))
+                if size is not None and (best is None or size < best[0]):
+                    best = (size, perm)
+            if best is not None and (best_single is None or best[0] < best_single * 0.95):
+                new_l = layout.replace(minor_to_major=best[1])
+                offer(f"reorder the dimensions: layout {new_l}" + tail(best[0]), best[0])
+    if layout.tiles:
+        lv = p.levels[0]
+        first = layout.tiles[0].dimensions
+        new_first = list(first)
+        gi = 0
+        # the most-minor entry is usually the hardware's lane width: keep it
+        last = max(j for j, t in enumerate(first) if t != COMBINE_DIMENSION)
+        for j, t in enumerate(first):
+            if t == COMBINE_DIMENSION:
+                continue
+            gsize = lv.group_sizes[gi]
+            gi += 1
+            if 0 < gsize < t and j != last:
+                new_first[j] = 1 << (gsize - 1).bit_length()
+        if new_first != list(first):
+            tiles = (tuple(new_first),) + tuple(layout.tiles[1:])
+            size = _size_with(shape, layout.replace(tiles=tiles))
+            offer(f"a smaller first tile {_tile_text(new_first)} instead of "
+                  f"{_tile_text(first)} (if the backend supports it)" + tail(size), size)
+        if COMBINE_DIMENSION not in first and n > len(first):
+            tiles = ((COMBINE_DIMENSION,) + tuple(first),) + tuple(layout.tiles[1:])
+            size = _size_with(shape, layout.replace(tiles=tiles))
+            a, b = m2m[len(first)], m2m[len(first) - 1]
+            offer(f"merge dimension {a} into dimension {b} (a reshape, or tile "
+                  f"{_tile_text(tiles[0])})" + tail(size), size)
+    et = p.element_type
+    if et.bit_width and et.bit_width < 8 and layout.element_size_in_bits == 0:
+        size = _size_with(shape, layout.replace(element_size_in_bits=et.bit_width))
+        offer(f"pack {8 // et.bit_width} {et.hlo_name} elements per byte with "
+              f"E({et.bit_width})" + tail(size), size)
+    return [t for t, _ in sorted(found.items(), key=lambda kv: kv[1])][:5]
+
+
+def padding_report(shape) -> PaddingReport:
+    """Where the bytes of a shape go: unpadded vs. padded size, and why.
+
+    The basis of ``xlashape explain``. Sizes match XLA's TPU out-of-memory
+    report ("Unpadded size", "Size", "Extra memory due to padding").
+
+    >>> r = padding_report("s32[8388608,8,4]{2,1,0:T(8,128)}")
+    >>> format_bytes(r.padded_bytes), format_bytes(r.unpadded_bytes), format_expansion(r.expansion)
+    ('32.00G', '1.00G', '32.0x expansion')
+    """
+    p = plan(shape)
+    logical = _prod(p.dimensions)
+    unpadded = -(-logical * p.element_bits // 8)
+    padded = p.size_in_bytes
+    return PaddingReport(
+        shape=p.shape,
+        unpadded_bytes=unpadded,
+        padded_bytes=padded,
+        expansion=_ratio(padded, unpadded),
+        physical_dimensions=p.physical_dimensions,
+        sources=tuple(_padding_sources(p)),
+        suggestions=tuple(_suggestions(p)),
+        logical_elements=logical,
+        physical_elements=p.element_count,
+    )

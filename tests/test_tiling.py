@@ -1,0 +1,496 @@
+"""The tiled-layout model (xlashape.tiling): golden values and error paths.
+
+Golden values come from XLA's documentation (the tiled-layout doc's worked
+examples, the seeds' padding example), from XLA's ``ShapeUtil::ArraySize``
+computed independently here from spec §8.4, and from real TPU out-of-memory
+reports quoted in public issues. Nothing here is derived from running the code
+under test.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from xlashape import (
+    InvalidShapeError,
+    Layout,
+    Shape,
+    ShapeIndexError,
+    ShapeTypeError,
+    Tile,
+    UNBOUNDED_SIZE,
+)
+from xlashape.tiling import (
+    format_bytes,
+    format_expansion,
+    linear_index,
+    linear_indices,
+    multidimensional_index,
+    multidimensional_indices,
+    padding_report,
+    physical_dimensions,
+    physical_element_count,
+    physical_size_in_bytes,
+    plan,
+    strides,
+)
+from xlashape._core import CompiledPlan
+
+
+def S(element_type, dims, m2m=None, tiles=(), **layout_fields):
+    """A shape with a layout, without going through the text parser."""
+    if m2m is None:
+        m2m = tuple(range(len(dims) - 1, -1, -1))
+    return Shape(element_type, tuple(dims), Layout(tuple(m2m), tiles=tiles, **layout_fields))
+
+
+def all_indices(dims):
+    return list(np.ndindex(*dims)) if dims else [()]
+
+
+# -- the tiled-layout doc's worked examples ---------------------------------------
+
+def test_figure1_element_2_3_and_total():
+    s = S("f32", (3, 5), (1, 0), [(2, 2)])
+    assert physical_dimensions(s) == (2, 3, 2, 2)
+    assert linear_index(s, (2, 3)) == 17
+    assert physical_element_count(s) == 24
+    assert physical_size_in_bytes(s) == 96
+    assert multidimensional_index(s, 17) == (2, 3)
+
+
+def test_figure1_nine_padding_slots():
+    s = S("f32", (3, 5), (1, 0), [(2, 2)])
+    slots = [multidimensional_index(s, i) for i in range(24)]
+    assert slots.count(None) == 9
+    assert sorted(x for x in slots if x is not None) == all_indices((3, 5))
+
+
+def test_figure2_memory_grid():
+    s = S("f32", (4, 8), (1, 0), [(2, 4), (2, 1)])
+    grid = [[linear_index(s, (i, j)) for j in range(8)] for i in range(4)]
+    assert grid == [
+        list(range(0, 16, 2)),
+        list(range(1, 16, 2)),
+        list(range(16, 32, 2)),
+        list(range(17, 32, 2)),
+    ]
+    assert physical_dimensions(s) == (2, 2, 1, 4, 2, 1)
+
+
+def test_combined_dimension_example():
+    s = S("f32", (2, 7, 8, 11, 10), (4, 3, 2, 1, 0), [("*", "*", 2, "*", 3)])
+    assert physical_dimensions(s) == (56, 37, 2, 3)
+    # [112, 110] tiled by (2, 3): element (a,b,c,d,e) is at row (a*7+b)*8+c,
+    # column d*10+e of the combined 112 x 110 matrix.
+    for idx in [(0, 0, 0, 0, 0), (1, 6, 7, 10, 9), (1, 2, 3, 4, 5), (0, 5, 1, 9, 2)]:
+        a, b, c, d, e = idx
+        row, col = (a * 7 + b) * 8 + c, d * 10 + e
+        expected = ((row // 2) * 37 + col // 3) * 6 + (row % 2) * 3 + col % 3
+        assert linear_index(s, idx) == expected
+
+
+def test_sub_tile_padding_counts_144_bytes():
+    # spec §11: ArraySize says 96, the model counts the second level's padding
+    s = S("f32", (3, 5), (1, 0), [(2, 2), (3, 1)])
+    assert physical_size_in_bytes(s) == 144
+
+
+def test_sub_tile_linear_index_differs_from_first_tile_only():
+    # spec §11: bf16[16,256]{1,0:T(8,128)(2,1)} element (1,0) is at 1
+    s = S("bf16", (16, 256), (1, 0), [(8, 128), (2, 1)])
+    assert linear_index(s, (1, 0)) == 1
+    assert physical_dimensions(s) == (2, 2, 4, 128, 2, 1)
+
+
+def test_seeds_padded_dimensions_column_major():
+    # seeds: [2 x 3] padded to [3, 5], column-major:  a d 0 b e 0 c f 0 0 0 0 0 0 0
+    s = S("f32", (2, 3), (0, 1), padded_dimensions=(3, 5))
+    names = {(0, 0): "a", (0, 1): "b", (0, 2): "c", (1, 0): "d", (1, 1): "e", (1, 2): "f"}
+    memory = ["0"] * physical_element_count(s)
+    for idx, name in names.items():
+        memory[linear_index(s, idx)] = name
+    assert " ".join(memory) == "a d 0 b e 0 c f 0 0 0 0 0 0 0"
+    assert multidimensional_index(s, 2) is None
+    assert multidimensional_index(s, 4) == (1, 1)
+
+
+# -- XLA's ArraySize (spec §8.4), computed independently --------------------------
+
+def xla_array_size(dims, m2m, tile, bytes_per_element=None, bits=None, tail=1):
+    """ShapeUtil::ArraySize with one (first) tile, no split configs."""
+    n, k = len(dims), len(tile)
+    count = 1
+    for j in range(k):
+        d = dims[m2m[j]] if j < n else 1
+        t = tile[k - 1 - j]
+        count *= -(-d // t) * t
+    for j in range(k, n):
+        count *= dims[m2m[j]]
+    count = -(-count // tail) * tail
+    if bits:
+        return -(-count * bits // 8)
+    return count * bytes_per_element
+
+
+TPU_FORMATS = [
+    ("f32", [(8, 128)], None),
+    ("f32", [(2, 128)], None),
+    ("f32", [(4, 128)], None),
+    ("bf16", [(8, 128), (2, 1)], None),
+    ("s8", [(8, 128), (4, 1)], None),
+    ("s4", [(8, 128), (8, 1)], 4),
+    ("f32", [(1024,)], None),
+    ("f32", [(128,)], None),
+    ("f32", [(256,)], None),
+]
+
+
+@pytest.mark.parametrize("et,tiles,ebits", TPU_FORMATS)
+@pytest.mark.parametrize("dims", [(1,), (5,), (300,), (3, 5), (16, 256), (9, 130), (2, 1, 7),
+                                  (4, 33, 129), ()])
+def test_tpu_formats_match_xla_array_size(et, tiles, ebits, dims):
+    m2m = tuple(range(len(dims) - 1, -1, -1))
+    kw = {"element_size_in_bits": ebits} if ebits else {}
+    s = S(et, dims, m2m, tiles, **kw)
+    width = Shape(et, ()).element_type.byte_width
+    expected = xla_array_size(dims, m2m, tiles[0], bytes_per_element=width, bits=ebits)
+    assert physical_size_in_bytes(s) == expected
+
+
+@pytest.mark.parametrize("tail", [1, 3, 16, 1000])
+def test_tail_padding_matches_array_size(tail):
+    s = S("f32", (9, 130), (0, 1), [(8, 128)], tail_padding_alignment_in_elements=tail)
+    assert physical_size_in_bytes(s) == xla_array_size((9, 130), (0, 1), (8, 128), 4, tail=tail)
+
+
+def test_sub_byte_packing_rounds_up_to_whole_bytes():
+    assert physical_size_in_bytes(S("s4", (3, 5), element_size_in_bits=4)) == 8
+    assert physical_size_in_bytes(S("s4", (3, 5))) == 15  # one byte each without E
+    assert physical_size_in_bytes(S("pred", (3,), element_size_in_bits=1)) == 1
+
+
+def test_default_layout_for_shapes_without_one():
+    s = Shape("f32", (3, 5))
+    assert linear_index(s, (1, 2)) == 7
+    assert strides(s) == (20, 4)
+
+
+# -- strides -----------------------------------------------------------------
+
+@pytest.mark.parametrize("shape,expected", [
+    (S("f32", (3, 5)), (20, 4)),
+    (S("f32", (3, 5), (0, 1)), (4, 12)),
+    (S("f32", (3, 5, 7), (1, 2, 0)), (140, 4, 20)),
+    (S("f32", (3, 5), (1, 0), [(4, 8)]), (32, 4)),          # one tile, no split
+    (S("f32", (3, 5), (1, 0), [(1, 1)]), (20, 4)),          # tiles of 1
+    (S("f32", (16, 128), (1, 0), [(8, 128)]), (512, 4)),     # full-width rows
+    (S("f32", (3, 4), (1, 0), [("*", 4)]), (16, 4)),         # combined, aligned
+    (S("f32", (2, 3), (0, 1), padded_dimensions=(3, 5)), (4, 12)),
+    (S("s8", (4, 5)), (5, 1)),
+    (S("s4", (4, 5)), (5, 1)),                               # a byte each without E
+    (S("f32", ()), ()),
+])
+def test_strides_when_expressible(shape, expected):
+    assert strides(shape) == expected
+    for idx in all_indices(shape.dimensions):
+        bytes_at = sum(i * st for i, st in zip(idx, expected))
+        assert bytes_at == linear_index(shape, idx) * shape.element_type.byte_width
+
+
+@pytest.mark.parametrize("shape", [
+    S("f32", (3, 5), (1, 0), [(2, 2)]),
+    S("bf16", (16, 256), (1, 0), [(8, 128), (2, 1)]),
+    S("s4", (4, 6), element_size_in_bits=4),
+    S("f32", (3, 5), element_size_in_bits=64),
+    S("f32", (256,), (0,), [(2, 128)]),
+])
+def test_strides_none_when_not_expressible(shape):
+    assert strides(shape) is None
+
+
+# -- vectorized forms -------------------------------------------------------------
+
+def test_linear_indices_figure1():
+    s = S("f32", (3, 5), (1, 0), [(2, 2)])
+    idx = np.array(all_indices((3, 5)))
+    out = linear_indices(s, idx)
+    assert out.dtype == np.int64
+    assert out.tolist() == [linear_index(s, tuple(i)) for i in idx]
+    assert linear_indices(s, idx.astype(np.uint8)).tolist() == out.tolist()
+    assert linear_indices(s, [[2, 3]]).tolist() == [17]
+    assert linear_indices(s, [2, 3]).tolist() == 17  # a single (rank,) row
+    assert linear_indices(s, idx.reshape(3, 5, 2)).shape == (3, 5)
+
+
+def test_multidimensional_indices_figure1():
+    s = S("f32", (3, 5), (1, 0), [(2, 2)])
+    out, pad = multidimensional_indices(s, np.arange(24))
+    assert out.shape == (24, 2) and pad.shape == (24,) and pad.dtype == np.bool_
+    assert int(pad.sum()) == 9
+    assert out[17].tolist() == [2, 3]
+    assert (out[pad] == -1).all()
+    out2, pad2 = multidimensional_indices(s, np.arange(24).reshape(4, 6))
+    assert out2.shape == (4, 6, 2) and pad2.shape == (4, 6)
+
+
+def test_vectorized_empty_inputs():
+    s = S("f32", (3, 5), (1, 0), [(2, 2)])
+    assert linear_indices(s, np.zeros((0, 2), np.int64)).shape == (0,)
+    out, pad = multidimensional_indices(s, np.zeros(0, np.int64))
+    assert out.shape == (0, 2) and pad.shape == (0,)
+
+
+def test_vectorized_scalar_shape_with_tail_padding():
+    s = S("f32", (), (), tail_padding_alignment_in_elements=4)
+    assert linear_indices(s, np.zeros((3, 0), np.int64)).tolist() == [0, 0, 0]
+    out, pad = multidimensional_indices(s, [0, 1, 3])
+    assert out.shape == (3, 0)
+    assert pad.tolist() == [False, True, True]
+
+
+def test_compiled_plan_offset_matches_reference():
+    s = S("bf16", (16, 256), (1, 0), [(8, 128), (2, 1)])
+    cp = CompiledPlan(plan(s))
+    for idx in [(0, 0), (1, 0), (15, 255), (7, 129)]:
+        assert cp.offset(idx) == linear_index(s, idx)
+
+
+# -- error paths -------------------------------------------------------------------
+
+F1 = S("f32", (3, 5), (1, 0), [(2, 2)])
+
+
+@pytest.mark.parametrize("idx,fragment", [
+    ((3, 0), "index 3 is out of bounds for axis 0 with size 3"),
+    ((0, 5), "index 5 is out of bounds for axis 1 with size 5"),
+    ((-1, 0), "index -1 is out of bounds for axis 0 with size 3"),
+    ((0,), "index has 1 entries but the shape has 2 dimensions"),
+    ((0, 0, 0), "index has 3 entries but the shape has 2 dimensions"),
+])
+def test_linear_index_errors(idx, fragment):
+    with pytest.raises(ShapeIndexError, match=fragment):
+        linear_index(F1, idx)
+    assert issubclass(ShapeIndexError, IndexError)
+
+
+@pytest.mark.parametrize("idx,fragment", [
+    ((0.5, 0), "index entries must be ints, got float at axis 0"),
+    ((0, True), "index entries must be ints, got bool at axis 1"),
+    (object(), "index must be a sequence of ints, got object"),
+])
+def test_linear_index_type_errors(idx, fragment):
+    with pytest.raises(ShapeTypeError, match=fragment):
+        linear_index(F1, idx)
+
+
+def test_multidimensional_index_errors():
+    with pytest.raises(ShapeIndexError, match="linear index 24 is out of bounds for a buffer of 24"):
+        multidimensional_index(F1, 24)
+    with pytest.raises(ShapeIndexError, match="linear index -1 is out of bounds"):
+        multidimensional_index(F1, -1)
+    with pytest.raises(ShapeTypeError, match="linear index must be an int, got float"):
+        multidimensional_index(F1, 1.0)
+
+
+@pytest.mark.parametrize("rows,fragment", [
+    ([[0, 0], [3, 1]], r"index 3 is out of bounds for axis 0 with size 3 \(row 1 of the indices\)"),
+    ([[0, 0], [1, 1], [2, -1]], r"index -1 is out of bounds for axis 1 with size 5 \(row 2"),
+    ([[0, 0, 0]], r"indices must have shape \(N, 2\)"),
+    (np.zeros((4, 1), np.int64), r"got shape \(4, 1\)"),
+    (5, r"got shape \(\)"),
+    (np.array([[2**63, 0]], dtype=np.uint64), "does not fit in int64"),
+    ([[2**70, 0]], "does not fit in int64"),
+])
+def test_linear_indices_errors(rows, fragment):
+    with pytest.raises(ShapeIndexError, match=fragment):
+        linear_indices(F1, rows)
+
+
+@pytest.mark.parametrize("rows,fragment", [
+    (np.array([[0.0, 1.0]]), "indices must be an integer array, got dtype float64"),
+    (np.array([[True, False]]), "indices must be an integer array, got dtype bool"),
+    ([[0, "a"]], "indices must be an integer array, got dtype <U21"),
+    (np.array([[0, 1.5]], dtype=object), "indices must be integers, got float at position 1"),
+])
+def test_linear_indices_type_errors(rows, fragment):
+    with pytest.raises(ShapeTypeError, match=fragment):
+        linear_indices(F1, rows)
+
+
+def test_multidimensional_indices_errors():
+    with pytest.raises(ShapeIndexError,
+                       match=r"linear index 24 is out of bounds for a buffer of 24 elements \(entry 2\)"):
+        multidimensional_indices(F1, [0, 5, 24])
+    with pytest.raises(ShapeIndexError, match=r"linear index -3 is out of bounds.*\(entry 0\)"):
+        multidimensional_indices(F1, [-3])
+    with pytest.raises(ShapeTypeError, match="linear indices must be an integer array"):
+        multidimensional_indices(F1, [0.5])
+
+
+@pytest.mark.parametrize("shape,fragment", [
+    (Shape("f32", (3, 5), Layout((0,))), "has 1 minor_to_major entries but shape"),
+    (Shape("f32", (3, 5), Layout((0, 0))), "must be a permutation of 0..1"),
+    (Shape("f32", (3, -1), Layout((1, 0))), "dimension 1 has negative size -1"),
+    (Shape("f32", (3, 5), Layout((1, 0), tiles=[(2, 0)])), "layout has invalid tiles"),
+    (Shape("f32", (3, 5), Layout((1, 0), tiles=[(2, "*")])), "ends with '\\*'"),
+    (Shape("f32", (3, 5), Layout((1, 0), padded_dimensions=(2, 5))),
+     "padded_dimensions\\[0\\] is 2, smaller than dimension 0 of size 3"),
+    (Shape("f32", (3, 5), Layout((1, 0), element_size_in_bits=-4)),
+     "element_size_in_bits field is negative"),
+    (Shape.tuple([Shape("f32", (3,))]), "is not an array shape"),
+    (Shape("f32", (3, UNBOUNDED_SIZE)), "unbounded dynamic dimension"),
+])
+def test_invalid_layouts(shape, fragment):
+    with pytest.raises(InvalidShapeError, match=fragment):
+        plan(shape)
+    with pytest.raises(InvalidShapeError, match=fragment):
+        linear_indices(shape, np.zeros((1, len(shape.dimensions)), np.int64))
+    with pytest.raises(InvalidShapeError, match=fragment):
+        padding_report(shape)
+
+
+def test_bad_shape_types():
+    with pytest.raises(ShapeTypeError, match="expected a Shape or shape text, got int"):
+        plan(3)
+    with pytest.raises(ShapeTypeError, match="expected a Shape or shape text, got list"):
+        linear_indices([3, 5], [[0, 0]])
+
+
+def test_offsets_beyond_int64_are_refused():
+    s = S("f32", (2**40, 2**40))
+    with pytest.raises(InvalidShapeError, match="offsets beyond int64"):
+        linear_indices(s, [[0, 0]])
+
+
+# -- sizes in XLA's words ------------------------------------------------------------
+
+@pytest.mark.parametrize("n,text", [
+    (0, "0B"), (96, "96B"), (1023, "1023B"), (1024, "1.0K"), (4096, "4.0K"),
+    (512 * 1024, "512.0K"), (2**20, "1.00M"), (2**30, "1.00G"), (32 * 2**30, "32.00G"),
+    (int(61.25 * 2**20), "61.25M"), (int(15.48 * 2**30), "15.48G"), (-2048, "-2.0K"),
+    (2**50, "1.00P"), (-(2**63), "-8E"),
+    # XLA divides by 1024 as an integer before printing: 1 MiB - 1 is still "1024.0K"
+    (2**20 - 1, "1024.0K"),
+])
+def test_format_bytes(n, text):
+    assert format_bytes(n) == text
+
+
+def test_format_expansion():
+    assert format_expansion(32.0) == "32.0x expansion"
+    assert format_expansion(64 / 61.25) == "1.0x expansion"
+    assert format_expansion(math.inf) == "infx expansion"
+    with pytest.raises(ShapeTypeError, match="expansion factor must be a number, got str"):
+        format_expansion("32")
+    with pytest.raises(ShapeTypeError, match="byte count must be an int, got float"):
+        format_bytes(1.5)
+
+
+# -- padding reports against real TPU out-of-memory reports ------------------------
+# Each case: the shape and the "Size" / "Unpadded size" / "(Nx expansion)" lines
+# of an XLA TPU memory report quoted in a public issue.
+
+OOM_REPORTS = [
+    # DifferentiableUniverseInitiative/flowpm#27
+    (S("s32", (8388608, 8, 4), (2, 1, 0), [(8, 128)]), "32.00G", "1.00G", "31.00G", "32.0x"),
+    # jax-ml/jax#7502
+    (S("s32", (2048, 1, 128, 128, 4), (4, 3, 2, 0, 1), [(8, 128)]),
+     "16.00G", "512.00M", "15.50G", "32.0x"),
+    # pytorch/xla#3041
+    (S("f32", (29184, 1, 2560), (2, 1, 0), [(2, 128)]), "570.00M", "285.00M", "285.00M", "2.0x"),
+    # sokrypton/ColabFold#62
+    (S("f32", (1024, 245, 64), (1, 2, 0), [(8, 128)]), "64.00M", "61.25M", "2.75M", "1.0x"),
+]
+
+
+@pytest.mark.parametrize("shape,size,unpadded,extra,expansion", OOM_REPORTS)
+def test_padding_report_matches_xla_oom_reports(shape, size, unpadded, extra, expansion):
+    r = padding_report(shape)
+    assert format_bytes(r.padded_bytes) == size
+    assert format_bytes(r.unpadded_bytes) == unpadded
+    assert format_bytes(r.padding_bytes) == extra
+    assert format_expansion(r.expansion) == expansion + " expansion"
+    assert r.summary().splitlines()[2] == (
+        f"Extra memory due to padding: {extra} ({expansion} expansion)")
+
+
+def test_padding_report_sources_and_suggestion_for_32x():
+    r = padding_report(OOM_REPORTS[0][0])
+    assert r.physical_dimensions == (8388608, 1, 1, 8, 128)
+    assert len(r.sources) == 1
+    src = r.sources[0]
+    assert (src.kind, src.level, src.dimensions, src.size, src.padded_size, src.factor) == (
+        "tile", 0, (2,), 4, 128, 32.0)
+    assert "dimension 2 has size 4" in src.description and "tiled by 128" in src.description
+    # making dimension 0 (8388608) the most minor removes all padding
+    assert any("would take 1.00G instead of 32.00G" in t for t in r.suggestions)
+
+
+def test_padding_report_second_minor_size_one():
+    r = padding_report(OOM_REPORTS[2][0])
+    (src,) = r.sources
+    assert src.dimensions == (1,) and src.factor == 2.0
+    assert src.description == ("dimension 1 has size 1 but is the second-most-minor "
+                               "dimension, tiled by 2: 2x")
+    assert any("(1,128)" in t and "285.00M instead of 570.00M" in t for t in r.suggestions)
+
+
+def test_padding_report_kinds_and_order():
+    s = S("f32", (3, 5), (1, 0), [(2, 2)], tail_padding_alignment_in_elements=32,
+          padded_dimensions=(3, 6))
+    r = padding_report(s)
+    kinds = [x.kind for x in r.sources]
+    assert sorted(kinds) == ["padded_dimensions", "tail_padding", "tile"]
+    factors = [x.factor for x in r.sources]
+    assert factors == sorted(factors, reverse=True)
+    pd = next(x for x in r.sources if x.kind == "padded_dimensions")
+    assert (pd.dimensions, pd.size, pd.padded_size, pd.factor) == ((1,), 5, 6, 1.2)
+    tail = next(x for x in r.sources if x.kind == "tail_padding")
+    assert (tail.size, tail.padded_size) == (24, 32)
+    assert "L(32)" in tail.description
+    # 15 logical elements; 18 after padded_dimensions, 24 after the tile, 32 after L(32)
+    assert math.isclose(math.prod(x.factor for x in r.sources), 32 / 15)
+    assert r.expansion == 128 / 60
+
+
+def test_padding_report_no_padding():
+    r = padding_report(S("f32", (8, 128), (1, 0), [(8, 128)]))
+    assert r.sources == () and r.suggestions == () and r.expansion == 1.0
+    assert r.summary() == "Size: 4.0K\nUnpadded size: 4.0K"
+
+
+def test_padding_report_element_size_source_is_outside_expansion():
+    r = padding_report(S("s4", (3, 5)))
+    assert r.expansion == 1.0
+    (src,) = r.sources
+    assert (src.kind, src.size, src.padded_size, src.factor) == ("element_size", 4, 8, 2.0)
+    assert any("E(4)" in t and "8B instead of 15B" in t for t in r.suggestions)
+
+
+def test_padding_report_scalar_tile_and_combined_dims():
+    r = padding_report(S("f32", (), (), [(256,)]))
+    (src,) = r.sources
+    assert (src.kind, src.dimensions, src.size, src.padded_size) == ("tile", (), 1, 256)
+    assert r.padded_bytes == 1024 and r.unpadded_bytes == 4
+    r = padding_report(S("f32", (2, 7, 8, 11, 10), (4, 3, 2, 1, 0), [("*", "*", 2, "*", 3)]))
+    (src,) = r.sources
+    assert (src.dimensions, src.size, src.padded_size) == ((3, 4), 110, 111)
+    assert "combined" in src.description
+
+
+def test_padding_report_empty_array():
+    r = padding_report(S("f32", (0, 5), (1, 0), [(8, 128)]))
+    assert (r.unpadded_bytes, r.padded_bytes, r.expansion, r.sources) == (0, 0, 1.0, ())
+
+
+def test_padding_report_padded_empty_dimension_is_infinite():
+    r = padding_report(S("f32", (0,), (0,), padded_dimensions=(4,)))
+    assert r.expansion == math.inf
+    assert r.sources[0].factor == math.inf
+
+
+def test_tile_object_accepted():
+    s = S("f32", (3, 5), (1, 0), [Tile(2, 2)])
+    assert linear_index(s, (2, 3)) == 17
