@@ -1,0 +1,912 @@
+"""Read HLO module text: dumps, hand-written modules, and TPU out-of-memory reports.
+
+XLA writes a module as text like this (seed 002 explains each part)::
+
+    HloModule jit_f, entry_computation_layout={(bf16[8,128]{1,0})->bf16[8,128]{1,0}}
+
+    %fused_computation (param_0: bf16[8,128]) -> bf16[8,128] {
+      %param_0 = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)
+      ROOT %add.1 = bf16[8,128]{1,0:T(8,128)(2,1)} add(%param_0, %param_0)
+    }
+
+    ENTRY %main.3 (p0: bf16[8,128]) -> bf16[8,128] {
+      %p0 = bf16[8,128]{1,0:T(8,128)(2,1)} parameter(0)
+      ROOT %fusion = bf16[8,128]{1,0:T(8,128)(2,1)} fusion(%p0), kind=kLoop, calls=%fused_computation
+    }
+
+Each instruction is ``[ROOT] name = shape opcode(operands), attribute=value, ...``.
+This module turns such text into :class:`Instruction` objects carrying real
+:class:`~xlashape.Shape` objects, so sizes, padding and memory spaces can be
+computed for every value in a program.
+
+It reads line by line (:class:`HloReader`), so a dump of any size streams
+through in constant memory, and it is forgiving where a tool must be: a line
+it cannot make sense of is reported (line number and reason) and skipped,
+never fatal. It handles what real dumps contain: nested computations and
+fusions, tuples with ``/*index=N*/`` comments, tokens, attribute blocks such as
+``metadata={...}`` or ``backend_config={...}`` holding braces and quoted
+strings, ``//`` and ``/* */`` comments, ``ENTRY``, ``entry_computation_layout``,
+the stack-frame tables newer XLA appends, and instructions written across
+several lines by hand (as in seed 002).
+
+It also reads the text of a TPU out-of-memory error ("Ran out of memory in
+memory space hbm ... Largest program allocations in hbm: 1. Size: ... Shape:
+...") and yields one :class:`Instruction` per listed allocation, in the
+pseudo-computation :data:`OOM_REPORT`, with the reported sizes as attributes.
+
+>>> m = parse_hlo_module('''
+... ENTRY %main {
+...   %p = f32[3,5]{1,0:T(2,2)} parameter(0)
+...   ROOT %n = f32[3,5]{1,0:T(2,2)} negate(f32[3,5]{1,0:T(2,2)} %p), metadata={op_name="neg"}
+... }''')
+>>> [(i.name, i.opcode, str(i.shape)) for i in m.instructions()]
+[('p', 'parameter', 'f32[3,5]{1,0:T(2,2)}'), ('n', 'negate', 'f32[3,5]{1,0:T(2,2)}')]
+>>> m.entry.root.operands[0].name, m.entry.root.metadata["op_name"]
+('p', 'neg')
+>>> memory_footprint(m.entry.root.shape)[:2]   # logical bytes, bytes with tile padding
+(60, 96)
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
+
+from .errors import HloParseError, XlaShapeError
+from .shape import Shape
+
+__all__ = [
+    "Instruction",
+    "Operand",
+    "Computation",
+    "HloModule",
+    "HloReader",
+    "HloWarning",
+    "Footprint",
+    "OOM_REPORT",
+    "parse_hlo_module",
+    "read_hlo_file",
+    "iter_instructions",
+    "memory_footprint",
+]
+
+#: Name of the pseudo-computation holding the allocations listed in an
+#: out-of-memory report.
+OOM_REPORT = "(out-of-memory report)"
+
+# -- lexical helpers -----------------------------------------------------------
+
+_INSTR_START = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
+# A line that starts a new instruction: a name, '=', then something that can
+# begin a shape (or nothing yet). Attribute lines of a multi-line instruction
+# ("kind=kLoop, calls=...") never look like this.
+_LOOKS_LIKE_INSTR = re.compile(
+    r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|[a-z][a-z0-9]*\[|$)")
+_HEADER = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*?)\s*\{\s*$", re.S)
+_MODULE = re.compile(r"\s*HloModule\s+%?([^\s,]+)\s*,?\s*(.*?)\s*$", re.S)
+_OPCODE = re.compile(r"\s*([a-z][a-z0-9_\-]*)\s*\(")
+# An array shape whose layout (if any) has no nested braces: safe to use as a
+# cache key without running the parser. Anything else goes to the parser.
+_ARRAY_SHAPE = re.compile(
+    r"[a-z][a-z0-9]*\[[0-9,<=? ]*\](?:\{(?=[\s0-9:])[^{}\"/]*\})?")
+_LAYOUT_FOLLOWS = re.compile(r"(?:\s|/\*.*?\*/)*\{\s*[0-9:]", re.S)
+_SIG = re.compile(r"[()\[\]{}\"]|/\*")
+_SIG_COMMA = re.compile(r"[()\[\]{},\"]|/\*")
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_META_ITEM = re.compile(r'([A-Za-z_]\w*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_CALLS = re.compile(r"(?:^|,)\s*(calls|to_apply)=(\{[^}]*\}|%?[\w.\-]+)")
+_NAME_REF = re.compile(r"%?([A-Za-z_][\w.\-]*)")
+_STACK_SECTIONS = frozenset(("FileNames", "FunctionNames", "FileLocations", "StackFrames"))
+
+# Out-of-memory report lines (TPU "Largest program allocations" listing).
+_OOM_MARKERS = ("Ran out of memory", "RESOURCE_EXHAUSTED", "Largest program allocations")
+_OOM_SIZE = re.compile(r"(?:^|[\s.:])Size:\s*([0-9][0-9.]*\s*[KMGTPE]?i?B?)")
+_OOM_SHAPE = re.compile(r"(?:^|\s)Shape:\s*")
+_OOM_UNPADDED = re.compile(r"Unpadded size:\s*([0-9][0-9.]*\s*[KMGTPE]?i?B?)")
+_OOM_LABEL = re.compile(r"XLA label:\s*(.*?)\s*$")
+_OOM_ALLOC_TYPE = re.compile(r"Allocation type:\s*(.*?)\s*$")
+_OOM_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
+
+_MAX_STATEMENT_LINES = 2000
+_MAX_STATEMENT_CHARS = 1 << 24
+_SHAPE_CACHE_LIMIT = 1 << 16
+
+
+class _Incomplete(Exception):
+    """The statement needs more lines."""
+
+
+class _Malformed(Exception):
+    def __init__(self, message: str, position: int = 0):
+        super().__init__(message)
+        self.message = message
+        self.position = position
+
+
+def _match_close(text: str, pos: int) -> int:
+    """Index just past the bracket matching ``text[pos]``; -1 if text ends first.
+
+    Quoted strings and ``/* */`` comments are skipped; bracket kinds are only
+    counted, not matched, which is enough for well-formed XLA output and never
+    loops or recurses on bad input.
+    """
+    depth = 0
+    search = _SIG.search
+    i = pos
+    while True:
+        m = search(text, i)
+        if m is None:
+            return -1
+        c = m.group()
+        j = m.start()
+        if c == '"':
+            s = _STRING.match(text, j)
+            if s is None:
+                return -1
+            i = s.end()
+            continue
+        if c == "/*":
+            k = text.find("*/", j + 2)
+            if k < 0:
+                return -1
+            i = k + 2
+            continue
+        if c in "([{":
+            depth += 1
+        else:
+            depth -= 1
+            if depth <= 0:
+                return j + 1
+        i = j + 1
+
+
+def _split_top(text: str) -> List[str]:
+    """Split at commas outside brackets, strings and comments."""
+    if not text:
+        return []
+    parts = []
+    depth = 0
+    start = 0
+    i = 0
+    search = _SIG_COMMA.search
+    while True:
+        m = search(text, i)
+        if m is None:
+            break
+        c = m.group()
+        j = m.start()
+        if c == '"':
+            s = _STRING.match(text, j)
+            i = len(text) if s is None else s.end()
+            continue
+        if c == "/*":
+            k = text.find("*/", j + 2)
+            i = len(text) if k < 0 else k + 2
+            continue
+        if c == ",":
+            if depth == 0:
+                parts.append(text[start:j])
+                start = j + 1
+        elif c in "([{":
+            depth += 1
+        else:
+            depth -= 1
+        i = j + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _strip_line_comment(line: str) -> str:
+    """Drop a ``//`` comment that is outside quoted strings."""
+    i = 0
+    while True:
+        j = line.find("//", i)
+        if j < 0:
+            return line
+        q = line.find('"', i, j)
+        if q < 0:
+            return line[:j]
+        s = _STRING.match(line, q)
+        if s is None:
+            return line
+        i = s.end()
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
+        return re.sub(r"\\(.)", r"\1", value[1:-1])
+    return value
+
+
+# -- the data model ------------------------------------------------------------
+
+
+class Operand(NamedTuple):
+    """One operand of an instruction: its name, and its shape when the text
+    writes it inline (``f32[2]{0} %p``), else ``None``."""
+
+    name: str
+    shape: Optional[Shape]
+
+
+class Instruction:
+    """One HLO instruction (or one allocation of an out-of-memory report).
+
+    ``computation`` (name, ``None`` outside any computation, :data:`OOM_REPORT`
+    for report entries), ``name`` (without ``%``), ``shape`` (a
+    :class:`~xlashape.Shape` with layout), ``opcode``, ``is_root``, ``line``
+    (1-based line where it starts). ``operands`` and ``attributes`` are parsed
+    on first use, so streaming over a dump only pays for what is read.
+    """
+
+    __slots__ = ("computation", "name", "shape", "opcode", "is_root", "line",
+                 "operands_text", "attributes_text", "_operands", "_attributes",
+                 "_reader")
+
+    def __init__(self, computation, name, shape, opcode, *, is_root=False, line=0,
+                 operands_text="", attributes_text="", attributes=None, reader=None):
+        self.computation = computation
+        self.name = name
+        self.shape = shape
+        self.opcode = opcode
+        self.is_root = is_root
+        self.line = line
+        self.operands_text = operands_text
+        self.attributes_text = attributes_text
+        self._operands = None
+        self._attributes = attributes
+        self._reader = reader
+
+    # -- lazily parsed parts ----------------------------------------------
+    @property
+    def operands(self) -> Tuple[Operand, ...]:
+        """Operands in order. ``parameter(N)`` and ``constant(...)`` have none
+        (see :attr:`argument`)."""
+        if self._operands is None:
+            self._operands = self._parse_operands()
+        return self._operands
+
+    @property
+    def argument(self) -> str:
+        """The raw text between the opcode's parentheses (``0`` for
+        ``parameter(0)``, the literal for ``constant``)."""
+        return self.operands_text.strip()
+
+    @property
+    def parameter_number(self) -> Optional[int]:
+        if self.opcode != "parameter":
+            return None
+        try:
+            return int(self.argument)
+        except ValueError:
+            return None
+
+    @property
+    def attributes(self) -> Dict[str, str]:
+        """Attributes after the operand list, ``name -> raw text`` (strings
+        keep their quotes; blocks keep their braces)."""
+        if self._attributes is None:
+            attrs = {}
+            for part in _split_top(self.attributes_text):
+                part = part.strip()
+                if not part:
+                    continue
+                key, eq, value = part.partition("=")
+                attrs[key.strip()] = value.strip() if eq else ""
+            self._attributes = attrs
+        return self._attributes
+
+    @property
+    def kind(self) -> Optional[str]:
+        """``kind=`` of a fusion (``kLoop``, ``kInput``, ``kOutput``, ``kCustom``)."""
+        return self.attributes.get("kind")
+
+    @property
+    def called_computations(self) -> Tuple[str, ...]:
+        """Names in ``calls=``, ``to_apply=``, ``body=``, ``condition=`` and
+        ``branch_computations=``, without ``%``."""
+        out = []
+        for key in ("calls", "to_apply", "condition", "body", "branch_computations"):
+            v = self.attributes.get(key)
+            if v:
+                out.extend(_NAME_REF.findall(v.strip("{}")))
+        return tuple(out)
+
+    @property
+    def metadata(self) -> Dict[str, str]:
+        """``metadata={op_type="..." op_name="..." source_file=... source_line=...}``
+        as a dict of unquoted strings."""
+        raw = self.attributes.get("metadata", "")
+        return {k: _unquote(v) for k, v in _META_ITEM.findall(raw)}
+
+    def _parse_operands(self) -> Tuple[Operand, ...]:
+        if self.opcode in ("parameter", "constant") or self.computation == OOM_REPORT:
+            return ()
+        out = []
+        reader = self._reader or _default_reader()
+        for part in _split_top(self.operands_text):
+            part = _COMMENT.sub(" ", part).strip()
+            if not part:
+                continue
+            shape = None
+            if part[0] == "(" or _ARRAY_SHAPE.match(part) or part.startswith(("token[", "opaque[")):
+                try:
+                    shape, end = reader.shape_at(part, 0)
+                except HloParseError as e:
+                    raise HloParseError(
+                        f"operand of {self.name} (line {self.line}): {e.message}",
+                        e.text, e.position) from None
+                part = part[end:].strip()
+            out.append(Operand(part.lstrip("%"), shape))
+        return tuple(out)
+
+    def __repr__(self):
+        root = "ROOT " if self.is_root else ""
+        return f"<Instruction {root}{self.name} = {self.shape} {self.opcode}(...) line {self.line}>"
+
+
+class Computation:
+    """A named computation: its instructions in order, whether it is the
+    ``ENTRY``, its signature text ``(p: f32[2]) -> f32[2]`` and its line."""
+
+    __slots__ = ("name", "is_entry", "signature", "line", "instructions")
+
+    def __init__(self, name, is_entry=False, signature="", line=0):
+        self.name = name
+        self.is_entry = is_entry
+        self.signature = signature
+        self.line = line
+        self.instructions: List[Instruction] = []
+
+    @property
+    def root(self) -> Optional[Instruction]:
+        """The ``ROOT`` instruction (XLA's rule: else the last one)."""
+        for ins in self.instructions:
+            if ins.is_root:
+                return ins
+        return self.instructions[-1] if self.instructions else None
+
+    def __iter__(self):
+        return iter(self.instructions)
+
+    def __len__(self):
+        return len(self.instructions)
+
+    def __repr__(self):
+        entry = "ENTRY " if self.is_entry else ""
+        return f"<Computation {entry}{self.name}: {len(self.instructions)} instructions>"
+
+
+class HloWarning(NamedTuple):
+    """A line that was skipped: 1-based ``line`` and ``message``."""
+
+    line: int
+    message: str
+
+    def __str__(self):
+        return f"line {self.line}: {self.message}"
+
+
+class HloModule:
+    """A parsed module: ``name``, ``attributes`` (raw text after the name on the
+    ``HloModule`` line, e.g. ``entry_computation_layout``), ``computations`` in
+    order, and the ``warnings`` for skipped lines."""
+
+    def __init__(self, name=None, attributes=None):
+        self.name = name
+        self.attributes: Dict[str, str] = attributes or {}
+        self.computations: List[Computation] = []
+        self.warnings: List[HloWarning] = []
+        self.fused_computations: set = set()
+        self.applied_computations: set = set()
+
+    @property
+    def entry(self) -> Optional[Computation]:
+        for c in self.computations:
+            if c.is_entry:
+                return c
+        return None
+
+    def computation(self, name: str) -> Computation:
+        """The computation called ``name`` (with or without ``%``)."""
+        name = name.lstrip("%")
+        for c in self.computations:
+            if c.name == name:
+                return c
+        raise KeyError(f"no computation named {name!r}; the module has "
+                       f"{[c.name for c in self.computations]}")
+
+    def instructions(self) -> Iterator[Instruction]:
+        for c in self.computations:
+            yield from c.instructions
+
+    def instruction(self, name: str) -> Instruction:
+        name = name.lstrip("%")
+        for ins in self.instructions():
+            if ins.name == name:
+                return ins
+        raise KeyError(f"no instruction named {name!r}")
+
+    def __repr__(self):
+        n = sum(len(c) for c in self.computations)
+        return f"<HloModule {self.name}: {len(self.computations)} computations, {n} instructions>"
+
+
+# -- sizes ---------------------------------------------------------------------
+
+
+class Footprint(NamedTuple):
+    """Memory of a value: logical bytes (``ShapeUtil::ByteSizeOf`` summed over
+    the arrays in it), bytes with all tiling padding
+    (:func:`xlashape.tiling.physical_size_in_bytes`), the memory space (``None``
+    when the arrays disagree or there are none), the same split per memory space
+    as ``((space, bytes, padded_bytes), ...)``, and ``problem``: why the sizes
+    are ``None`` (an unbounded ``?`` dimension, an invalid layout)."""
+
+    bytes: Optional[int]
+    padded_bytes: Optional[int]
+    memory_space: Optional[int]
+    by_space: tuple
+    problem: Optional[str] = None
+
+
+def _leaves(shape: Shape, out: list) -> list:
+    if shape.is_tuple:
+        for s in shape.tuple_shapes:
+            _leaves(s, out)
+    elif shape.is_buffer:
+        out.append(shape.buffer_shape)
+    elif shape.is_array:
+        out.append(shape)
+    return out
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def memory_footprint(shape: Shape) -> Footprint:
+    """Logical and padded bytes of a value's shape, per memory space.
+
+    Tuples count the arrays in them (not the pointer table XLA keeps for a
+    tuple); tokens and opaque values take nothing.
+
+    >>> from xlashape import parse_shape
+    >>> memory_footprint(parse_shape("(f32[3,5]{1,0:T(2,2)}, s32[]{:S(1)}, token[])"))
+    Footprint(bytes=64, padded_bytes=100, memory_space=None, by_space=((0, 60, 96), (1, 4, 4)), problem=None)
+    """
+    from .shape_util import byte_size_of
+    from .tiling import physical_size_in_bytes
+
+    spaces: Dict[int, list] = {}
+    total = padded = 0
+    for leaf in _leaves(shape, []):
+        if leaf.is_unbounded_dynamic:
+            return Footprint(None, None, _space(leaf), (),
+                             f"{leaf} has an unbounded dimension ('?'): its size is unknown")
+        try:
+            b = byte_size_of(leaf)
+            p = physical_size_in_bytes(leaf)
+        except XlaShapeError as e:
+            return Footprint(None, None, _space(leaf), (), str(e).splitlines()[0])
+        sp = _space(leaf)
+        acc = spaces.setdefault(sp, [0, 0])
+        acc[0] += b
+        acc[1] += p
+        total += b
+        padded += p
+    by_space = tuple((sp, v[0], v[1]) for sp, v in sorted(spaces.items()))
+    space = by_space[0][0] if len(by_space) == 1 else None
+    return Footprint(total, padded, space, by_space)
+
+
+def _space(shape: Shape) -> int:
+    lay = shape.layout
+    return lay.memory_space if lay is not None else 0
+
+
+# -- the reader ----------------------------------------------------------------
+
+
+class HloReader:
+    """Streaming reader: feed it lines, get :class:`Instruction` objects.
+
+    ``on_warning(HloWarning)`` is called for every skipped line (default: they
+    are collected in :attr:`warnings`). Shape strings are parsed once and
+    cached, which makes repeated shapes (the common case in dumps) cheap.
+
+    After (or during) reading, :attr:`module_name`, :attr:`module_attributes`,
+    :attr:`computations` (name -> :class:`Computation` without instructions),
+    :attr:`fused_computations` / :attr:`applied_computations` (names called by
+    ``calls=`` of a fusion, or by ``to_apply=``) and :attr:`lines_read` describe
+    what was seen.
+
+    >>> r = HloReader()
+    >>> [i.name for i in r.read(["ENTRY e {", "  ROOT x = f32[] constant(1)", "}"])]
+    ['x']
+    """
+
+    def __init__(self, on_warning: Optional[Callable[[HloWarning], None]] = None):
+        self._on_warning = on_warning
+        self.warnings: List[HloWarning] = []
+        self._cache: Dict[str, Shape] = {}
+        self.module_name: Optional[str] = None
+        self.module_attributes: Dict[str, str] = {}
+        self.computations: Dict[str, Computation] = {}
+        self.fused_computations: set = set()
+        self.applied_computations: set = set()
+        self.lines_read = 0
+        self.mode: Optional[str] = None  # None until known: "hlo" or "oom"
+        self._pending_warnings: List[HloWarning] = []
+
+    # -- shapes --------------------------------------------------------------
+    def shape_at(self, text: str, pos: int) -> Tuple[Shape, int]:
+        """Parse the shape starting at ``text[pos]``: ``(shape, end)``, cached."""
+        key = None
+        end = -1
+        c = text[pos:pos + 1]
+        if c == "(":
+            end = _match_close(text, pos)
+            if end > 0:
+                key = text[pos:end]
+        else:
+            m = _ARRAY_SHAPE.match(text, pos)
+            if m is not None:
+                end = m.end()
+                nxt = text[end:end + 1]
+                if not nxt or nxt not in "{/ \t\r\n" or not _LAYOUT_FOLLOWS.match(text, end):
+                    key = m.group()
+        if key is not None:
+            s = self._cache.get(key)
+            if s is not None:
+                return s, end
+        from . import hlo_text
+
+        shape, end = hlo_text.parse_shape_prefix(text, pos)
+        if len(self._cache) >= _SHAPE_CACHE_LIMIT:
+            self._cache.clear()
+        self._cache[text[pos:end]] = shape
+        return shape, end
+
+    # -- warnings ------------------------------------------------------------
+    def _warn(self, line: int, message: str) -> None:
+        w = HloWarning(line, message)
+        if self.mode is None:
+            # Not yet known whether this is HLO or an out-of-memory report (where
+            # prose lines are expected): hold the warning until we know.
+            if len(self._pending_warnings) < 1000:
+                self._pending_warnings.append(w)
+            return
+        if self.mode == "oom":
+            return
+        self._emit(w)
+
+    def _emit(self, w: HloWarning) -> None:
+        self.warnings.append(w)
+        if self._on_warning is not None:
+            self._on_warning(w)
+
+    def _set_mode(self, mode: str) -> None:
+        if self.mode is None:
+            self.mode = mode
+            pending, self._pending_warnings = self._pending_warnings, []
+            if mode == "hlo":
+                for w in pending:
+                    self._emit(w)
+
+    # -- statements ----------------------------------------------------------
+    def _parse_instruction(self, stmt: str, line: int, computation) -> Instruction:
+        m = _INSTR_START.match(stmt)
+        if m is None:
+            raise _Malformed("expected 'name = shape opcode(operands)'")
+        is_root = m.group(1) is not None
+        name = m.group(2)
+        pos = m.end()
+        n = len(stmt)
+        if pos >= n:
+            raise _Incomplete
+        try:
+            shape, pos = self.shape_at(stmt, pos)
+        except HloParseError as e:
+            if e.position >= len(stmt.rstrip()) - 1:
+                raise _Incomplete from None
+            raise _Malformed(f"bad shape: {e.message}", e.position) from None
+        om = _OPCODE.match(stmt, pos)
+        if om is None:
+            if not stmt[pos:].strip():
+                raise _Incomplete
+            raise _Malformed("expected an opcode and '(' after the shape", _skip_ws(stmt, pos))
+        opcode = om.group(1)
+        close = _match_close(stmt, om.end() - 1)
+        if close < 0:
+            raise _Incomplete
+        operands_text = stmt[om.end():close - 1]
+        rest = stmt[close:].strip()
+        attrs = ""
+        if rest:
+            if rest[0] != ",":
+                raise _Malformed(
+                    f"expected ',' or the end of the instruction after the operands, got {rest[:20]!r}",
+                    _skip_ws(stmt, close))
+            attrs = rest[1:].strip()
+            if not attrs or attrs.endswith(","):
+                raise _Incomplete
+            if _match_close("(" + attrs + ")", 0) < 0:
+                raise _Incomplete  # an attribute block continues on the next line
+        ins = Instruction(computation, name, shape, opcode, is_root=is_root, line=line,
+                          operands_text=operands_text, attributes_text=attrs, reader=self)
+        if attrs and ("calls=" in attrs or "to_apply=" in attrs):
+            for km in _CALLS.finditer(attrs):
+                names = _NAME_REF.findall(km.group(2).strip("{}"))
+                if km.group(1) == "calls":
+                    if opcode == "fusion":
+                        self.fused_computations.update(names)
+                else:
+                    self.applied_computations.update(names)
+        return ins
+
+    # -- the line loop -----------------------------------------------------------
+    def read(self, lines: Iterable[str]) -> Iterator[Instruction]:
+        """Yield the instructions of the text given as an iterable of lines."""
+        current: Optional[str] = None
+        pending: Optional[list] = None      # [start_line, [parts]]
+        ready: Optional[list] = None        # [instruction, start_line, stmt]
+        skipping = False
+        oom: Optional[dict] = None
+        oom_count = 0
+        lineno = self.lines_read
+
+        def flush_oom(rec):
+            nonlocal oom_count
+            if rec is None or rec.get("shape") is None:
+                return None
+            oom_count += 1
+            label = rec.get("label", "")
+            lm = re.match(r"%?([A-Za-z_][\w.\-]*)\s*=\s*(?:[^=]*?\s)?([a-z][a-z0-9_\-]*)\(", label)
+            if lm:
+                name, opcode = lm.group(1), lm.group(2)
+            else:
+                name, opcode = f"allocation.{oom_count}", ""
+            attrs = {k: rec[k] for k in ("size", "unpadded_size", "allocation_type", "op_name",
+                                         "label") if k in rec}
+            return Instruction(OOM_REPORT, name, rec["shape"], opcode, line=rec["line"],
+                               attributes=attrs, reader=self)
+
+        for raw in lines:
+            lineno += 1
+            self.lines_read = lineno
+            line = raw.rstrip("\r\n")
+            if "//" in line:
+                line = _strip_line_comment(line)
+
+            if ready is not None:
+                if line.lstrip().startswith(","):
+                    stmt = ready[2] + " " + line.strip()
+                    try:
+                        ready = [self._parse_instruction(stmt, ready[1], current), ready[1], stmt]
+                        continue
+                    except _Incomplete:
+                        pending = [ready[1], [stmt]]
+                        ready = None
+                        continue
+                    except _Malformed as e:
+                        self._warn(ready[1], e.message)
+                        ready = None
+                        continue
+                yield ready[0]
+                ready = None
+
+            if skipping:
+                if not line.lstrip().startswith("HloModule"):
+                    continue
+                skipping = False
+
+            if pending is not None:
+                s = line.strip()
+                starts_new = (_LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
+                              or s.startswith("HloModule") or s in _STACK_SECTIONS
+                              or (s.endswith("{") and _HEADER.match(s) and "=" not in s))
+                if not starts_new and s:
+                    pending[1].append(s)
+                    stmt = " ".join(pending[1])
+                    try:
+                        ins = self._parse_instruction(stmt, pending[0], current)
+                        ready = [ins, pending[0], stmt]
+                        pending = None
+                    except _Incomplete:
+                        if len(pending[1]) > _MAX_STATEMENT_LINES or len(stmt) > _MAX_STATEMENT_CHARS:
+                            self._warn(pending[0], "instruction does not end (too many lines)")
+                            pending = None
+                    except _Malformed as e:
+                        self._warn(pending[0], e.message)
+                        pending = None
+                    continue
+                if not s:
+                    continue
+                self._warn(pending[0], "incomplete instruction: "
+                           + _clip(" ".join(pending[1])))
+                pending = None
+
+            s = line.strip()
+            if not s or s.startswith("/*") and s.endswith("*/"):
+                continue
+
+            # -- HLO structure --------------------------------------------------
+            if _LOOKS_LIKE_INSTR.match(line) is not None:
+                try:
+                    ins = self._parse_instruction(line, lineno, current)
+                    ready = [ins, lineno, line]
+                    if self.mode is None:
+                        self._set_mode("hlo")
+                except _Incomplete:
+                    pending = [lineno, [s]]
+                except _Malformed as e:
+                    self._warn(lineno, f"{e.message} (column {e.position + 1})")
+                continue
+            if s.startswith("HloModule"):
+                m = _MODULE.match(s)
+                if m:
+                    self._set_mode("hlo")
+                    self.module_name = m.group(1)
+                    attrs = {}
+                    for part in _split_top(m.group(2)):
+                        k, eq, v = part.strip().partition("=")
+                        if k:
+                            attrs[k.strip()] = v.strip()
+                    self.module_attributes = attrs
+                    current = None
+                    continue
+            if s[0] == "}":
+                current = None
+                continue
+            if s[-1] == "{" and "=" not in s.split("(", 1)[0]:
+                m = _HEADER.match(s)
+                if m:
+                    is_entry = m.group(1) is not None
+                    name = m.group(2)
+                    if is_entry or m.group(3).startswith("(") or not m.group(3):
+                        current = name
+                        self.computations[name] = Computation(name, is_entry, m.group(3), lineno)
+                        if is_entry and self.mode is None:
+                            self._set_mode("hlo")
+                        continue
+            if s in _STACK_SECTIONS:
+                skipping = True
+                current = None
+                continue
+
+            # -- out-of-memory report -------------------------------------------
+            if self.mode != "hlo":
+                if any(k in s for k in _OOM_MARKERS):
+                    self._set_mode("oom")
+                sm = _OOM_SIZE.search(line)
+                shm = _OOM_SHAPE.search(line)
+                if sm or shm or oom is not None:
+                    if sm:
+                        self._set_mode("oom")
+                        done = flush_oom(oom)
+                        if done is not None:
+                            yield done
+                        oom = {"size": sm.group(1).replace(" ", ""), "line": lineno}
+                    if shm:
+                        if oom is None:
+                            oom = {"line": lineno}
+                        self._set_mode("oom")
+                        try:
+                            oom["shape"], _ = self.shape_at(line, shm.end())
+                            oom["line"] = lineno
+                        except HloParseError as e:
+                            self._emit(HloWarning(lineno, f"bad shape in report: {e.message}"))
+                    um = _OOM_UNPADDED.search(line)
+                    if um:
+                        oom["unpadded_size"] = um.group(1).replace(" ", "")
+                    lm = _OOM_LABEL.search(line)
+                    if lm:
+                        oom["label"] = lm.group(1)
+                    am = _OOM_ALLOC_TYPE.search(line)
+                    if am:
+                        oom["allocation_type"] = am.group(1)
+                    om = _OOM_OP_NAME.search(line)
+                    if om and "Operator:" in line:
+                        oom["op_name"] = om.group(1)
+                    if s.startswith("====") and oom is not None:
+                        done = flush_oom(oom)
+                        oom = None
+                        if done is not None:
+                            yield done
+                    continue
+                if self.mode == "oom":
+                    continue
+            self._warn(lineno, "not an HLO instruction, computation header or '}': " + _clip(s))
+
+        if ready is not None:
+            yield ready[0]
+        if pending is not None:
+            self._warn(pending[0], "incomplete instruction at the end of the input: "
+                       + _clip(" ".join(pending[1])))
+        done = flush_oom(oom)
+        if done is not None:
+            yield done
+        if self.mode is None and self._pending_warnings:
+            self._set_mode("hlo")  # nothing recognisable: report everything
+
+
+
+def _skip_ws(text: str, pos: int) -> int:
+    while pos < len(text) and text[pos].isspace():
+        pos += 1
+    return pos
+
+
+def _clip(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+@functools.lru_cache(maxsize=1)
+def _default_reader() -> HloReader:
+    return HloReader()
+
+
+# -- entry points --------------------------------------------------------------
+
+
+def iter_instructions(source, *, on_warning: Optional[Callable[[HloWarning], None]] = None
+                      ) -> Iterator[Instruction]:
+    """Stream the instructions of HLO text: ``source`` is a string, a file
+    object, or any iterable of lines.
+
+    >>> [i.opcode for i in iter_instructions("a = f32[2]{0} parameter(0)\\nb = f32[2]{0} abs(a)")]
+    ['parameter', 'abs']
+    """
+    if isinstance(source, str):
+        source = source.splitlines()
+    return HloReader(on_warning).read(source)
+
+
+def parse_hlo_module(source, *, on_warning: Optional[Callable[[HloWarning], None]] = None
+                     ) -> HloModule:
+    """Parse HLO module text (or an out-of-memory report) into an :class:`HloModule`.
+
+    ``source`` is a string, a file object or an iterable of lines. Lines that
+    cannot be read are skipped and listed in ``module.warnings``.
+    """
+    if isinstance(source, str):
+        source = source.splitlines()
+    reader = HloReader(on_warning)
+    comps: Dict[Optional[str], Computation] = {}
+    order: List[Computation] = []
+    for ins in reader.read(source):
+        c = comps.get(ins.computation)
+        if c is None:
+            known = reader.computations.get(ins.computation) if ins.computation else None
+            c = Computation(ins.computation, line=ins.line) if known is None else known
+            comps[ins.computation] = c
+            order.append(c)
+        c.instructions.append(ins)
+    # computations without instructions still belong to the module
+    for name, c in reader.computations.items():
+        if name not in comps:
+            comps[name] = c
+            order.append(c)
+    order.sort(key=lambda c: c.line if c.line else (1 << 62))
+    module = HloModule(reader.module_name, reader.module_attributes)
+    module.computations = order
+    module.warnings = reader.warnings
+    module.fused_computations = set(reader.fused_computations)
+    module.applied_computations = set(reader.applied_computations)
+    return module
+
+
+def read_hlo_file(path, **kwargs) -> HloModule:
+    """:func:`parse_hlo_module` on a file (``.gz`` files are decompressed)."""
+    with _open_text(path) as f:
+        return parse_hlo_module(f, **kwargs)
+
+
+def _open_text(path):
+    path = str(path)
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, "r", encoding="utf-8", errors="replace")
