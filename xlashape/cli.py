@@ -615,7 +615,7 @@ def cmd_hlo(args) -> int:
         head.append(f"{summary.count} instructions" if reader.mode != "oom"
                     else f"{summary.count} allocations from an out-of-memory report")
         if ncomp:
-            head.append(f" in {ncomp} computations")
+            head.append(f" in {ncomp} computation{'s' if ncomp != 1 else ''}")
         head.append(f", {reader.lines_read} lines")
         if warnings:
             head.append(f", {len(warnings)} line{'s' if len(warnings) != 1 else ''} skipped")
@@ -681,10 +681,10 @@ def build_parser() -> argparse.ArgumentParser:
             "order (padding as 0), and the offset of every element with tile boundaries",
             f"{PROG} show 'f32[2,3]{{0,1}}' --pad 3,5     # a d 0 b e 0 c f 0 0 0 0 0 0 0")
     _add_shape_args(p)
-    p.add_argument("--rows", type=int, default=16, help="rows of each grid to draw (default 16)")
+    p.add_argument("--rows", type=int, default=12, help="rows of each grid to draw (default 12)")
     p.add_argument("--cols", type=int, default=16, help="columns of each grid (default 16)")
-    p.add_argument("--slices", type=int, default=4, help="2-D slices of a 3-D+ array (default 4)")
-    p.add_argument("--slots", type=int, default=256, help="memory slots to list (default 256)")
+    p.add_argument("--slices", type=int, default=2, help="2-D slices of a 3-D+ array (default 2)")
+    p.add_argument("--slots", type=int, default=128, help="memory slots to list (default 128)")
     p.add_argument("--no-offsets", action="store_true", help="leave out the offset grid")
     p.add_argument("--png", metavar="FILE", help="also draw the picture to a PNG file (needs matplotlib)")
     p.add_argument("--svg", metavar="FILE", help="also draw the picture to an SVG file (needs matplotlib)")

@@ -58,7 +58,7 @@ class PictureLimits:
     """How much of a big array to draw: ``rows``/``cols`` of each 2-D grid,
     ``slices`` of a 3-D (or higher) array, ``slots`` of the memory order."""
 
-    def __init__(self, rows: int = 16, cols: int = 16, slices: int = 4, slots: int = 256):
+    def __init__(self, rows: int = 12, cols: int = 16, slices: int = 2, slots: int = 128):
         for name, v in (("rows", rows), ("cols", cols), ("slices", slices), ("slots", slots)):
             if not isinstance(v, int) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
@@ -151,6 +151,18 @@ def _offset_of(p: LayoutPlan, index: Sequence[int]) -> Optional[int]:
     if off >= p.element_count or p.multidimensional_index(off) is not None:
         return None
     return off
+
+
+def _row_unit(p: LayoutPlan, at_least: int, at_most: int) -> int:
+    """Slots per printed row of memory: the minor-most physical dimensions
+    multiplied together until there are ``at_least`` (so a row is a tile row
+    or a whole tile where possible), capped at ``at_most``."""
+    unit = 1
+    for s in reversed(p.physical_dimensions):
+        unit *= s
+        if unit >= at_least:
+            break
+    return max(1, min(unit, at_most))
 
 
 def _grid_lines(cells: List[List[str]], row_tile: int, col_tile: int) -> List[str]:
@@ -292,12 +304,7 @@ def show_text(shape, limits: Optional[PictureLimits] = None, *, offsets: bool = 
     if shown <= 32:
         out.append("  " + " ".join(labels))
     else:
-        unit = 1
-        for s in reversed(p.physical_dimensions):
-            unit *= s
-            if unit >= 8:
-                break
-        unit = max(1, min(unit, 32))
+        unit = _row_unit(p, 8, 32)
         w = max(len(x) for x in labels)
         ow = len(str(shown - 1))
         for start in range(0, shown, unit):
@@ -376,12 +383,7 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
             is_pad[r, c] = not all(i < d for i, d in zip(ix, dims))
 
     shown = min(p.element_count, limits.slots)
-    unit = 1
-    for s in reversed(p.physical_dimensions):
-        unit *= s
-        if unit >= 8:
-            break
-    unit = max(1, min(unit, 32))
+    unit = _row_unit(p, 4, 64)
     mrows = -(-shown // unit)
     mem = np.full((mrows, unit), np.nan)
     mem_lab = {}
@@ -393,10 +395,11 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
             mem[r, c] = k
             mem_lab[(r, c)] = element_label(k)
 
+    n_logical = int(np.prod(dims)) if dims else 1
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(12, 5.5),
                                    gridspec_kw={"width_ratios": [max(nc, 4), max(unit, 4)]})
     fig.suptitle(f"{p.shape}\n{p.element_count} slots, "
-                 f"{p.element_count - int(np.prod(dims)) if dims else p.element_count - 1} padding",
+                 f"{p.element_count - n_logical} padding",
                  fontsize=11)
     cmap = plt.get_cmap("viridis").copy()
     cmap.set_bad("#dddddd")
@@ -407,16 +410,21 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
             if is_pad[r, c]:
                 ax1.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, fill=False, hatch="///",
                                         edgecolor="#999999", linewidth=0))
-    small = nr * nc <= 24 * 24
+    small = nr <= 16 and nc <= 16   # room for a label in every cell
+    vmax = np.nanmax(np.where(is_pad, np.nan, grid)) if (~is_pad).any() else 1.0
+    vmin = np.nanmin(np.where(is_pad, np.nan, grid)) if (~is_pad).any() else 0.0
+    span = (vmax - vmin) or 1.0
     if small:
         for r in range(nr):
             for c in range(nc):
                 v = grid[r, c]
                 txt = "?" if np.isnan(v) else str(int(v))
+                dark = False
                 if not is_pad[r, c]:
                     txt = element_label(_row_major_number(ix_of(r, c), dims)) + "\n" + txt
+                    dark = (v - vmin) / span < 0.6   # viridis is dark below ~60%
                 ax1.text(c, r, txt, ha="center", va="center", fontsize=7,
-                         color="black" if is_pad[r, c] else "white")
+                         color="white" if dark else "black")
     rt = tiles.get(rank - 2, 0) if rank >= 2 else 0
     ct = tiles.get(rank - 1, 0) if rank >= 1 else 0
     if ct:
@@ -425,9 +433,11 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
     if rt:
         for r in range(rt, nr, rt):
             ax1.axhline(r - 0.5, color="red", linewidth=1.5)
-    ax1.set_title("logical array: colour = element offset"
-                  + (", red = tile borders" if tiles else "")
-                  + (", hatched = padding" if is_pad.any() else ""), fontsize=9)
+    crop = f" (top-left {nr} x {nc} of {rows_e} x {cols_e})" if (nr, nc) != (rows_e, cols_e) else ""
+    ax1.set_title("logical array" + crop + "\ncolour: element offset"
+                  + ("; red: tile borders" if tiles else "")
+                  + ("; hatched: padding" if is_pad.any() else ""), fontsize=9)
+    _int_ticks(ax1, nr, nc)
     ax1.set_xlabel(f"dimension {rank - 1}" if rank else "")
     ax1.set_ylabel(f"dimension {rank - 2}" if rank >= 2 else "")
     if rank > 2:
@@ -443,13 +453,25 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
             if np.isnan(mem[r, c]):
                 ax2.add_patch(Rectangle((c - 0.5, r - 0.5), 1, 1, facecolor="#eeeeee",
                                         hatch="///", edgecolor="#999999", linewidth=0))
-            elif mrows * unit <= 32 * 16:
-                ax2.text(c, r, mem_lab[(r, c)], ha="center", va="center", fontsize=7, color="white")
-    ax2.set_title(f"memory order: {unit} slots per row"
+            elif unit <= 16 and mrows <= 32:
+                frac = mem[r, c] / max(1, n_logical - 1)
+                ax2.text(c, r, mem_lab[(r, c)], ha="center", va="center", fontsize=7,
+                         color="white" if frac < 0.7 else "black")   # plasma is light above ~70%
+    ax2.set_title(f"memory order, {unit} slots per row"
                   + ("" if shown == p.element_count else f" (first {shown} of {p.element_count})")
-                  + ", colour = row-major element number", fontsize=9)
-    ax2.set_xlabel("offset % %d" % unit)
-    ax2.set_ylabel("offset // %d" % unit)
+                  + "\ncolour: element number in logical row-major order; hatched: padding",
+                  fontsize=9)
+    _int_ticks(ax2, mrows, unit)
+    ax2.set_xlabel(f"offset mod {unit}")
+    ax2.set_ylabel(f"offset // {unit}")
     fig.tight_layout()
-    fig.savefig(path, format=fmt)
-    plt.close(fig)
+    try:
+        fig.savefig(path, format=fmt)
+    finally:
+        plt.close(fig)
+
+
+def _int_ticks(ax, nrows: int, ncols: int) -> None:
+    """Integer tick marks (at most ~16 per axis) on a cell grid."""
+    ax.set_xticks(range(0, ncols, max(1, -(-ncols // 16))))
+    ax.set_yticks(range(0, nrows, max(1, -(-nrows // 16))))
