@@ -494,3 +494,10 @@ def test_padding_report_padded_empty_dimension_is_infinite():
 def test_tile_object_accepted():
     s = S("f32", (3, 5), (1, 0), [Tile(2, 2)])
     assert linear_index(s, (2, 3)) == 17
+
+
+def test_layout_too_complex_for_the_compiled_core():
+    s = S("f32", (1,) * 65)
+    assert linear_index(s, (0,) * 65) == 0  # the Python model has no limit
+    with pytest.raises(InvalidShapeError, match="rank 65 exceeds the compiled core's limit of 64"):
+        linear_indices(s, np.zeros((1, 65), np.int64))

@@ -12,6 +12,92 @@ import numpy as np
 
 from xlashape.errors import ShapeIndexError as _ShapeIndexError
 
+from libc.stdint cimport uint64_t
+from libc.stdlib cimport malloc, free
+from libc.string cimport memset
+
+cdef enum:
+    BLOCK = 256        # rows evaluated together, one op at a time
+    BOP_MULADD = 0
+    BOP_DIV = 1
+    BOP_MOD = 2
+    BOP_SHR = 3        # division by a power of two (registers are >= 0)
+    BOP_AND = 4        # remainder by a power of two
+    BOP_CHECK = 5      # inverse only: padding unless r[a] < c
+
+
+cdef struct BlockOp:
+    int code
+    int dst
+    int a
+    int b
+    int64_t c
+
+
+cdef inline int _log2_exact(int64_t c) noexcept nogil:
+    """k if c == 2**k (c >= 1), else -1."""
+    cdef int k = 0
+    if c <= 0 or (c & (c - 1)) != 0:
+        return -1
+    while (<int64_t>1 << k) != c:
+        k += 1
+    return k
+
+
+cdef inline void _block_op(const BlockOp* op, int64_t* regs, int64_t n,
+                           uint8_t* pad) noexcept nogil:
+    """Apply one op to the first n rows of a block of column registers."""
+    cdef int64_t* d = regs + <Py_ssize_t>op.dst * BLOCK
+    cdef const int64_t* x = regs + <Py_ssize_t>op.a * BLOCK
+    cdef const int64_t* y = regs + <Py_ssize_t>op.b * BLOCK
+    cdef int64_t c = op.c
+    cdef int64_t i
+    if op.code == BOP_MULADD:
+        for i in range(n):
+            d[i] = x[i] * c + y[i]
+    elif op.code == BOP_SHR:
+        for i in range(n):
+            d[i] = x[i] >> c
+    elif op.code == BOP_AND:
+        for i in range(n):
+            d[i] = x[i] & c
+    elif op.code == BOP_DIV:
+        for i in range(n):
+            d[i] = x[i] // c
+    elif op.code == BOP_MOD:
+        for i in range(n):
+            d[i] = x[i] % c
+    else:
+        for i in range(n):
+            pad[i] |= x[i] >= c
+
+
+cdef int _to_block_ops(BlockOp* out, int nops, const int64_t* code, const int64_t* dst,
+                       const int64_t* a, const int64_t* b, const int64_t* c) noexcept nogil:
+    """Translate program ops, turning power-of-two DIV/MOD into shifts and masks."""
+    cdef int i, k
+    for i in range(nops):
+        out[i].dst = <int>dst[i]
+        out[i].a = <int>a[i]
+        out[i].b = <int>b[i]
+        out[i].c = c[i]
+        if code[i] == OPC_MULADD:
+            out[i].code = BOP_MULADD
+        elif code[i] == OPC_DIV or code[i] == OPC_MOD:
+            k = _log2_exact(c[i])
+            if k < 0:
+                out[i].code = BOP_DIV if code[i] == OPC_DIV else BOP_MOD
+            elif code[i] == OPC_DIV:
+                out[i].code = BOP_SHR
+                out[i].c = k
+            else:
+                out[i].code = BOP_AND
+                out[i].c = c[i] - 1
+        else:
+            out[i].code = BOP_CHECK
+    return 0
+
+
 cdef enum:
     MAX_INV_OPS = 1024
     MAX_INV_REGS = 1024
@@ -56,31 +142,14 @@ cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
     return 0
 
 
-cdef inline bint inverse_index(const InvProgram* p, int64_t linear, int64_t* out) noexcept nogil:
-    """Logical index of element offset `linear` (0 <= linear < element_count,
-    checked by the caller) into `out`; returns False for a padding slot."""
-    cdef int64_t r[MAX_INV_REGS]
-    cdef int i
-    cdef int64_t code
-    r[0] = linear
-    r[1] = 0
-    for i in range(p.nops):
-        code = p.op_code[i]
-        if code == OPC_MULADD:
-            r[p.op_dst[i]] = r[p.op_a[i]] * p.op_c[i] + r[p.op_b[i]]
-        elif code == OPC_DIV:
-            r[p.op_dst[i]] = r[p.op_a[i]] // p.op_c[i]
-        elif code == OPC_MOD:
-            r[p.op_dst[i]] = r[p.op_a[i]] % p.op_c[i]
-        elif r[p.op_a[i]] >= p.op_c[i]:
-            return False
-    for i in range(p.rank):
-        out[i] = r[p.out_reg[i]]
-    return True
-
-
 cdef class IndexMaps:
     """A LayoutPlan's forward and inverse programs in C, for bulk index maps.
+
+    The forward program is the plan's offset program exactly as
+    ``program_from_plan`` (``_program.pxi``) compiles it for single offsets;
+    here it is evaluated 256 rows at a time, one op over a whole column of
+    registers at a time (the loops vectorize), with power-of-two DIV/MOD as
+    shifts and masks (valid: every register is >= 0 once indices are checked).
 
     Internal: use :func:`xlashape.tiling.linear_indices` and
     :func:`xlashape.tiling.multidimensional_indices`, which validate their
@@ -89,48 +158,92 @@ cdef class IndexMaps:
 
     cdef Program prog
     cdef InvProgram inv
+    cdef BlockOp fwd_ops[MAX_OPS]
+    cdef BlockOp inv_ops[MAX_INV_OPS]
     cdef readonly object plan
 
     def __cinit__(self, plan):
         self.plan = plan
         program_from_plan(&self.prog, plan)
         inverse_from_plan(&self.inv, plan)
+        _to_block_ops(self.fwd_ops, self.prog.nops, self.prog.op_code, self.prog.op_dst,
+                      self.prog.op_a, self.prog.op_b, self.prog.op_c)
+        _to_block_ops(self.inv_ops, self.inv.nops, self.inv.op_code, self.inv.op_dst,
+                      self.inv.op_a, self.inv.op_b, self.inv.op_c)
+
+    def offset(self, index):
+        """Offset of one index via ``program_offset`` (bounds-checked; for tests)."""
+        cdef int64_t idx[MAX_RANK]
+        cdef int i
+        if len(index) != self.prog.rank:
+            raise _ShapeIndexError(
+                f"index has {len(index)} entries but the shape has {self.prog.rank} dimensions")
+        for i in range(self.prog.rank):
+            idx[i] = index[i]
+            if idx[i] < 0 or idx[i] >= self.prog.dims[i]:
+                raise _ShapeIndexError(f"index {idx[i]} is out of bounds for axis {i} "
+                                       f"with size {self.prog.dims[i]}")
+        return program_offset(&self.prog, idx)
 
     def linear_indices(self, const int64_t[:, ::1] indices not None):
         """(N, rank) int64 C-contiguous -> (N,) int64 element offsets."""
         cdef Py_ssize_t n = indices.shape[0]
         cdef int rank = self.prog.rank
-        cdef Py_ssize_t row, bad_row = -1
-        cdef int axis, bad_axis = -1
-        cdef int64_t v
+        cdef Py_ssize_t row, start, bad_row = -1
+        cdef int64_t m, i
+        cdef int axis, bad_axis = -1, j
+        cdef uint64_t bad
         cdef const int64_t* src
         cdef int64_t* dst
+        cdef int64_t* col
+        cdef int64_t* regs
+        cdef uint64_t dim
+        cdef int64_t stride
         if indices.shape[1] != rank:
             raise _ShapeIndexError(
                 f"indices have {indices.shape[1]} columns but the shape has {rank} dimensions")
-        out = np.empty(n, dtype=np.int64)
-        cdef int64_t[::1] out_v = out
-        if n == 0:
+        out = np.zeros(n, dtype=np.int64)
+        if n == 0 or rank == 0:
             return out
-        with nogil:
-            for row in range(n):
-                src = &indices[row, 0] if rank > 0 else NULL
-                for axis in range(rank):
-                    v = src[axis]
-                    if v < 0 or v >= self.prog.dims[axis]:
-                        bad_row = row
-                        bad_axis = axis
-                        break
-                if bad_row >= 0:
-                    break
-            if bad_row < 0:
+        cdef int64_t[::1] out_v = out
+        regs = <int64_t*>malloc(sizeof(int64_t) * BLOCK * self.prog.nregs)
+        if regs == NULL:
+            raise MemoryError()
+        try:
+            with nogil:
+                memset(regs, 0, sizeof(int64_t) * BLOCK * self.prog.nregs)  # r[rank] = 0
+                src = &indices[0, 0]
                 dst = &out_v[0]
-                if rank == 0:
-                    for row in range(n):
-                        dst[row] = 0
-                else:
-                    for row in range(n):
-                        dst[row] = program_offset(&self.prog, &indices[row, 0])
+                start = 0
+                while start < n:
+                    m = n - start if n - start < BLOCK else BLOCK
+                    bad = 0
+                    for axis in range(rank):
+                        col = regs + <Py_ssize_t>axis * BLOCK
+                        dim = <uint64_t>self.prog.dims[axis]
+                        for i in range(m):
+                            col[i] = src[(start + i) * rank + axis]
+                            bad |= (<uint64_t>col[i] >= dim)
+                    if bad:
+                        for row in range(start, start + m):
+                            for axis in range(rank):
+                                if <uint64_t>src[row * rank + axis] >= <uint64_t>self.prog.dims[axis]:
+                                    bad_row = row
+                                    bad_axis = axis
+                                    break
+                            if bad_row >= 0:
+                                break
+                        break
+                    for j in range(self.prog.nops):
+                        _block_op(&self.fwd_ops[j], regs, m, NULL)
+                    for j in range(self.prog.nout):
+                        col = regs + <Py_ssize_t>self.prog.out_reg[j] * BLOCK
+                        stride = self.prog.out_stride[j]
+                        for i in range(m):
+                            dst[start + i] += col[i] * stride
+                    start += m
+        finally:
+            free(regs)
         if bad_row >= 0:
             v = indices[bad_row, bad_axis]
             raise _ShapeIndexError(
@@ -145,33 +258,55 @@ cdef class IndexMaps:
         """
         cdef Py_ssize_t n = linear.shape[0]
         cdef int rank = self.inv.rank
-        cdef Py_ssize_t row, bad_row = -1
-        cdef int axis
-        cdef int64_t count = self.inv.element_count
-        cdef int64_t v
-        cdef int64_t dummy[1]
+        cdef Py_ssize_t row, start, bad_row = -1
+        cdef int64_t m, i
+        cdef int axis, j
+        cdef uint64_t count = <uint64_t>self.inv.element_count
+        cdef uint64_t bad
+        cdef int64_t* regs
+        cdef const int64_t* col
+        cdef int64_t* dst
+        cdef uint8_t* pad_p
+        cdef const int64_t* src
         out = np.empty((n, rank), dtype=np.int64)
         pad = np.zeros(n, dtype=np.bool_)
-        cdef int64_t[:, ::1] out_v = out
-        cdef uint8_t[::1] pad_v = pad.view(np.uint8)
-        cdef int64_t* dst
         if n == 0:
             return out, pad
-        with nogil:
-            for row in range(n):
-                v = linear[row]
-                if v < 0 or v >= count:
-                    bad_row = row
-                    break
-            if bad_row < 0:
-                for row in range(n):
-                    dst = &out_v[row, 0] if rank > 0 else dummy
-                    if not inverse_index(&self.inv, linear[row], dst):
-                        pad_v[row] = 1
-                        for axis in range(rank):
-                            dst[axis] = -1
+        cdef uint8_t[::1] pad_v = pad.view(np.uint8)
+        cdef int64_t[:, ::1] out_v = out
+        regs = <int64_t*>malloc(sizeof(int64_t) * BLOCK * self.inv.nregs)
+        if regs == NULL:
+            raise MemoryError()
+        try:
+            with nogil:
+                memset(regs, 0, sizeof(int64_t) * BLOCK * self.inv.nregs)  # r[1] = 0
+                src = &linear[0]
+                pad_p = &pad_v[0]
+                dst = &out_v[0, 0] if rank > 0 else NULL
+                start = 0
+                while start < n:
+                    m = n - start if n - start < BLOCK else BLOCK
+                    bad = 0
+                    for i in range(m):
+                        regs[i] = src[start + i]
+                        bad |= (<uint64_t>regs[i] >= count)
+                    if bad:
+                        for row in range(start, start + m):
+                            if <uint64_t>src[row] >= count:
+                                bad_row = row
+                                break
+                        break
+                    for j in range(self.inv.nops):
+                        _block_op(&self.inv_ops[j], regs, m, pad_p + start)
+                    for axis in range(rank):
+                        col = regs + <Py_ssize_t>self.inv.out_reg[axis] * BLOCK
+                        for i in range(m):
+                            dst[(start + i) * rank + axis] = -1 if pad_p[start + i] else col[i]
+                    start += m
+        finally:
+            free(regs)
         if bad_row >= 0:
             raise _ShapeIndexError(
                 f"linear index {linear[bad_row]} is out of bounds for a buffer of "
-                f"{count} elements (entry {bad_row})")
+                f"{self.inv.element_count} elements (entry {bad_row})")
         return out, pad

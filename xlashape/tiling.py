@@ -27,6 +27,13 @@ The model, for a shape with dimensions ``D`` and layout ``L``:
 Split configs and the dynamic-shape metadata prefix (``M(n)``) do not move
 elements and are ignored here, as in XLA's size functions.
 
+Besides the single-index maps, the module offers the compiled bulk maps
+:func:`linear_indices` (N x rank -> N offsets) and
+:func:`multidimensional_indices` (N offsets -> N x rank indices and a padding
+mask), :func:`strides` (numpy byte strides when the layout has them), and
+:func:`padding_report` (unpadded vs. padded bytes and where the padding comes
+from, sized like XLA's TPU memory report with :func:`format_bytes`).
+
 >>> from xlashape import Shape, Layout
 >>> s = Shape("f32", (3, 5), Layout((1, 0), tiles=[(2, 2)]))
 >>> physical_dimensions(s), linear_index(s, (2, 3)), physical_size_in_bytes(s)
@@ -334,7 +341,8 @@ class LayoutPlan:
         dimensions that line up with it). Otherwise the quotient and the
         remainder become opaque variables; if the final offset uses them as
         ``t*s*q + s*r`` they fold back into ``s*v`` (a tile that spans the full
-        width of everything more minor splits nothing in memory).
+        width of everything more minor splits nothing in memory). A DIV/MOD of
+        a single index that only takes the values 0 and 1 is affine in it.
         """
         bits = self.element_bits
         if bits % 8 or bits == 0:
@@ -351,7 +359,7 @@ class LayoutPlan:
 
         def emax(e):
             const, terms = e
-            return const + sum(c * vmax[v] for v, c in terms.items())
+            return const + sum(max(0, k * vmax[v]) for v, k in terms.items())
 
         for op, dst, a, b, c in self.ops:
             if op == OP_MULADD:
@@ -363,13 +371,26 @@ class LayoutPlan:
                 exprs[dst] = (ca * c + cb, terms)
                 continue
             const, terms = exprs[a]
-            whole = {v: k // c for v, k in terms.items() if k % c == 0}
+            # v = c*W + R with W the terms divisible by c; if R stays inside one
+            # multiple of c, then v // c = W + R // c and v % c = R - c*(R // c)
+            whole = {v: k // c for v, k in terms.items() if k % c == 0 and k}
             rest = {v: k for v, k in terms.items() if k % c}
-            if const % c + sum(k * vmax[v] for v, k in rest.items()) < c:
+            rmin = const + sum(min(0, k * vmax[v]) for v, k in rest.items())
+            rmax = const + sum(max(0, k * vmax[v]) for v, k in rest.items())
+            if rmin // c == rmax // c:
+                base = rmin // c
                 if op == OP_DIV:
-                    exprs[dst] = (const // c, {v: k for v, k in whole.items() if k})
+                    exprs[dst] = (base, whole)
                 else:
-                    exprs[dst] = (const % c, rest)
+                    exprs[dst] = (const - c * base, rest)
+                continue
+            live = [(v, k) for v, k in terms.items() if k and vmax[v]]
+            if len(live) == 1 and vmax[live[0][0]] == 1:
+                # one variable taking only the values 0 and 1: any function of it is affine
+                v, k = live[0]
+                lo, hi = (const // c, (const + k) // c) if op == OP_DIV else \
+                    (const % c, (const + k) % c)
+                exprs[dst] = (lo, {v: hi - lo} if hi != lo else {})
                 continue
             pair = pairs.setdefault((a, c), {"src": exprs[a], "t": c})
             var = ("q" if op == OP_DIV else "r", dst)
@@ -493,7 +514,10 @@ class LayoutPlan:
         if maps is None:
             from . import _core  # the compiled core sits above this module
 
-            maps = _core.IndexMaps(self)
+            try:
+                maps = _core.IndexMaps(self)
+            except ValueError as e:  # more ops or registers than the core holds
+                raise InvalidShapeError(str(e)) from None
             self.__dict__["_compiled"] = maps
         return maps
 
