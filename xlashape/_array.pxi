@@ -11,7 +11,7 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABL
                              PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_SIMPLE,
                              PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_ANY_CONTIGUOUS)
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_CheckExact
-from libc.stdlib cimport free
+from libc.stdlib cimport free, malloc
 from posix.stdlib cimport posix_memalign
 
 import numbers as _numbers
@@ -113,6 +113,9 @@ cdef class LayoutArray:
 
     cdef Program prog
     cdef DInfo di
+    cdef int64_t* tab_block         # offset tables (malloc'd), see _build_tables
+    cdef int64_t* tabs[MAX_RANK]
+    cdef int64_t** tabs_or_null
     cdef char* data
     cdef void* alloc
     cdef Py_buffer view
@@ -146,6 +149,7 @@ cdef class LayoutArray:
         cdef Py_ssize_t acc
         program_from_plan(&self.prog, plan)
         self._plan = plan
+        self._build_offset_tables(plan)
         shape = plan.shape
         if shape.layout is None:
             shape = shape.with_layout(plan.layout)
@@ -167,6 +171,58 @@ cdef class LayoutArray:
             self.f_contig = self._is_contig(False)
         self.fmt = _PEP3118.get(plan.element_type.hlo_name)
         return 0
+
+    cdef int _build_offset_tables(self, plan) except -1:
+        """Per-dimension offset tables when the offset map is separable.
+
+        Without '*' (combined dimensions) every div/mod of the program reads
+        one logical dimension, so offset(i, j, ...) = T0[i] + T1[j] + ...:
+        each table holds that dimension's share. Scalar access then costs
+        `rank` loads instead of running the program (integer divisions), and
+        so does every run of the bulk kernels. Built only while the tables
+        stay small next to the buffer.
+        """
+        cdef int d, rank = self.prog.rank
+        cdef int64_t i, total = 0
+        cdef int64_t idx[MAX_RANK]
+        cdef int64_t* p
+        self.tabs_or_null = NULL
+        if rank == 0:
+            return 0
+        deps = {r: {r} for r in range(rank)}
+        for op, dst, a, b, c in plan.ops:
+            da = deps.get(a, set())
+            if op != 0 and len(da) > 1:
+                return 0          # a div/mod mixes dimensions: not separable
+            deps[dst] = da | deps.get(b, set()) if op == 0 else da
+        for d in range(rank):
+            total += self.prog.dims[d]
+        if total > max(1 << 16, plan.element_count // 8):
+            return 0
+        self.tab_block = <int64_t*>malloc(max(total, 1) * sizeof(int64_t))
+        if self.tab_block == NULL:
+            raise MemoryError()
+        p = self.tab_block
+        for d in range(rank):
+            idx[d] = 0
+        for d in range(rank):
+            self.tabs[d] = p
+            for i in range(self.prog.dims[d]):
+                idx[d] = i
+                p[i] = program_offset(&self.prog, idx)
+            idx[d] = 0
+            p += self.prog.dims[d]
+        self.tabs_or_null = self.tabs
+        return 0
+
+    cdef inline int64_t _offset(self, const int64_t* idx) noexcept nogil:
+        cdef int64_t off = 0
+        cdef int d
+        if self.tabs_or_null == NULL:
+            return program_offset(&self.prog, idx)
+        for d in range(self.prog.rank):
+            off += self.tabs[d][idx[d]]
+        return off
 
     cdef bint _is_contig(self, bint c_order):
         cdef Py_ssize_t acc = self.di.itemsize
@@ -252,6 +308,7 @@ cdef class LayoutArray:
         self._side(&dst)
         src.base = <char*>(<const char*>elem)
         src.prog = NULL
+        src.tabs = NULL
         src.itemsize = self.di.itemsize
         src.packed_bits = 0
         src.minor_dim = -1
@@ -264,6 +321,7 @@ cdef class LayoutArray:
     cdef void _side(self, Side* s):
         s.base = self.data
         s.prog = &self.prog
+        s.tabs = self.tabs_or_null
         s.itemsize = self.di.itemsize
         s.packed_bits = self.di.packed_bits
         s.minor_dim = self.prog.minor_dim
@@ -410,6 +468,9 @@ cdef class LayoutArray:
         if self.alloc != NULL:
             free(self.alloc)
             self.alloc = NULL
+        if self.tab_block != NULL:
+            free(self.tab_block)
+            self.tab_block = NULL
 
     def release(self):
         """Free the storage now (or let go of a wrapped buffer).
@@ -669,7 +730,7 @@ cdef class LayoutArray:
             idx[i] = v
         return 1
 
-    cdef inline bint _full_int_key(self, object key):
+    cdef inline bint _full_int_key(self, object key) noexcept:
         if PyTuple_CheckExact(key):
             return PyTuple_GET_SIZE(key) == self.prog.rank
         return self.prog.rank == 1
@@ -688,7 +749,7 @@ cdef class LayoutArray:
         if self.released:
             raise ValueError(_RELEASED)
         if self._full_int_key(key) and self._parse_index(key, idx):
-            off = program_offset(&self.prog, idx)
+            off = self._offset(idx)
             return load_scalar(&self.di, self.data, off)
         _check_key_types(key)
         if self.strided:
@@ -707,7 +768,7 @@ cdef class LayoutArray:
         cdef cnp.ndarray arr
         self._check_writable()
         if self._full_int_key(key) and self._parse_index(key, idx):
-            off = program_offset(&self.prog, idx)
+            off = self._offset(idx)
             if store_fast(&self.di, self.data, off, value, self._dtype):
                 return
             self._store_slow(off, value)

@@ -43,7 +43,7 @@ cdef enum:
 cdef enum:
     MAX_TABLES = 16
 
-# One 256-entry table per small float type; filled by _build_tables().
+# One 256-entry table per small float type; filled by _build_float_tables().
 cdef double _tables[MAX_TABLES][256]
 _table_index = {}   # PrimitiveType -> row of _tables
 
@@ -78,7 +78,7 @@ cdef inline double bf16_to_double(uint16_t h) noexcept nogil:
     return f
 
 
-def _build_tables():
+def _build_float_tables():
     """Fill the small-float tables from ml_dtypes (every 8-bit pattern)."""
     from .primitive_types import all_array_types
     cdef int row = 0
@@ -100,7 +100,7 @@ def _build_tables():
         row += 1
 
 
-_build_tables()
+_build_float_tables()
 
 
 cdef int dinfo_for(DInfo* di, object ptype, object dtype, int64_t element_bits) except -1:

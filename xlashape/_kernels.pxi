@@ -16,12 +16,13 @@ from libc.stdint cimport INT64_MAX
 from libc.string cimport memset
 
 cdef enum:
-    BLOCK = 64    # edge of the square blocks of the transposing copy
+    TRANSPOSE_BLOCK = 64    # edge of the square blocks of the transposing copy
 
 
 cdef struct Side:
     char* base
     const Program* prog     # NULL: a strided side
+    int64_t** tabs          # per-dim offset tables of a separable program, or NULL
     int64_t itemsize        # bytes per element (byte-addressable sides)
     int packed_bits         # n for E(n)-packed elements (prog sides only), else 0
     int minor_dim           # the dimension along which runs are longest
@@ -33,9 +34,14 @@ cdef inline int64_t side_offset(const Side* s, const int64_t* idx, int rank) noe
     cdef int64_t off = 0
     cdef int d
     if s.prog != NULL:
+        if s.tabs != NULL:
+            for d in range(rank):
+                off += s.tabs[d][idx[d]]
+        else:
+            off = program_offset(s.prog, idx)
         if s.packed_bits:
-            return program_offset(s.prog, idx)
-        return program_offset(s.prog, idx) * s.itemsize
+            return off
+        return off * s.itemsize
     for d in range(rank):
         off += idx[d] * s.bstride[d]
     return off
@@ -160,8 +166,8 @@ cdef void copy_blocks(const Side* dst, const Side* src, const int64_t* dims, int
     """Byte-addressable copy when src's runs go along a and dst's along b:
     square blocks, one offset per block row and column."""
     cdef int64_t idx[MAX_RANK]
-    cdef int64_t soff[BLOCK]
-    cdef int64_t doff[BLOCK]
+    cdef int64_t soff[TRANSPOSE_BLOCK]
+    cdef int64_t doff[TRANSPOSE_BLOCK]
     cdef int64_t wsa, ssa, wdb, sdb, a0, b0, la, lb, i, j
     cdef int k
     for k in range(rank):
@@ -171,10 +177,10 @@ cdef void copy_blocks(const Side* dst, const Side* src, const int64_t* dims, int
     while True:
         a0 = 0
         while a0 < dims[a]:
-            la = _min3(BLOCK, dims[a] - a0, wsa - a0 % wsa)
+            la = _min3(TRANSPOSE_BLOCK, dims[a] - a0, wsa - a0 % wsa)
             b0 = 0
             while b0 < dims[b]:
-                lb = _min3(BLOCK, dims[b] - b0, wdb - b0 % wdb)
+                lb = _min3(TRANSPOSE_BLOCK, dims[b] - b0, wdb - b0 % wdb)
                 idx[a] = a0
                 for j in range(lb):
                     idx[b] = b0 + j
@@ -278,6 +284,7 @@ cdef int side_from_ndarray(Side* s, cnp.ndarray arr) except -1:
     cdef int64_t st
     s.base = <char*>cnp.PyArray_DATA(arr)
     s.prog = NULL
+    s.tabs = NULL
     s.itemsize = cnp.PyArray_ITEMSIZE(arr)
     s.packed_bits = 0
     s.minor_dim = rank - 1
