@@ -498,3 +498,35 @@ def test_position_in_container():
     assert lu.position_in_container((3, 1, 2), 2) == 2
     with pytest.raises(ShapeIndexError, match="5 is not in \\[3, 1, 2\\]"):
         lu.position_in_container((3, 1, 2), 5)
+
+
+# -- buffers, missing layouts, HLO text -----------------------------------------------------
+def test_buffer_branches():
+    inner = arr("bf16", (16, 256), tiles=[(8, 128)], element_size_in_bits=16)
+    b = Shape.buffer(inner)
+    assert lu.get_default_layout_for_shape(b) == Layout((1, 0))
+    assert lu.clear_tiles(b).buffer_shape.layout == Layout((1, 0), element_size_in_bits=16)
+    assert lu.has_layout(b) and lu.has_any_layout(b)
+    assert not lu.has_layout(Shape.buffer(Shape("f32", (2,))))
+    assert lu.has_custom_element_size_in_bits(b)
+    assert lu.layouts_in_shapes_equal(b, inner)
+    out = lu.copy_layout_between_shapes(Shape.buffer(arr("f32", (2, 3), (0, 1))),
+                                        Shape.buffer(arr("f32", (2, 3))))
+    assert out.buffer_shape.layout == Layout((0, 1))
+    assert lu.memory_space(Shape.buffer(arr("f32", (2,), memory_space=1))) == 1
+
+
+def test_layout_of_shape_without_layout():
+    with pytest.raises(InvalidShapeError, match="shape f32\\[2\\] does not have a layout"):
+        lu.is_monotonic_with_dim0_major(Shape("f32", (2,)))
+
+
+def test_hlo_text_is_parsed_lazily(monkeypatch):
+    import xlashape.hlo_text as hlo_text
+
+    monkeypatch.setattr(hlo_text, "parse_layout", lambda text: Layout((0, 1)))
+    monkeypatch.setattr(hlo_text, "parse_shape", lambda text: arr("f32", (2, 3), (0, 1)))
+    assert lu.minor_to_major("{0,1}") == (0, 1)
+    assert lu.is_monotonic_with_dim0_minor("{0,1}")
+    assert lu.minor_to_major("f32[2,3]{0,1}") == (0, 1)
+    assert lu.human_string("{0,1}") == "{0,1}"

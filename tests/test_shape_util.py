@@ -1029,3 +1029,47 @@ def test_functions_do_not_mutate_inputs():
     su.change_element_type(s, "s8")
     su.make_shape_with_descending_layout_and_same_physical_layout(s)
     assert (s.dimensions, s.dynamic_dimensions, s.layout) == snapshot
+
+
+# -- buffers, rank mismatches, HLO text ---------------------------------------------------
+def test_buffer_branches():
+    inner = arr("s4", (4, 2), (0, 1), dyn=(True, False), element_size_in_bits=4,
+                tiles=[(8, 128)], memory_space=1)
+    b = Shape.buffer(inner)
+    assert su.make_shape_with_static_dimensions(b).buffer_shape.dynamic_dimensions == (False, False)
+    assert su.make_static_shape(b).buffer_shape.dynamic_dimensions == (False, False)
+    assert su.make_shape_with_static_dimensions(Shape.token()) == Shape.token()
+    assert su.make_shape_with_static_dimensions(tup([inner])).tuple_shapes[0].is_static
+    assert su.change_element_type(b, "u4").buffer_shape.element_type is PrimitiveType.U4
+    assert su.device_shape_to_host_shape(b).buffer_shape.layout == Layout((0, 1))
+    assert not su.device_shape_is_host_shape(b)
+    assert su.unpacked_byte_strides(b) == (1, 4)
+    assert su.byte_strides(b) is None   # E(4)
+    assert su.equal(b, Shape.buffer(inner))
+    assert not su.equal(b, Shape.buffer(inner.with_layout(None)))
+    assert su.compatible_kind(b, inner, ignore_buffer=True)
+
+
+def test_rank_mismatches():
+    assert not su.equal(make_shape(F32, [2]), make_shape(F32, [2, 1]))
+    assert not su.transpose_is_bitcast(dense(F32, [2], [0]), dense(F32, [2, 1], [1, 0]), [1, 0])
+    assert not su.same_element_type(make_shape(F32, [2]), make_shape("s8", [2]))
+    assert not su.is_effectively_most_major_dimension(make_shape(F32, [1, 1]), 7)
+    # Size-1 dims are skipped by the unit-index check of ReshapeIsBitcast.
+    assert su.reshape_is_bitcast(dense(F32, [1, 6], [1, 0]), dense(F32, [6], [0]))
+
+
+def test_hlo_text_is_parsed_lazily(monkeypatch):
+    # Functions accept HLO text and hand it to xlashape.hlo_text.parse_shape,
+    # imported at call time; a stub stands in for the parser here.
+    import xlashape.hlo_text as hlo_text
+
+    seen = []
+
+    def fake_parse_shape(text):
+        seen.append(text)
+        return dense(F32, [3, 5, 7], [2, 1, 0])
+
+    monkeypatch.setattr(hlo_text, "parse_shape", fake_parse_shape)
+    assert su.byte_strides("f32[3,5,7]") == (140, 28, 4)
+    assert seen == ["f32[3,5,7]"]
