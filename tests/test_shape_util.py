@@ -1073,3 +1073,71 @@ def test_hlo_text_is_parsed_lazily(monkeypatch):
     monkeypatch.setattr(hlo_text, "parse_shape", fake_parse_shape)
     assert su.byte_strides("f32[3,5,7]") == (140, 28, 4)
     assert seen == ["f32[3,5,7]"]
+
+
+# -- properties: transformations that XLA promises are bitcasts keep every element's
+# -- untiled linear index (checked with index_util on every index of small shapes) ------
+from hypothesis import given, strategies as st  # noqa: E402
+
+from xlashape import index_util as iu  # noqa: E402
+
+
+@st.composite
+def small_shapes(draw):
+    rank = draw(st.integers(0, 4))
+    dims = tuple(draw(st.lists(st.integers(1, 3), min_size=rank, max_size=rank)))
+    m2m = tuple(draw(st.permutations(range(rank))))
+    return Shape(draw(st.sampled_from(["f32", "s8", "bf16"])), dims, Layout(m2m))
+
+
+def _all_indices(shape):
+    return itertools.product(*(range(d) for d in shape.dimensions))
+
+
+@given(small_shapes(), st.data())
+def test_permute_dimensions_keeps_every_offset(shape, data):
+    perm = data.draw(st.permutations(range(len(shape.dimensions))))
+    p = su.permute_dimensions(perm, shape)
+    for idx in _all_indices(shape):
+        new_idx = tuple(idx[i] for i in perm)
+        assert (iu.multidimensional_index_to_linear_index(p, new_idx)
+                == iu.multidimensional_index_to_linear_index(shape, idx))
+    back = su.permute_dimensions(su.inverse_permutation(perm), p)
+    assert back == shape
+
+
+@given(small_shapes())
+def test_descending_same_physical_layout_keeps_every_offset(shape):
+    out = su.make_shape_with_descending_layout_and_same_physical_layout(shape)
+    order = list(reversed(shape.layout.minor_to_major))
+    assert out.layout.minor_to_major == tuple(range(len(order) - 1, -1, -1))
+    for idx in _all_indices(shape):
+        new_idx = tuple(idx[d] for d in order)
+        assert (iu.multidimensional_index_to_linear_index(out, new_idx)
+                == iu.multidimensional_index_to_linear_index(shape, idx))
+
+
+@given(small_shapes())
+def test_drop_degenerate_keeps_every_offset(shape):
+    out = su.drop_degenerate_dimensions(shape)
+    keep = [i for i, d in enumerate(shape.dimensions) if d != 1]
+    assert out.dimensions == tuple(shape.dimensions[i] for i in keep)
+    su.validate_shape(out)
+    for idx in _all_indices(shape):
+        assert (iu.multidimensional_index_to_linear_index(out, tuple(idx[i] for i in keep))
+                == iu.multidimensional_index_to_linear_index(shape, idx))
+
+
+@given(small_shapes(), st.data())
+def test_insert_then_delete_round_trips(shape, data):
+    n = len(shape.dimensions)
+    at = data.draw(st.integers(0, n))
+    k = data.draw(st.integers(1, 2))
+    grown = su.insert_dimensions_at_index(shape, at, [1] * k)
+    su.validate_shape(grown)
+    assert su.delete_dimensions(list(range(at, at + k)), grown) == shape
+    # Size-1 dims inserted anywhere do not move any element.
+    for idx in _all_indices(shape):
+        big = idx[:at] + (0,) * k + idx[at:]
+        assert (iu.multidimensional_index_to_linear_index(grown, big)
+                == iu.multidimensional_index_to_linear_index(shape, idx))

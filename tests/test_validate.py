@@ -237,3 +237,69 @@ def test_validation_leaves_shape_untouched():
     with pytest.raises(InvalidShapeError):
         su.validate_shape(shape)
     assert (shape.dimensions, shape.layout, shape.dynamic_dimensions) == before
+
+
+# -- robustness: arbitrary shapes only ever raise xlashape's own errors ------------------
+from hypothesis import given, settings  # noqa: E402
+
+from strategies import shapes  # noqa: E402
+from xlashape import XlaShapeError, index_util as iu  # noqa: E402
+
+
+def _calls(shape):
+    n = len(shape.dimensions) if shape.is_array else 0
+    zeros = (0,) * n
+    return [
+        lambda: su.validate_shape(shape),
+        lambda: su.validate_shape_with_optional_layout(shape),
+        lambda: su.elements_in(shape),
+        lambda: su.elements_in_recursive(shape),
+        lambda: su.element_size_in_bits(shape),
+        lambda: su.byte_size_of(shape, 8),
+        lambda: su.byte_size_of_elements(shape),
+        lambda: su.array_size(shape),
+        lambda: su.array_data_size(shape),
+        lambda: su.byte_strides(shape),
+        lambda: su.true_num_dimensions(shape),
+        lambda: su.drop_degenerate_dimensions(shape),
+        lambda: su.make_shape_with_descending_layout_and_same_physical_layout(shape),
+        lambda: su.device_shape_to_host_shape(shape),
+        lambda: su.make_static_shape(shape),
+        lambda: su.last_dim_is_minor_most(shape),
+        lambda: su.is_effectively_most_major_dimension(shape, 0),
+        lambda: su.permute_dimensions(tuple(reversed(range(n))), shape),
+        lambda: su.prepend_major_dimension(3, shape),
+        lambda: su.append_minor_dimension(3, shape),
+        lambda: su.insert_dimensions_at_index(shape, 0, [2]),
+        lambda: su.move_dim_to_major(shape, 0),
+        lambda: su.change_element_type(shape, "s4"),
+        lambda: su.equal(shape, shape),
+        lambda: su.compatible(shape, shape),
+        lambda: lu.set_to_default_layout(shape),
+        lambda: lu.linear_index(shape, zeros),
+        lambda: lu.max_elements_in_per_split(shape),
+        lambda: lu.has_layout(shape),
+        lambda: lu.validate_layout_in_shape(shape, True),
+        lambda: iu.multidimensional_index_to_linear_index(shape, zeros),
+        lambda: iu.linear_index_to_multidimensional_index(shape, 0),
+        lambda: iu.bump_indices(shape, zeros),
+        lambda: iu.get_dimension_stride(shape, 0),
+    ]
+
+
+@settings(max_examples=300)
+@given(shapes())
+def test_arbitrary_shapes_raise_only_xlashape_errors(shape):
+    for call in _calls(shape):
+        try:
+            call()
+        except XlaShapeError:
+            pass
+
+
+@given(shapes())
+def test_valid_shapes_pass_both_validations(shape):
+    # strategies.shapes() puts only valid shapes inside tuples: a valid tuple
+    # passes ValidateShapeWithOptionalLayout.
+    if shape.is_tuple:
+        su.validate_shape_with_optional_layout(shape)
