@@ -1141,3 +1141,30 @@ def test_insert_then_delete_round_trips(shape, data):
         big = idx[:at] + (0,) * k + idx[at:]
         assert (iu.multidimensional_index_to_linear_index(grown, big)
                 == iu.multidimensional_index_to_linear_index(shape, idx))
+
+
+# -- ArraySize agrees with the full tiling model on the TPU formats (issue 3) -----------
+TPU_FORMATS = [
+    # (type, dims, m2m, tiles, E, expected bytes computed by hand)
+    ("f32", (300, 200), (1, 0), [(8, 128)], 0, 304 * 256 * 4),
+    ("bf16", (300, 200), (1, 0), [(8, 128), (2, 1)], 0, 304 * 256 * 2),
+    ("s8", (33, 129), (1, 0), [(8, 128), (4, 1)], 0, 40 * 256 * 1),
+    ("s4", (17, 300), (1, 0), [(8, 128), (8, 1)], 4, 24 * 384 // 2),
+    ("f32", (1000,), (0,), [(1024,)], 0, 1024 * 4),
+    ("f32", (3, 130), (0, 1), [(2, 128)], 0, 130 * 128 * 4),   # dim 0 minor: 3 -> 128
+    ("bf16", (5, 7, 260), (2, 0, 1), [(4, 128)], 0, 7 * 8 * 384 * 2),
+    ("f32", (), (), [(128,)], 0, 128 * 4),
+    ("u32", (), (), [(256,)], 0, 256 * 4),
+    ("pred", (9, 9), (1, 0), [(8, 128), (4, 1)], 0, 16 * 128 * 1),
+]
+
+
+@pytest.mark.parametrize("et,dims,m2m,tiles,bits,expected", TPU_FORMATS)
+def test_array_size_tpu_formats(et, dims, m2m, tiles, bits, expected):
+    from xlashape import tiling
+
+    s = arr(et, dims, m2m, tiles=tiles, element_size_in_bits=bits)
+    assert su.array_size(s) == expected
+    # Where sub-tiles add no padding, XLA's first-tile-only ArraySize equals the
+    # full tiled model (spec §11 "Relation to the code").
+    assert tiling.physical_size_in_bytes(s) == expected
