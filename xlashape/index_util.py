@@ -163,6 +163,9 @@ def index_in_bounds(shape, index: Sequence[int]) -> bool:
 
     Quirk kept from XLA: **negative entries are not rejected**
     (``index_in_bounds("f32[2]", (-1,))`` is True).
+
+    >>> index_in_bounds("f32[2,3]", (1, 2)), index_in_bounds("f32[2,3]", (2, 0))
+    (True, False)
     """
     shape = _array_shape(shape, "index_in_bounds")
     idx = _index_tuple(index)

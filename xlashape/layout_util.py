@@ -220,14 +220,29 @@ def get_default_layout_for_rank(rank: int) -> Layout:
 
 
 def get_default_layout_for_r2() -> Layout:
+    """The default layout of a rank-2 array, ``{1,0}``.
+
+    >>> str(get_default_layout_for_r2())
+    '{1,0}'
+    """
     return make_descending_layout(2)
 
 
 def get_default_layout_for_r3() -> Layout:
+    """The default layout of a rank-3 array, ``{2,1,0}``.
+
+    >>> str(get_default_layout_for_r3())
+    '{2,1,0}'
+    """
     return make_descending_layout(3)
 
 
 def get_default_layout_for_r4() -> Layout:
+    """The default layout of a rank-4 array, ``{3,2,1,0}``.
+
+    >>> str(get_default_layout_for_r4())
+    '{3,2,1,0}'
+    """
     return make_descending_layout(4)
 
 
@@ -281,12 +296,20 @@ get_with_default_layout = set_to_default_layout
 
 def clear_layout(shape) -> Shape:
     """``LayoutUtil::ClearLayout``: the shape with every layout removed
-    (recursively for tuples)."""
+    (recursively for tuples).
+
+    >>> str(clear_layout("(f32[2,3]{0,1}, s8[])").to_string(True))
+    '(f32[2,3], s8[])'
+    """
     return _as_shape(shape).without_layout()
 
 
 def clear_tiles(shape) -> Shape:
-    """``LayoutUtil::ClearTiles``: every layout in the shape without its tiles."""
+    """``LayoutUtil::ClearTiles``: every layout in the shape without its tiles.
+
+    >>> str(clear_tiles("bf16[16,256]{1,0:T(8,128)(2,1)S(1)}"))
+    'bf16[16,256]{1,0:S(1)}'
+    """
     shape = _as_shape(shape)
     if shape.is_tuple:
         return Shape.tuple([clear_tiles(s) for s in shape.tuple_shapes])
@@ -302,6 +325,9 @@ def has_layout(shape) -> bool:
 
     Token and opaque shapes count as having one (they need none); a tuple has
     one if all its elements do (so the empty tuple does).
+
+    >>> has_layout("(f32[2]{0}, token[])")
+    True
     """
     shape = _as_shape(shape)
     if shape.is_tuple:
@@ -318,6 +344,9 @@ def has_any_layout(shape) -> bool:
 
     Quirk kept from XLA: a token or opaque shape counts as "having" one, and an
     empty tuple does not.
+
+    >>> has_any_layout("()")
+    False
     """
     shape = _as_shape(shape)
     if shape.is_tuple:
@@ -330,7 +359,11 @@ def has_any_layout(shape) -> bool:
 
 
 def has_custom_element_size_in_bits(shape) -> bool:
-    """True if some array in the shape has a layout with ``E(n)``, n != 0."""
+    """True if some array in the shape has a layout with ``E(n)``, n != 0.
+
+    >>> has_custom_element_size_in_bits("(f32[2], s4[8]{0:E(4)})")
+    True
+    """
     shape = _as_shape(shape)
     if shape.is_tuple:
         return any(has_custom_element_size_in_bits(s) for s in shape.tuple_shapes)
@@ -347,6 +380,9 @@ def layouts_in_shapes_equal(lhs, rhs) -> bool:
     Arrays of different rank are unequal; two arrays without layouts are equal;
     token and opaque shapes are ignored (always equal); tuples must have the same
     number of elements.
+
+    >>> layouts_in_shapes_equal("f32[2,3]{0,1}", "s8[7,9]{0,1}")
+    True
     """
     lhs, rhs = _as_shape(lhs), _as_shape(rhs)
     if lhs.is_tuple:
@@ -375,6 +411,9 @@ def copy_layout_between_shapes(src, dst) -> Shape:
     Returns the new ``dst``. The structures must match (tuple vs. not, tuple
     sizes, array ranks) and the layout must be valid for ``dst``; a ``src``
     array without a layout clears ``dst``'s.
+
+    >>> str(copy_layout_between_shapes("f32[123,42,7]{2,0,1}", "f32[2,3,5]"))
+    'f32[2,3,5]{2,0,1}'
     """
     src, dst = _as_shape(src), _as_shape(dst)
     if src.is_tuple != dst.is_tuple:
@@ -400,12 +439,20 @@ def copy_layout_between_shapes(src, dst) -> Shape:
 
 
 def equal(lhs: Layout, rhs: Layout) -> bool:
-    """``LayoutUtil::Equal`` = ``Layout::operator==`` (``M(n)`` is not compared)."""
+    """``LayoutUtil::Equal`` = ``Layout::operator==`` (``M(n)`` is not compared).
+
+    >>> equal(make_layout([1, 0], dynamic_shape_metadata_prefix_bytes=8), make_layout([1, 0]))
+    True
+    """
     return _as_layout(lhs) == _as_layout(rhs)
 
 
 def human_string(layout) -> str:
-    """``LayoutUtil::HumanString``: XLA's text of the layout, e.g. ``{1,0:T(8,128)}``."""
+    """``LayoutUtil::HumanString``: XLA's text of the layout, e.g. ``{1,0:T(8,128)}``.
+
+    >>> human_string(make_layout([1, 0], tiles=[(8, 128)]))
+    '{1,0:T(8,128)}'
+    """
     return str(_as_layout(layout))
 
 
@@ -413,7 +460,11 @@ def human_string(layout) -> str:
 def minor_to_major(shape_or_layout) -> tuple:
     """``LayoutUtil::MinorToMajor`` of a layout, or of an array shape's layout.
 
-    A shape without a layout is refused (XLA CHECKs ``has_layout``)."""
+    A shape without a layout is refused (XLA CHECKs ``has_layout``).
+
+    >>> minor_to_major("f32[2,3]{0,1}")
+    (0, 1)
+    """
     if isinstance(shape_or_layout, Layout):
         return shape_or_layout.minor_to_major
     if isinstance(shape_or_layout, str) and shape_or_layout.lstrip().startswith("{"):
@@ -492,24 +543,39 @@ def is_monotonic_with_dim0_major(layout) -> bool:
 
     True for the default layout, for ``{}`` and for ``{0}``. Accepts a layout
     or an array shape with a layout.
+
+    >>> is_monotonic_with_dim0_major(make_layout([2, 1, 0]))
+    True
     """
     m2m = _layout_of(layout).minor_to_major
     return all(m2m[i] >= m2m[i + 1] for i in range(len(m2m) - 1))
 
 
 def is_monotonic_with_dim0_minor(layout) -> bool:
-    """True if ``minor_to_major`` is sorted ascending (column-major order)."""
+    """True if ``minor_to_major`` is sorted ascending (column-major order).
+
+    >>> is_monotonic_with_dim0_minor(make_layout([0, 1, 2]))
+    True
+    """
     m2m = _layout_of(layout).minor_to_major
     return all(m2m[i] <= m2m[i + 1] for i in range(len(m2m) - 1))
 
 
 def has_descending_layout(layout) -> bool:
-    """Same check as :func:`is_monotonic_with_dim0_major`."""
+    """Same check as :func:`is_monotonic_with_dim0_major`.
+
+    >>> has_descending_layout("f32[2,3]")
+    True
+    """
     return is_monotonic_with_dim0_major(layout)
 
 
 def has_ascending_layout(layout) -> bool:
-    """Same check as :func:`is_monotonic_with_dim0_minor`."""
+    """Same check as :func:`is_monotonic_with_dim0_minor`.
+
+    >>> has_ascending_layout("f32[2,3]{0,1}")
+    True
+    """
     return is_monotonic_with_dim0_minor(layout)
 
 
@@ -553,7 +619,11 @@ def move_dim_to_minor(layout, dim: int) -> Layout:
 
 
 def position_in_container(container: Sequence[int], value: int) -> int:
-    """Index of ``value`` in ``container`` (``PositionInContainer``)."""
+    """Index of ``value`` in ``container`` (``PositionInContainer``).
+
+    >>> position_in_container([3, 1, 2], 2)
+    2
+    """
     try:
         return list(container).index(value)
     except ValueError:
@@ -756,7 +826,11 @@ def max_elements_in_per_split(shape) -> int:
 def get_split_config(shape) -> Optional[SplitConfig]:
     """``LayoutUtil::GetSplitConfig``: the one split config, or None.
 
-    More than one is an error (XLA CHECKs at most one here)."""
+    More than one is an error (XLA CHECKs at most one here).
+
+    >>> str(get_split_config("f32[8,8]{1,0:SC(0:3)}"))
+    '(0:3)'
+    """
     shape = _array_shape(shape, "get_split_config")
     if shape.layout is None or not shape.layout.split_configs:
         return None
@@ -768,7 +842,11 @@ def get_split_config(shape) -> Optional[SplitConfig]:
 
 
 def memory_space(shape) -> int:
-    """``LayoutUtil::MemorySpace``: the layout's ``S(n)``, 0 without a layout."""
+    """``LayoutUtil::MemorySpace``: the layout's ``S(n)``, 0 without a layout.
+
+    >>> memory_space("f32[8]{0:S(1)}"), memory_space("f32[8]")
+    (1, 0)
+    """
     shape = _as_shape(shape)
     if shape.is_buffer:
         shape = shape.buffer_shape
@@ -873,6 +951,8 @@ def validate_layout_in_shape(shape, allow_missing_layouts: bool = False) -> None
     Tuples and buffers recurse; token and opaque shapes pass. An array without
     a layout fails with ``shape f32[2,3] does not have a layout`` unless
     ``allow_missing_layouts`` is true.
+
+    >>> validate_layout_in_shape(Shape("f32", [2, 3]), allow_missing_layouts=True)
     """
     shape = _as_shape(shape)
     if shape.is_tuple:

@@ -111,7 +111,11 @@ def _is_valid_dimension_size(size: int, is_dynamic: bool) -> bool:
 # Permutations (xla/permutation_util.h)
 # =============================================================================
 def is_permutation(permutation: Sequence[int]) -> bool:
-    """True if ``permutation`` holds each of ``0..n-1`` exactly once."""
+    """True if ``permutation`` holds each of ``0..n-1`` exactly once.
+
+    >>> is_permutation([2, 0, 1]), is_permutation([0, 0])
+    (True, False)
+    """
     p = _int_list(permutation, "permutation")
     return sorted(p) == list(range(len(p)))
 
@@ -161,7 +165,11 @@ def compose_permutations(p1: Sequence[int], p2: Sequence[int]) -> tuple:
 
 
 def is_identity_permutation(permutation: Sequence[int]) -> bool:
-    """True for ``[0, 1, ..., n-1]``."""
+    """True for ``[0, 1, ..., n-1]``.
+
+    >>> is_identity_permutation([0, 1, 2])
+    True
+    """
     p = _int_list(permutation, "permutation")
     return p == list(range(len(p)))
 
@@ -195,6 +203,9 @@ def make_validated_shape(element_type, dimensions: Sequence[int] = (),
     For a non-array type with no dimensions, the bare shape of that type is
     returned (``make_shape("token")`` is a token shape), as in XLA; BUFFER is
     refused (use :func:`make_buffer_shape`).
+
+    >>> str(make_validated_shape("s32", [2, UNBOUNDED_SIZE]))
+    's32[2,?]{1,0}'
     """
     et = as_primitive_type(element_type)
     dims = _int_list(dimensions, "dimensions")
@@ -297,7 +308,11 @@ def make_shape_with_descending_layout(element_type, dimensions: Sequence[int]) -
 
 def make_shape_with_static_dimensions(shape) -> Shape:
     """``ShapeUtil::MakeShapeWithStaticDimensions``: every dimension marked
-    static (sizes unchanged; tuples recurse)."""
+    static (sizes unchanged; tuples recurse).
+
+    >>> str(make_shape_with_static_dimensions("f32[<=4,3]"))
+    'f32[4,3]{1,0}'
+    """
     shape = _as_shape(shape)
     if shape.is_tuple:
         return Shape.tuple([make_shape_with_static_dimensions(s) for s in shape.tuple_shapes])
@@ -312,7 +327,11 @@ def make_shape_with_static_dimensions(shape) -> Shape:
 def make_static_shape(shape) -> Shape:
     """``ShapeUtil::MakeStaticShape``: like
     :func:`make_shape_with_static_dimensions`, and the layout's ``M(n)``
-    (dynamic-shape metadata prefix) is reset to 0."""
+    (dynamic-shape metadata prefix) is reset to 0.
+
+    >>> str(make_static_shape("f32[<=4]{0:M(8)}"))
+    'f32[4]{0}'
+    """
     shape = _as_shape(shape)
     if shape.is_tuple:
         return Shape.tuple([make_static_shape(s) for s in shape.tuple_shapes])
@@ -355,12 +374,20 @@ def make_tuple_shape(shapes: Sequence) -> Shape:
 
 
 def make_nil() -> Shape:
-    """``MakeNil()``: the empty tuple ``()``."""
+    """``MakeNil()``: the empty tuple ``()``.
+
+    >>> str(make_nil())
+    '()'
+    """
     return Shape.tuple()
 
 
 def make_maybe_tuple_shape(shapes: Sequence) -> Shape:
-    """The single shape itself if there is exactly one, else a tuple of them."""
+    """The single shape itself if there is exactly one, else a tuple of them.
+
+    >>> str(make_maybe_tuple_shape([make_shape("f32", [2])]))
+    'f32[2]{0}'
+    """
     items = _shapes(shapes, "shapes")
     if len(items) == 1:
         return items[0]
@@ -368,12 +395,20 @@ def make_maybe_tuple_shape(shapes: Sequence) -> Shape:
 
 
 def make_token_shape() -> Shape:
-    """``token[]``."""
+    """``token[]``.
+
+    >>> str(make_token_shape())
+    'token[]'
+    """
     return Shape.token()
 
 
 def make_opaque_shape() -> Shape:
-    """``opaque[]``."""
+    """``opaque[]``.
+
+    >>> str(make_opaque_shape())
+    'opaque[]'
+    """
     return Shape.opaque()
 
 
@@ -502,7 +537,10 @@ def validate_shape(shape) -> None:
 
 def validate_shape_with_optional_layout(shape) -> None:
     """``ShapeUtil::ValidateShapeWithOptionalLayout``: like
-    :func:`validate_shape`, but arrays may lack a layout."""
+    :func:`validate_shape`, but arrays may lack a layout.
+
+    >>> validate_shape_with_optional_layout(Shape("f32", [2, 3]))
+    """
     shape = _as_shape(shape)
     _validate_non_layout(shape)
     validate_layout_in_shape(shape, allow_missing_layouts=True)
@@ -540,7 +578,11 @@ def elements_in(shape) -> int:
 
 def elements_in_recursive(shape) -> int:
     """``ShapeUtil::ElementsInRecursive``: elements summed over tuple leaves
-    (arrays and tuples only)."""
+    (arrays and tuples only).
+
+    >>> elements_in_recursive("(f32[2,3], (s8[4], ()))")
+    10
+    """
     shape = _as_shape(shape)
     if shape.is_tuple:
         return sum(elements_in_recursive(s) for s in shape.tuple_shapes)
@@ -602,7 +644,11 @@ def byte_size_of_elements(shape) -> int:
 
 
 def byte_size_of_tuple_index_table(shape, pointer_size: int) -> int:
-    """Bytes of a tuple's table of element pointers: ``pointer_size * len``."""
+    """Bytes of a tuple's table of element pointers: ``pointer_size * len``.
+
+    >>> byte_size_of_tuple_index_table("(f32[2], s8[], token[])", 8)
+    24
+    """
     shape = _as_shape(shape)
     if not shape.is_tuple:
         raise InvalidShapeError(
@@ -647,7 +693,11 @@ def byte_size_of(shape, pointer_size: int = -1) -> int:
 
 
 def byte_size_of_elements_recursive(shape) -> int:
-    """Bytes of all array elements in the shape (tuples summed, tokens 0)."""
+    """Bytes of all array elements in the shape (tuples summed, tokens 0).
+
+    >>> byte_size_of_elements_recursive("(f32[100], s8[], token[])")
+    401
+    """
     shape = _as_shape(shape)
     if shape.is_token:
         return 0
@@ -810,40 +860,70 @@ def true_num_dimensions(shape) -> int:
 
 
 def is_effective_scalar(shape) -> bool:
-    """True for an array whose dimensions are all 1 (or a scalar)."""
+    """True for an array whose dimensions are all 1 (or a scalar).
+
+    >>> is_effective_scalar("f32[1,1]"), is_effective_scalar("f32[1,2]")
+    (True, False)
+    """
     shape = _as_shape(shape)
     return shape.is_array and true_num_dimensions(shape) == 0
 
 
 def is_scalar(shape) -> bool:
-    """True for a rank-0 array."""
+    """True for a rank-0 array.
+
+    >>> is_scalar("f32[]"), is_scalar("f32[1]")
+    (True, False)
+    """
     return _as_shape(shape).is_scalar
 
 
 def is_zero_element_array(shape) -> bool:
-    """True for an array with a dimension of size 0 (tuples: False)."""
+    """True for an array with a dimension of size 0 (tuples: False).
+
+    >>> is_zero_element_array("s32[3,0,5]"), is_zero_element_array("(s32[0])")
+    (True, False)
+    """
     shape = _as_shape(shape)
     return shape.is_array and 0 in shape.dimensions
 
 
 def has_degenerate_dimensions(shape) -> bool:
-    """True if the array has a dimension of size 1."""
+    """True if the array has a dimension of size 1.
+
+    >>> has_degenerate_dimensions("f32[3,1,2]")
+    True
+    """
     shape = _array_shape(shape, "has_degenerate_dimensions")
     return 1 in shape.dimensions
 
 
 def is_empty_tuple(shape) -> bool:
+    """True for the empty tuple ``()`` (``ShapeUtil::IsEmptyTuple``).
+
+    >>> is_empty_tuple("()"), is_empty_tuple("(s32[])")
+    (True, False)
+    """
     shape = _as_shape(shape)
     return shape.is_tuple and not shape.tuple_shapes
 
 
 def is_nested_tuple(shape) -> bool:
-    """True for a tuple with a tuple among its elements."""
+    """True for a tuple with a tuple among its elements.
+
+    >>> is_nested_tuple("(s32[], ())"), is_nested_tuple("(s32[], s32[])")
+    (True, False)
+    """
     shape = _as_shape(shape)
     return shape.is_tuple and any(s.is_tuple for s in shape.tuple_shapes)
 
 
 def tuple_element_count(shape) -> int:
+    """Number of elements of a tuple shape (not recursive).
+
+    >>> tuple_element_count("(f32[2], token[])")
+    2
+    """
     shape = _as_shape(shape)
     if not shape.is_tuple:
         raise InvalidShapeError(f"{shape.human_string()} is not a tuple")
@@ -851,7 +931,11 @@ def tuple_element_count(shape) -> int:
 
 
 def has_primitive_type(shape, element_type) -> bool:
-    """True if the shape or any tuple element (recursively) has this type."""
+    """True if the shape or any tuple element (recursively) has this type.
+
+    >>> has_primitive_type("(s32[], (s16[]))", "s16")
+    True
+    """
     shape = _as_shape(shape)
     et = as_primitive_type(element_type)
     if shape.element_type is et:
@@ -860,34 +944,67 @@ def has_primitive_type(shape, element_type) -> bool:
 
 
 def element_is_integral(shape) -> bool:
+    """True if the element type is a signed or unsigned integer (not PRED).
+
+    >>> element_is_integral("u8[2]"), element_is_integral("f32[2]")
+    (True, False)
+    """
     return _as_shape(shape).element_type.is_integral
 
 
 def element_is_floating(shape) -> bool:
+    """True if the element type is floating point (bf16, f8/f4 included; complex not).
+
+    >>> element_is_floating("bf16[2]")
+    True
+    """
     return _as_shape(shape).element_type.is_floating_point
 
 
 def element_is_complex(shape) -> bool:
+    """True for c64 and c128.
+
+    >>> element_is_complex("c64[2]")
+    True
+    """
     return _as_shape(shape).element_type.is_complex
 
 
 def element_is_signed(shape) -> bool:
-    """Signed integers and floating-point types (as XLA; complex is not)."""
+    """Signed integers and floating-point types (as XLA; complex is not).
+
+    >>> element_is_signed("s8[]"), element_is_signed("f32[]"), element_is_signed("c64[]")
+    (True, True, False)
+    """
     et = _as_shape(shape).element_type
     return et.is_signed_integral or et.is_floating_point
 
 
 def element_has_bit_width(shape, bits: int) -> bool:
+    """True for an array whose element type is ``bits`` wide (``BitWidth``: PRED is 1).
+
+    >>> element_has_bit_width("s4[8]", 4)
+    True
+    """
     shape = _as_shape(shape)
     return shape.is_array and shape.element_type.bit_width == _as_int(bits, "bits")
 
 
 def same_rank(lhs, rhs) -> bool:
+    """True if both shapes have the same number of dimensions.
+
+    >>> same_rank("f32[1,2]", "s8[3,4]")
+    True
+    """
     return len(_as_shape(lhs).dimensions) == len(_as_shape(rhs).dimensions)
 
 
 def same_dimensions(lhs, rhs) -> bool:
-    """Same rank and sizes; an unbounded (``?``) dimension matches any size."""
+    """Same rank and sizes; an unbounded (``?``) dimension matches any size.
+
+    >>> same_dimensions("f32[?,3]", "s8[7,3]"), same_dimensions("f32[1]", "f32[2]")
+    (True, False)
+    """
     lhs, rhs = _as_shape(lhs), _as_shape(rhs)
     if len(lhs.dimensions) != len(rhs.dimensions):
         return False
@@ -900,12 +1017,21 @@ def same_dimensions(lhs, rhs) -> bool:
 
 
 def same_element_type(lhs, rhs) -> bool:
+    """True if both shapes have the same element type.
+
+    >>> same_element_type("f32[2]", "f32[7,7]")
+    True
+    """
     return _as_shape(lhs).element_type is _as_shape(rhs).element_type
 
 
 def same_element_type_ignoring_fp_precision(lhs, rhs) -> bool:
     """Equal element types, or both floating point (complex types are not
-    floating point here, as in XLA)."""
+    floating point here, as in XLA).
+
+    >>> same_element_type_ignoring_fp_precision("bf16[]", "f32[]")
+    True
+    """
     a, b = _as_shape(lhs).element_type, _as_shape(rhs).element_type
     if a.is_floating_point and b.is_floating_point:
         return True
@@ -946,7 +1072,11 @@ def is_effectively_most_major_dimension(shape, dimension: int) -> bool:
 
 def device_shape_is_host_shape(shape) -> bool:
     """True if no array layout has device-only fields (tiles, a memory space,
-    a physical shape, ``E(n)``, ``L(n)``, ``M(n)``)."""
+    a physical shape, ``E(n)``, ``L(n)``, ``M(n)``).
+
+    >>> device_shape_is_host_shape("f32[8,128]{1,0:T(8,128)}"), device_shape_is_host_shape("f32[8]")
+    (False, True)
+    """
     shape = _as_shape(shape)
     if shape.is_tuple:
         return all(device_shape_is_host_shape(s) for s in shape.tuple_shapes)
@@ -1020,13 +1150,21 @@ def equal(lhs, rhs) -> bool:
 
 
 def equal_ignoring_element_type(lhs, rhs) -> bool:
-    """Equal except for element types (layouts still compared)."""
+    """Equal except for element types (layouts still compared).
+
+    >>> equal_ignoring_element_type("f32[4,3]{0,1}", "s32[4,3]{0,1}")
+    True
+    """
     return _equal(_as_shape(lhs), _as_shape(rhs), ignore_element_type=True)
 
 
 def equal_ignoring_fp_precision(lhs, rhs) -> bool:
     """Equal, with any two floating-point element types matching (layouts
-    still compared; c64 vs c128 does not match)."""
+    still compared; c64 vs c128 does not match).
+
+    >>> equal_ignoring_fp_precision("f32[4,3]{0,1}", "f16[4,3]{0,1}")
+    True
+    """
     return _equal(_as_shape(lhs), _as_shape(rhs), ignore_fp_precision=True)
 
 
@@ -1042,25 +1180,43 @@ def compatible(lhs, rhs) -> bool:
 
 
 def compatible_ignoring_element_type(lhs, rhs) -> bool:
+    """:func:`compatible`, also ignoring element types.
+
+    >>> compatible_ignoring_element_type("(pred[4,5], f32[3,2])", "(pred[4,5], s32[3,2])")
+    True
+    """
     return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True, ignore_element_type=True)
 
 
 def compatible_ignoring_fp_precision(lhs, rhs) -> bool:
+    """:func:`compatible`, with any two floating-point types matching.
+
+    >>> compatible_ignoring_fp_precision("bf16[3,2]", "f32[3,2]")
+    True
+    """
     return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True, ignore_fp_precision=True)
 
 
 def compatible_kind(lhs, rhs, ignore_buffer: bool = False) -> bool:
     """Same kind and tuple structure, ignoring element types, dimensions and
-    layouts (``ShapeUtil::CompatibleKind``)."""
+    layouts (``ShapeUtil::CompatibleKind``).
+
+    >>> compatible_kind("(f32[1])", "(s8[7,7])")
+    True
+    """
     return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True, ignore_element_type=True,
                   ignore_dimensions=True, ignore_buffer=bool(ignore_buffer))
 
 
 def equal_structure(lhs, rhs) -> bool:
-    """Same tuple tree (every tuple index valid in both), leaves ignored."""
+    """Same tuple tree (every tuple index valid in both), leaves ignored.
+
+    >>> equal_structure("(f32[1], ())", "(token[], ())")
+    True
+    """
     lhs, rhs = _as_shape(lhs), _as_shape(rhs)
     if lhs.is_tuple != rhs.is_tuple:
         return False
@@ -1076,7 +1232,11 @@ def equal_structure(lhs, rhs) -> bool:
 def get_dimension_number(shape, dimension_number: int) -> int:
     """``ShapeUtil::GetDimensionNumber``: a negative number counts from the end.
     Out of range raises :class:`~xlashape.ShapeIndexError` (XLA CHECKs
-    ``dimension_number >= 0``)."""
+    ``dimension_number >= 0``).
+
+    >>> get_dimension_number("f32[2,3]", -1)
+    1
+    """
     shape = _array_shape(shape, "get_dimension_number")
     i = _as_int(dimension_number, "dimension_number")
     n = len(shape.dimensions)
@@ -1212,7 +1372,11 @@ def delete_dimensions(dims_to_delete: Sequence[int], shape) -> Shape:
 
 def filter_dimensions(predicate: Callable[[int], bool], shape) -> Shape:
     """``ShapeUtil::FilterDimensions``: keep the dimensions ``i`` for which
-    ``predicate(i)`` is true."""
+    ``predicate(i)`` is true.
+
+    >>> str(filter_dimensions(lambda i: i != 1, "f32[2,3,4]"))
+    'f32[2,4]{1,0}'
+    """
     shape = _array_shape(shape, "filter_dimensions")
     if not callable(predicate):
         raise ShapeTypeError(f"predicate must be callable, got {type(predicate).__name__}")
@@ -1372,7 +1536,11 @@ def move_dim_to_major(shape, dim: int) -> Shape:
 
 
 def set_to_default_layout(shape) -> Shape:
-    """See :func:`xlashape.layout_util.set_to_default_layout`."""
+    """See :func:`xlashape.layout_util.set_to_default_layout`.
+
+    >>> str(set_to_default_layout("f32[2,3]{0,1}"))
+    'f32[2,3]{1,0}'
+    """
     return layout_util.set_to_default_layout(shape)
 
 
@@ -1380,7 +1548,11 @@ get_with_default_layout = set_to_default_layout
 
 
 def clear_layout(shape) -> Shape:
-    """See :func:`xlashape.layout_util.clear_layout`."""
+    """See :func:`xlashape.layout_util.clear_layout`.
+
+    >>> clear_layout("f32[2,3]{0,1}").layout is None
+    True
+    """
     return layout_util.clear_layout(shape)
 
 
@@ -1406,7 +1578,11 @@ def device_shape_to_host_shape(shape) -> Shape:
 
 
 def get_subshape(shape, index: Sequence[int]) -> Shape:
-    """``ShapeUtil::GetSubshape``: follow a tuple index (``()`` = the shape)."""
+    """``ShapeUtil::GetSubshape``: follow a tuple index (``()`` = the shape).
+
+    >>> str(get_subshape("(f32[2], (s8[], token[]))", [1, 0]))
+    's8[]'
+    """
     shape = _as_shape(shape)
     path = _int_list(index, "shape index")
     cur = shape
@@ -1420,7 +1596,11 @@ def get_subshape(shape, index: Sequence[int]) -> Shape:
 
 
 def get_leaf_count(shape) -> int:
-    """Number of non-tuple leaves (1 for a non-tuple; 0 for ``()``)."""
+    """Number of non-tuple leaves (1 for a non-tuple; 0 for ``()``).
+
+    >>> get_leaf_count("(f32[2], (s8[], token[]), ())")
+    3
+    """
     shape = _as_shape(shape)
     if not shape.is_tuple:
         return 1
@@ -1428,7 +1608,11 @@ def get_leaf_count(shape) -> int:
 
 
 def flatten_tuple_shape(shape) -> list:
-    """The non-tuple leaves, depth first (``ShapeUtil::FlattenTupleShape``)."""
+    """The non-tuple leaves, depth first (``ShapeUtil::FlattenTupleShape``).
+
+    >>> [str(s) for s in flatten_tuple_shape("(f32[2], (s8[], ()))")]
+    ['f32[2]{0}', 's8[]']
+    """
     shape = _as_shape(shape)
     if not shape.is_tuple:
         return [shape]
@@ -1544,11 +1728,19 @@ def deduce_transpose_dimensions_for_bitcast(input_shape, output_shape) -> Option
 # Text
 # =============================================================================
 def human_string(shape) -> str:
-    """``ShapeUtil::HumanString``: the shape without layouts (``f32[2,3]``)."""
+    """``ShapeUtil::HumanString``: the shape without layouts (``f32[2,3]``).
+
+    >>> human_string("f32[2,3]{0,1}")
+    'f32[2,3]'
+    """
     return _as_shape(shape).human_string()
 
 
 def human_string_with_layout(shape) -> str:
     """``ShapeUtil::HumanStringWithLayout``: the shape with layouts, as XLA
-    prints it (``f32[2,3]{0,1}``; a scalar's ``{}`` is omitted)."""
+    prints it (``f32[2,3]{0,1}``; a scalar's ``{}`` is omitted).
+
+    >>> human_string_with_layout("f32[2,3]{0,1}")
+    'f32[2,3]{0,1}'
+    """
     return _as_shape(shape).to_string(True)
