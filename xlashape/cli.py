@@ -20,6 +20,7 @@ import csv
 import heapq
 import json
 import os
+import re
 import sys
 import time
 from typing import List, Optional, Sequence
@@ -30,6 +31,7 @@ __all__ = ["main"]
 
 PROG = "xlashape"
 
+_INDEX_TEXT = re.compile(r"^\(?\s*-?\d+(\s*,\s*-?\d+)*\s*\)?$")
 _EXAMPLE_SHAPE = "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}"
 
 
@@ -406,6 +408,7 @@ class _Progress:
 
 
 _PROGRESS_MIN_BYTES = 16 << 20
+_CALL_KEYS = ("calls=", "to_apply=", "body=", "condition=", "branch_computations=")
 
 
 class HloSummary:
@@ -462,7 +465,7 @@ class HloSummary:
             note = (f"; {len(skipped)} fusion bodies / reducer computations left out: "
                     "their values are not materialized in memory")
         out.append(f"totals per memory space (sums of result shapes, aliasing not modelled{note}):")
-        out.append(f"  {'memory space':<42} {'values':>7} {'bytes':>9} {'padded':>9} {'waste':>9}")
+        out.append(f"  {'memory space':<42} {'results':>7} {'bytes':>9} {'padded':>9} {'waste':>9}")
         for sp in sorted(totals):
             b, pb, c = totals[sp]
             out.append(f"  {f'S({sp}) ' + memory_space_name(sp):<42} {c:>7} {_fmt_bytes(b):>9} "
@@ -590,7 +593,8 @@ def cmd_hlo(args) -> int:
                 else:
                     if "kind=" in ins.attributes_text:
                         obj["kind"] = ins.kind
-                    if "calls=" in ins.attributes_text or "to_apply=" in ins.attributes_text:
+                    at = ins.attributes_text
+                    if any(k in at for k in _CALL_KEYS):
                         obj["called_computations"] = list(ins.called_computations)
                 write(("\n" if first else ",\n") + json.dumps(obj))
             first = False
@@ -736,7 +740,15 @@ def _error_text(e: BaseException) -> str:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status (0 ok, 2 bad usage or input)."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        # argparse stops filling `index I,J ...` at the first option; indices
+        # given after an option (`index S --pad 3,5 1,2`) arrive here.
+        if getattr(args, "command", None) == "index" and all(
+                _INDEX_TEXT.match(x) for x in extra):
+            args.index = list(args.index) + extra
+        else:
+            parser.error("unrecognized arguments: " + " ".join(extra))
     if not getattr(args, "command", None):
         parser.print_help(sys.stderr)
         return 2
