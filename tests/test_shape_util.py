@@ -1168,3 +1168,21 @@ def test_array_size_tpu_formats(et, dims, m2m, tiles, bits, expected):
     # Where sub-tiles add no padding, XLA's first-tile-only ArraySize equals the
     # full tiled model (spec §11 "Relation to the code").
     assert tiling.physical_size_in_bytes(s) == expected
+
+
+# -- the examples in the docstrings (they use HLO text, so they need the parser) ---------
+@pytest.mark.parametrize("module", ["shape_util", "layout_util", "index_util"])
+def test_docstring_examples(module):
+    import doctest
+    import importlib
+
+    import xlashape
+
+    try:
+        xlashape.parse_shape("f32[2]")
+    except NotImplementedError:  # pragma: no cover - only before the parser lands
+        pytest.skip("the HLO parser is not available")
+    mod = importlib.import_module(f"xlashape.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0
+    assert result.failed == 0
