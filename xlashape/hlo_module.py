@@ -702,7 +702,9 @@ class HloReader:
 
             if pending is not None:
                 s = line.strip()
-                starts_new = (_LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
+                closes_block = s.startswith("}") and not _balanced(" ".join(pending[1]))
+                starts_new = not closes_block and (
+                              _LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
                               or s.startswith("HloModule") or s in _STACK_SECTIONS
                               or (s.endswith("{") and _HEADER.match(s) and "=" not in s))
                 if not starts_new and s:
@@ -829,6 +831,11 @@ class HloReader:
         if self.mode is None and self._pending_warnings:
             self._set_mode("hlo")  # nothing recognisable: report everything
 
+
+
+def _balanced(text: str) -> bool:
+    """True if every bracket opened in ``text`` (outside strings) is closed."""
+    return _match_close("(" + text + ")", 0) == len(text) + 2
 
 
 def _skip_ws(text: str, pos: int) -> int:

@@ -1,0 +1,303 @@
+"""The HLO module reader (xlashape.hlo_module) as a Python API.
+
+Golden inputs are the module texts in tests/data (written for these tests in
+the form XLA prints) and the seed 002 examples; expected values are read off
+the text or computed by hand in the test.
+"""
+
+import io
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from xlashape import HloParseError, Shape, parse_shape
+from xlashape.hlo_module import (
+    OOM_REPORT,
+    HloReader,
+    HloWarning,
+    iter_instructions,
+    memory_footprint,
+    parse_hlo_module,
+    read_hlo_file,
+)
+from xlashape.render import element_label, memory_order_line
+
+DATA = Path(__file__).parent / "data"
+
+
+@pytest.fixture(scope="module")
+def tpu():
+    return read_hlo_file(DATA / "tpu_module.hlo")
+
+
+def test_module_name_and_header_attributes(tpu):
+    assert tpu.name == "jit_train_step"
+    assert tpu.attributes["is_scheduled"] == "true"
+    assert tpu.attributes["entry_computation_layout"] == (
+        "{(f32[8,1,1024]{1,2,0:T(8,128)}, bf16[256,512]{1,0:T(8,128)(2,1)}, s32[]{:T(128)})"
+        "->(f32[8,1024]{1,0:T(8,128)}, s32[])}")
+    assert tpu.attributes["allow_spmd_sharding_propagation_to_output"] == "{true}"
+    assert tpu.warnings == []
+
+
+def test_computations_in_order_with_entry(tpu):
+    assert [c.name for c in tpu.computations] == [
+        "region_add.1", "fused_computation.7", "fused_computation.8", "while_body.2",
+        "while_cond.2", "main.42"]
+    assert tpu.entry.name == "main.42" and tpu.entry.is_entry
+    assert [c.is_entry for c in tpu.computations].count(True) == 1
+    assert tpu.entry.signature.startswith("(Arg_0.1: f32[8,1,1024]")
+    assert tpu.entry.root.name == "tuple.43"
+    assert len(tpu.computation("%while_body.2")) == 8
+    with pytest.raises(KeyError, match="no computation named 'nope'"):
+        tpu.computation("nope")
+
+
+def test_fusion_bodies_and_reducers_are_known(tpu):
+    assert tpu.fused_computations == {"fused_computation.7", "fused_computation.8"}
+    assert tpu.applied_computations == {"region_add.1"}
+
+
+def test_instruction_parts(tpu):
+    ins = tpu.instruction("fusion.7")
+    assert ins.opcode == "fusion" and ins.kind == "kLoop"
+    assert ins.computation == "main.42"
+    assert ins.shape == parse_shape("f32[8,1024]{1,0:T(8,128)}")
+    assert [o.name for o in ins.operands] == ["Arg_0.1", "scale.1"]
+    assert ins.operands[0].shape == parse_shape("f32[8,1,1024]{1,2,0:T(8,128)}")
+    assert ins.called_computations == ("fused_computation.7",)
+    assert ins.line == 52
+    w = tpu.instruction("while.1")
+    assert w.called_computations == ("while_cond.2", "while_body.2")
+    assert w.operands[0].shape.is_tuple and len(w.operands[0].shape.tuple_shapes) == 3
+
+
+def test_parameters_and_constants_have_no_operands(tpu):
+    p = tpu.instruction("Arg_1.2")
+    assert p.parameter_number == 1 and p.operands == ()
+    assert p.attributes["metadata"] == '{op_name="w"}'
+    c = tpu.instruction("scale.1")
+    assert c.opcode == "constant" and c.argument == "0.5" and c.operands == ()
+    assert c.parameter_number is None
+
+
+def test_attribute_blocks_with_braces_and_strings(tpu):
+    copy = tpu.instruction("copy.5")
+    assert copy.attributes["backend_config"] == (
+        '{"flag_configs":[],"scoped_memory_configs":[],'
+        '"note":"a } and a { in a string, with \\"quotes\\""}')
+    red = tpu.instruction("reduce.2")
+    assert red.attributes["dimensions"] == "{1}"
+    assert red.attributes["to_apply"] == "%region_add.1"
+    assert red.metadata == {"op_type": "reduce_sum",
+                            "op_name": "jit(train_step)/reduce_sum[axes=(1,)]",
+                            "source_file": "/work/model.py", "source_line": "44"}
+
+
+def test_tuples_tokens_and_index_comments(tpu):
+    many = tpu.instruction("many.1")
+    assert len(many.shape.tuple_shapes) == 6
+    assert [o.name for o in many.operands] == ["scale.1"] * 6
+    tok = tpu.instruction("token.0")
+    assert tok.shape.is_token and tok.operands == ()
+    assert tpu.instruction("gte.2").shape.is_token
+
+
+def test_repeated_shape_strings_are_parsed_once(tpu):
+    a = tpu.instruction("gte.9").shape
+    b = tpu.instruction("fusion.7").shape
+    assert a is b   # the same cached Shape object
+
+
+def test_seed_002_examples_written_across_lines():
+    m = read_hlo_file(DATA / "seed_examples.hlo")
+    add, fusion = list(m.instructions())
+    assert (add.name, add.opcode, add.computation) == ("add.936", "add", None)
+    assert add.shape == parse_shape("bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}")
+    assert [o.name for o in add.operands] == ["exponential.183", "broadcast.3115"]
+    assert fusion.line == 4
+    assert fusion.shape.layout.memory_space == 1
+    assert fusion.operands[0].shape == parse_shape("bf16[32,32,8192]{2,1,0:T(8,128)(2,1)S(1)}")
+    assert fusion.kind == "kCustom"
+    assert fusion.called_computations == ("all-reduce-scatter.3",)
+
+
+def test_attributes_continued_on_a_line_starting_with_a_comma():
+    text = "ENTRY e {\n  ROOT %x = f32[2]{0} negate(f32[2]{0} %p)\n    , metadata={op_name=\"n\"}\n}\n"
+    (ins,) = list(iter_instructions(text))
+    assert ins.metadata == {"op_name": "n"}
+
+
+def test_an_attribute_block_spanning_lines():
+    text = ("%x = f32[2]{0} custom-call(), custom_call_target=\"foo\", backend_config={\n"
+            "  \"a\": 1,\n  \"b\": {\"c\": 2}\n}\n%y = f32[2]{0} negate(%x)\n")
+    m = parse_hlo_module(text)
+    x, y = list(m.instructions())
+    assert x.attributes["backend_config"].replace(" ", "") == '{"a":1,"b":{"c":2}}'
+    assert y.operands[0].name == "x"
+    assert m.warnings == []
+
+
+def test_malformed_lines_become_warnings():
+    got = []
+    m = read_hlo_file(DATA / "malformed.hlo", on_warning=got.append)
+    assert [i.name for i in m.instructions()] == ["p", "ok.1", "ok.2"]
+    assert [w.line for w in m.warnings] == [5, 6, 7, 8]
+    assert got == m.warnings
+    assert all(isinstance(w, HloWarning) for w in got)
+    assert "kRbrace" in got[0].message
+    assert "f33" in got[1].message
+    assert "opcode" in got[2].message
+    assert str(got[3]).startswith("line 8: not an HLO instruction")
+    assert m.instruction("ok.2").metadata == {"op_name": "a, b {c}"}
+
+
+def test_an_instruction_cut_off_at_the_end_is_reported():
+    m = parse_hlo_module("ENTRY e {\n  %a = f32[2]{0} parameter(0)\n  %b = f32[2]{0} add(%a,\n")
+    assert [i.name for i in m.instructions()] == ["a"]
+    assert len(m.warnings) == 1 and m.warnings[0].line == 3
+    assert "incomplete instruction" in m.warnings[0].message
+
+
+def test_a_new_instruction_ends_an_unfinished_one():
+    m = parse_hlo_module("%a = f32[2]{0} add(%x,\n%b = f32[2]{0} negate(%x)\n")
+    assert [i.name for i in m.instructions()] == ["b"]
+    assert [w.line for w in m.warnings] == [1]
+
+
+def test_stack_frame_tables_are_skipped(tpu):
+    # FileNames / FunctionNames / FileLocations / StackFrames after the module
+    assert tpu.warnings == []
+    assert sum(len(c) for c in tpu.computations) == 38
+
+
+def test_out_of_memory_report():
+    m = read_hlo_file(DATA / "oom_report.txt")
+    assert m.warnings == []
+    (comp,) = m.computations
+    assert comp.name == OOM_REPORT
+    names = [(i.name, i.opcode) for i in comp]
+    assert names == [("fusion.1265", "fusion"), ("broadcast.3115", "broadcast"), ("copy.77", "copy")]
+    b = comp.instructions[1]
+    assert b.shape == parse_shape("bf16[8,1280,1,16384]{3,2,1,0:T(8,128)(2,1)}")
+    assert b.attributes["size"] == "2.50G" and b.attributes["unpadded_size"] == "320.00M"
+    assert b.attributes["allocation_type"] == "HLO temp"
+    assert b.operands == ()
+    fp = memory_footprint(b.shape)
+    assert fp.bytes == 8 * 1280 * 16384 * 2
+    assert fp.padded_bytes == 8 * 1280 * 8 * 16384 * 2
+
+
+def test_out_of_memory_report_with_a_bad_shape_warns():
+    text = "Ran out of memory in memory space hbm.\n  1. Size: 1.00G\n     Shape: f32[2,{0}\n"
+    m = parse_hlo_module(text)
+    assert list(m.instructions()) == []
+    assert len(m.warnings) == 1 and m.warnings[0].line == 3
+    assert "bad shape in report" in m.warnings[0].message
+
+
+def test_reading_from_a_file_object_and_a_list():
+    text = (DATA / "seed_examples.hlo").read_text()
+    a = [i.name for i in iter_instructions(io.StringIO(text))]
+    b = [i.name for i in iter_instructions(text.splitlines(True))]
+    assert a == b == ["add.936", "fusion.3"]
+
+
+def test_a_very_long_tuple_line():
+    n = 3000
+    shape = "(" + ", ".join(
+        (f"/*index={i}*/" if i % 5 == 0 and i else "") + "f32[8,128]{1,0:T(8,128)}"
+        for i in range(n)) + ")"
+    ops = ", ".join(f"%p.{i}" for i in range(n))
+    (ins,) = list(iter_instructions(f"ROOT %t = {shape} tuple({ops})"))
+    assert len(ins.shape.tuple_shapes) == n
+    assert len(ins.operands) == n and ins.is_root
+    assert memory_footprint(ins.shape).bytes == n * 8 * 128 * 4
+
+
+def test_operand_with_a_bad_inline_shape_raises_on_access():
+    (ins,) = list(iter_instructions("%x = f32[2]{0} negate(f33[2]{0} %p)"))
+    with pytest.raises(HloParseError, match="operand of x"):
+        ins.operands
+
+
+# -- memory_footprint -------------------------------------------------------------
+
+
+def test_footprint_of_a_tuple_by_memory_space():
+    fp = memory_footprint(parse_shape("(f32[3,5]{1,0:T(2,2)}, s32[]{:S(1)}, token[])"))
+    # doc figure 1: f32[3,5] tiled (2,2) takes 4x6 slots
+    assert fp.bytes == 15 * 4 + 4
+    assert fp.padded_bytes == 24 * 4 + 4
+    assert fp.memory_space is None
+    assert fp.by_space == ((0, 60, 96), (1, 4, 4))
+
+
+def test_footprint_of_token_and_opaque_is_zero():
+    assert memory_footprint(Shape.token())[:3] == (0, 0, None)
+    assert memory_footprint(Shape.opaque())[:2] == (0, 0)
+
+
+def test_footprint_of_unbounded_and_invalid_shapes_says_why():
+    fp = memory_footprint(parse_shape("f32[?,4]"))
+    assert fp.bytes is None and "unbounded" in fp.problem
+    fp = memory_footprint(parse_shape("f32[2,3]{0,0}"))
+    assert fp.bytes is None and fp.padded_bytes is None and fp.problem
+
+
+def test_footprint_of_a_bounded_dynamic_shape_uses_the_bound():
+    assert memory_footprint(parse_shape("f32[<=10]"))[:2] == (40, 40)
+
+
+# -- robustness ----------------------------------------------------------------------
+
+_pieces = st.sampled_from([
+    "%a", " = ", "f32[2]{0}", "(", ")", "{", "}", "[", "]", ",", "\"", "\\\"", "/*", "*/",
+    "//", "ROOT ", "ENTRY ", "HloModule m", "add", "fusion", "kind=kLoop", "calls=%c",
+    "metadata={op_name=\"x\"}", "bf16[8,128]{1,0:T(8,128)(2,1)}", "token[]", " -> ",
+    "\n", "\n", "Size: 1.00G", "Shape: ", "s32[]{:T(128)}", "x", "=", ":",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_pieces, max_size=60))
+def test_any_text_is_read_without_exceptions(pieces):
+    text = "".join(pieces)
+    m = parse_hlo_module(text)          # never raises: bad lines become warnings
+    for ins in m.instructions():
+        assert isinstance(ins.shape, Shape)
+        assert ins.line >= 1
+    for w in m.warnings:
+        assert 1 <= w.line <= text.count("\n") + 1
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300))
+def test_random_unicode_is_read_without_exceptions(text):
+    m = parse_hlo_module(text)
+    assert isinstance(m.warnings, list)
+
+
+# -- render helpers ---------------------------------------------------------------
+
+
+def test_element_labels():
+    assert [element_label(k) for k in (0, 25, 26, 51, 52, 701, 702)] == [
+        "a", "z", "aa", "az", "ba", "zz", "aaa"]
+    with pytest.raises(ValueError, match="must be >= 0"):
+        element_label(-1)
+
+
+def test_memory_order_line_seeds():
+    assert memory_order_line("f32[2,3]{0,1}") == "a d b e c f"
+    assert memory_order_line("f32[2,3]{1,0}") == "a b c d e f"
+    s = parse_shape("f32[2,3]{0,1}")
+    s = s.with_layout(s.layout.replace(padded_dimensions=(3, 5)))
+    assert memory_order_line(s) == "a d 0 b e 0 c f 0 0 0 0 0 0 0"
+
+
+def test_reader_keeps_state_between_reads():
+    r = HloReader()
+    list(r.read(["HloModule m", "ENTRY %e {"]))
+    assert r.module_name == "m" and "e" in r.computations and r.lines_read == 2
