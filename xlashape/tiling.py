@@ -43,6 +43,7 @@ from, sized like XLA's TPU memory report with :func:`format_bytes`).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import numbers
 from dataclasses import dataclass
@@ -85,6 +86,10 @@ OP_DIV = 1
 OP_MOD = 2
 #   OP_CHECK:  (inverse program only) the slot is padding unless r[a] < c
 OP_CHECK = 3
+
+# arrays up to this many elements get their strides verified exhaustively
+# when the symbolic analysis cannot decide
+_VERIFY_LIMIT = 4096
 
 
 class _Level:
@@ -261,7 +266,6 @@ class LayoutPlan:
         self.out_strides = tuple(out_s)
         self._final_regs = tuple(regs)
         self._analyse_minor_runs()
-        self.strides = self._byte_strides()
         self._build_inverse()
 
     # -- analysis for the bulk kernels --------------------------------------
@@ -328,6 +332,39 @@ class LayoutPlan:
         for r, st in zip(self.out_registers, self.out_strides):
             stride += slope.get(r, 0) * st
         self.minor_dim, self.minor_run, self.minor_stride = d0, run, stride
+
+    @functools.cached_property
+    def strides(self) -> Optional[tuple]:
+        """numpy-style byte strides of the logical array, or None.
+
+        Found by symbolic analysis of the offset program (exact, any size);
+        for small arrays (up to 4096 elements) where the analysis cannot
+        decide, candidate strides are verified on every index instead.
+        """
+        st = self._byte_strides()
+        count = _prod(self.dimensions)
+        if (st is None and 0 < count <= _VERIFY_LIMIT
+                and self.element_bits == self.element_type.byte_width * 8):
+            st = self._verified_strides()
+        return st
+
+    def _verified_strides(self):
+        n = self.rank
+        cand = []
+        for d in range(n):
+            if self.dimensions[d] > 1:
+                e = [0] * n
+                e[d] = 1
+                cand.append(self.run_program(e))
+            else:
+                cand.append(0)
+        if self.run_program([0] * n) != 0:
+            return None
+        for idx in itertools.product(*(range(x) for x in self.dimensions)):
+            if self.run_program(idx) != sum(i * c for i, c in zip(idx, cand)):
+                return None
+        nbytes = self.element_bits // 8
+        return tuple(c * nbytes for c in cand)
 
     def _byte_strides(self):
         """numpy-style byte strides when the offset map is affine in every
