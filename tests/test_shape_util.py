@@ -1186,3 +1186,45 @@ def test_docstring_examples(module):
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0
     assert result.failed == 0
+
+
+def test_legacy_padding_moves_with_its_dimension():
+    # DESIGN.md decision 3: padded_dimensions pad each *logical* dimension, so the
+    # bitcast transformations carry them along with the dimension.
+    s = arr("f32", (3, 5, 2), (2, 1, 0), padded_dimensions=(4, 8, 2), padding_value=-1)
+    p = su.permute_dimensions([2, 0, 1], s)
+    assert p.dimensions == (2, 3, 5) and p.layout.padded_dimensions == (2, 4, 8)
+    assert p.layout.padding_value == -1
+    d = su.make_shape_with_descending_layout_and_same_physical_layout(
+        arr("f32", (3, 5), (0, 1), padded_dimensions=(4, 8), padding_value=7))
+    assert d.dimensions == (5, 3) and d.layout.padded_dimensions == (8, 4)
+    assert d.layout.padding_value == 7
+    assert su.delete_dimension(1, s).layout.padded_dimensions == (4, 2)
+    # permute_dimensions_ignoring_layout leaves the layout (and its padding) alone.
+    assert su.permute_dimensions_ignoring_layout([2, 0, 1], s).layout == s.layout
+
+
+@pytest.mark.parametrize("dims,m2m,tiles,padded", [
+    ((3, 5), (1, 0), [(2, 2)], ()),
+    ((3, 5, 2), (0, 2, 1), [(2, 4), (2, 1)], ()),
+    ((4, 1, 6), (2, 0, 1), [(8, 128)], ()),
+    ((3, 5), (0, 1), [], (4, 7)),
+    ((3, 5, 2), (2, 1, 0), [(2, 2)], (3, 6, 2)),
+])
+def test_bitcast_transformations_keep_tiled_offsets(dims, m2m, tiles, padded):
+    # "The transpose is a bitcast" must hold in the full tiled model too: every
+    # element stays at the same physical offset (xlashape.tiling as the oracle).
+    from xlashape import tiling
+
+    s = arr("f32", dims, m2m, tiles=tiles, padded_dimensions=padded,
+            tail_padding_alignment_in_elements=4)
+    indices = list(itertools.product(*(range(d) for d in dims)))
+    for perm in itertools.permutations(range(len(dims))):
+        p = su.permute_dimensions(perm, s)
+        assert tiling.physical_size_in_bytes(p) == tiling.physical_size_in_bytes(s)
+        for idx in indices:
+            assert tiling.linear_index(p, tuple(idx[i] for i in perm)) == tiling.linear_index(s, idx)
+    d = su.make_shape_with_descending_layout_and_same_physical_layout(s)
+    order = list(reversed(m2m))
+    for idx in indices:
+        assert tiling.linear_index(d, tuple(idx[i] for i in order)) == tiling.linear_index(s, idx)

@@ -439,7 +439,9 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
     the layout ``{n-1..0}``; dynamic flags move with their dimensions. As in
     XLA, the tiles, ``E(n)``, ``L(n)`` and memory space are kept (the physical
     layout is the same, so they still apply); index/pointer types, split
-    configs and ``M(n)`` are dropped. Buffers stay buffers.
+    configs and ``M(n)`` are dropped. Buffers stay buffers. The seeds' legacy
+    ``padded_dimensions`` (per logical dimension) are reordered with the
+    dimensions, so the padding stays where it was.
 
     >>> str(make_shape_with_descending_layout_and_same_physical_layout(
     ...     "f32[128,24,4,48,48]{2,4,3,1,0}"))
@@ -469,6 +471,10 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
             element_size_in_bits=shape.layout.element_size_in_bits,
             tail_padding_alignment_in_elements=shape.layout.tail_padding_alignment_in_elements,
             memory_space=shape.layout.memory_space)
+        if shape.layout.padded_dimensions:  # legacy padding moves with its dimension
+            layout = layout.replace(
+                padded_dimensions=tuple(shape.layout.padded_dimensions[d] for d in order),
+                padding_value=shape.layout.padding_value)
     new = Shape(shape.element_type, dims, layout, dyn)
     return Shape.buffer(new) if is_buffer else new
 
@@ -1303,7 +1309,9 @@ def permute_dimensions(permutation: Sequence[int], shape) -> Shape:
     """``ShapeUtil::PermuteDimensions``: ``new[i] = old[permutation[i]]``, with
     a layout chosen so the transpose is a bitcast (same physical order):
     ``new_m2m[i] = inverse(permutation)[old_m2m[i]]``. Tiles and the other
-    layout fields are kept unchanged.
+    layout fields are kept unchanged, except the seeds' legacy
+    ``padded_dimensions`` (one per logical dimension), which are permuted
+    with the dimensions they pad.
 
     >>> str(permute_dimensions([1, 0], "f32[2,3]{1,0}"))
     'f32[3,2]{0,1}'
@@ -1316,7 +1324,11 @@ def permute_dimensions(permutation: Sequence[int], shape) -> Shape:
     if sorted(old) != list(range(len(inv))):
         raise InvalidShapeError(
             f"layout {new.layout} is not a permutation of 0..{len(inv) - 1}")
-    return new.with_layout(new.layout.replace(minor_to_major=tuple(inv[d] for d in old)))
+    changes = {"minor_to_major": tuple(inv[d] for d in old)}
+    pd = new.layout.padded_dimensions
+    if pd:  # legacy per-dimension padding moves with its dimension
+        changes["padded_dimensions"] = tuple(pd[i] for i in _check_permutation(permutation))
+    return new.with_layout(new.layout.replace(**changes))
 
 
 def reorder_logical_dimensions(shape, permutation: Sequence[int]) -> Shape:
