@@ -2,16 +2,32 @@
 
 Hypothesis: no per-example deadline (the suite runs on busy CI machines and
 some examples parse long strings on purpose); ``HYPOTHESIS_PROFILE=thorough``
-runs ten times more examples. Shared strategies live in ``strategies.py``.
+runs more examples. Shared strategies live in ``strategies.py``.
 """
 
 import os
+import warnings
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
+
+# No "explain" phase: it imports libcst, whose DeprecationWarning would turn a
+# real failure report into an INTERNALERROR under filterwarnings=error.
+_PHASES = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target, Phase.shrink]
 
 settings.register_profile(
-    "default", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    "default", deadline=None, phases=_PHASES, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile(
-    "thorough", deadline=None, max_examples=1000,
+    "thorough", deadline=None, max_examples=1000, phases=_PHASES,
     suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+# When a hypothesis test fails, its pytest plugin imports libcst to suggest a
+# patch, and libcst's import emits a DeprecationWarning that filterwarnings=error
+# turns into an INTERNALERROR hiding the real failure. Import it once here,
+# with that warning silenced, so later imports are no-ops.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", DeprecationWarning)
+    try:
+        import hypothesis.extra._patching  # noqa: F401
+    except ImportError:  # libcst not installed: nothing to pre-import
+        pass

@@ -19,7 +19,8 @@ build the same values, quirks included:
 Where XLA would abort the whole process (a negative tile entry other than
 ``*``, ``L(0)``, dimensions or a layout on ``token``/``opaque``) these
 functions raise :class:`~xlashape.HloParseError` instead. Nesting deeper than
-:data:`MAX_NESTING_DEPTH` shapes is refused with an ``HloParseError`` too.
+:data:`MAX_NESTING_DEPTH` shapes is refused with an ``HloParseError`` too (a
+physical shape ``P(...)`` counts as four levels).
 
 Errors carry XLA's wording (``expects integer``, ``expected primitive type,
 saw kIdent``, ``expects layout to end with kRbrace``, ``Dimensions size is 2,
@@ -52,6 +53,8 @@ P = PrimitiveType
 #: with an :class:`~xlashape.HloParseError`. XLA itself overflows its stack at
 #: a few thousand levels; real HLO nests a handful.
 MAX_NESTING_DEPTH = 200
+# A physical shape P(...) inside a layout counts as this many levels.
+_PHYSICAL_SHAPE_DEPTH = 4
 
 _UINT64_MAX = 2**64 - 1
 _INT64_MAX = 2**63 - 1
@@ -124,6 +127,24 @@ _ESCAPE_RE = re.compile(
     _A)
 
 
+# One regex for the common tokens: a punctuation character, an unsigned
+# integer that no longer pattern could extend, or a word that is complete
+# (not followed by an identifier character, ':' or '=').
+_FAST_TOKEN_RE = re.compile(
+    r"[ \t\r\n]*(?:([\[\](){},:*#+~=])|([0-9]+)(?![0-9.eEbf?_x])"
+    r"|([a-zA-Z_][a-zA-Z0-9_]*)(?![a-zA-Z0-9_.:=\-]))", _A)
+# Words that are plain identifiers for sure (layout letters, 'b' of b(...)):
+# not types, keywords, 'nan' or dim-label patterns.
+_PLAIN_IDENTS = frozenset({"T", "L", "E", "S", "SC", "P", "M", "D", "C", "H", "b"})
+
+
+# An array shape with a plain layout (no whitespace, comments or P(...)):
+# parse_shape_prefix looks these up in parse_shape's cache.
+_SIMPLE_SHAPE_RE = re.compile(
+    r"[a-z][a-z0-9]*\[[0-9,<=?]*\](\{(?:-?[0-9]|:)[0-9a-zA-Z,:()*#\-]*\})?", _A)
+_SPACES_RE = re.compile(r"[ \t\r\n]*")
+
+
 def _escapes_ok(raw: str) -> bool:
     """Whether ``absl::CUnescape`` would accept the body of a quoted string."""
     if "\\" not in raw:
@@ -168,6 +189,39 @@ class _Lexer:
     def lex(self) -> int:
         self.prev_end = self.end
         self.ident = None
+        # Fast path for the tokens shapes are made of; anything unusual
+        # (signs, '?', '<=', comments, names, keywords...) takes _lex().
+        m = _FAST_TOKEN_RE.match(self.text, self.pos)
+        if m is not None:
+            group = m.lastindex
+            if group == 1:
+                self.start = m.start(1)
+                self.pos = self.end = m.end()
+                self.kind = kind = _SINGLE[m.group(1)]
+                return kind
+            if group == 2:
+                digits = m.group(2)
+                if len(digits) < 19:
+                    self.start = m.start(2)
+                    self.pos = self.end = m.end()
+                    self.int_val = int(digits)
+                    self.kind = K_INT
+                    return K_INT
+            else:
+                word = m.group(3)
+                ptype = _TYPE_KEYWORDS.get(word)
+                if ptype is not None:
+                    self.start = m.start(3)
+                    self.pos = self.end = m.end()
+                    self.ptype = ptype
+                    self.kind = K_PRIMITIVE
+                    return K_PRIMITIVE
+                if word in _PLAIN_IDENTS:
+                    self.start = m.start(3)
+                    self.pos = self.end = m.end()
+                    self.ident = word
+                    self.kind = K_IDENT
+                    return K_IDENT
         kind = self._lex()
         self.kind = kind
         self.end = self.pos
@@ -302,7 +356,11 @@ class _Lexer:
         return K_QUESTION if c == "?" else K_ERROR
 
     def _finish_int(self, pos: int, end: int, negative: bool) -> int:
-        value = int(self.text[pos:end])
+        digits = self.text[pos + 1 if negative else pos:end].lstrip("0")
+        if len(digits) > 20:  # cannot fit in 64 bits; never convert huge strings
+            self.pos = pos + 1
+            return K_ERROR
+        value = -int(digits or "0") if negative else int(digits or "0")
         if negative:
             if value < INT64_MIN:
                 self.pos = pos + 1
@@ -369,6 +427,12 @@ class _Fatal(Exception):
         super().__init__(message)
         self.message = message
         self.position = position
+
+
+@functools.lru_cache(maxsize=64)
+def _default_layout(rank: int) -> Layout:
+    """``{rank-1,...,1,0}``, the layout XLA's parser fills in (shared, immutable)."""
+    return Layout(tuple(range(rank - 1, -1, -1)))
 
 
 def _kind_name(lx: _Lexer) -> str:
@@ -552,29 +616,29 @@ class _Parser:
             if not is_array:
                 raise _Fatal(f"a {ptype.hlo_name} shape has no dimensions; write "
                              f"{ptype.hlo_name}[]", dim_pos[i])
-        if is_array:
-            n = len(dims)
-            default = Layout(tuple(range(n - 1, -1, -1)))
-            shape = Shape(ptype, dims, default, dyn)
-        else:
-            shape = Shape(ptype)
+        n = len(dims)
+
+        def partial() -> Shape:
+            # What XLA's result holds when the layout part fails: the default layout.
+            return Shape(ptype, dims, _default_layout(n), dyn) if is_array else Shape(ptype)
+
         if lx.kind == K_LBRACE and lx.look_ahead() in (K_INT, K_COLON):
             layout_pos = lx.start
             ok, layout = self.parse_layout()
             if not ok:
-                return False, shape
+                return False, partial()
             if not is_array:
                 raise _Fatal(f"a {ptype.hlo_name} shape cannot have a layout", layout_pos)
-            if len(layout.minor_to_major) != len(dims):
+            if len(layout.minor_to_major) != n:
                 return self._error(
-                    lx.start, f"Dimensions size is {len(dims)}, but minor to major size "
-                    f"is {len(layout.minor_to_major)}."), shape
+                    lx.start, f"Dimensions size is {n}, but minor to major size "
+                    f"is {len(layout.minor_to_major)}."), partial()
             if layout.physical_shape is not None:
                 return self._error(
                     lx.start, "Layout has physical shape, but is not for a sparse array: "
-                    f"{layout}"), shape
-            shape = Shape(ptype, dims, layout, dyn)
-        return True, shape
+                    f"{layout}"), partial()
+            return True, Shape(ptype, dims, layout, dyn)
+        return True, partial()
 
     # -- layouts -----------------------------------------------------------
     def parse_layout(self) -> Tuple[bool, Optional[Layout]]:
@@ -773,7 +837,13 @@ class _Parser:
         # follows is malformed (XLA emplaces it first).
         if not self._expect(K_LPAREN, "expects physical shape to start with kLparen"):
             return _INVALID
-        _, shape = self.parse_shape()  # XLA ignores the result here
+        # A physical shape costs several Python frames per level, so it counts
+        # as _PHYSICAL_SHAPE_DEPTH levels against MAX_NESTING_DEPTH.
+        self.depth += _PHYSICAL_SHAPE_DEPTH - 1
+        try:
+            _, shape = self.parse_shape()  # XLA ignores the result here
+        finally:
+            self.depth -= _PHYSICAL_SHAPE_DEPTH - 1
         self._expect(K_RPAREN, "expects physical shape to end with kRparen")
         return shape
 
@@ -957,8 +1027,24 @@ def parse_shape_prefix(text: str, pos: int = 0) -> Tuple[Shape, int]:
     if not 0 <= pos <= len(text):
         raise HloParseError(f"start position {pos} is outside the text of length {len(text)}",
                             text, len(text))
+    m = _SIMPLE_SHAPE_RE.match(text, pos)
+    if m is not None:
+        # Fast path: a plain array shape (the usual instruction result) is
+        # looked up in parse_shape's cache. It applies only when the text
+        # after it cannot continue the shape (no layout may follow).
+        end = m.end()
+        if m.group(1) is not None or _cannot_start_layout(text, end):
+            try:
+                return _parse_shape_cached(m.group()), end
+            except HloParseError:
+                pass  # report the error with positions in the whole text
     parser, shape = _run(text, pos, "shape")
     return shape, parser.lx.prev_end
+
+
+def _cannot_start_layout(text: str, end: int) -> bool:
+    i = _SPACES_RE.match(text, end).end()
+    return i >= len(text) or text[i] not in "{/"
 
 
 
