@@ -83,6 +83,11 @@ _INSTR_START = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
 # ("kind=kLoop, calls=...") never look like this.
 _LOOKS_LIKE_INSTR = re.compile(
     r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|[a-z][a-z0-9]*\[|$)")
+# The common case in one C-level match: name, a plain array shape, opcode, '('.
+_FAST_INSTR = re.compile(
+    r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*"
+    r"([a-z][a-z0-9]*\[[0-9,<=? ]*\](?:\{(?=[\s0-9:])[^{}\"/]*\})?)"
+    r"\s+([a-z][a-z0-9_\-]*)\(")
 _HEADER = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*?)\s*\{\s*$", re.S)
 _MODULE = re.compile(r"\s*HloModule\s+%?([^\s,]+)\s*,?\s*(.*?)\s*$", re.S)
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9_\-]*)\s*\(")
@@ -114,6 +119,19 @@ _MAX_STATEMENT_CHARS = 1 << 24
 _SHAPE_CACHE_LIMIT = 1 << 16
 
 
+_HLO_TEXT = []
+
+
+def _hlo_text():
+    """xlashape.hlo_text, imported on first use (it sits above this module's
+    imports in the layering only for shapes given as text)."""
+    if not _HLO_TEXT:
+        from . import hlo_text
+
+        _HLO_TEXT.append(hlo_text)
+    return _HLO_TEXT[0]
+
+
 class _Incomplete(Exception):
     """The statement needs more lines."""
 
@@ -125,6 +143,9 @@ class _Malformed(Exception):
         self.position = position
 
 
+_CLOSER = {"(": ")", "[": "]", "{": "}"}
+
+
 def _match_close(text: str, pos: int) -> int:
     """Index just past the bracket matching ``text[pos]``; -1 if text ends first.
 
@@ -132,6 +153,32 @@ def _match_close(text: str, pos: int) -> int:
     counted, not matched, which is enough for well-formed XLA output and never
     loops or recurses on bad input.
     """
+    # Fast path, all in C: try each closer of the same kind in turn until the
+    # brackets of that kind balance, provided no quote (which could hide a
+    # bracket) lies in between. Operand lists and tuple shapes end up here.
+    opener = text[pos:pos + 1]
+    closer = _CLOSER.get(opener)
+    if closer is not None:
+        find, count = text.find, text.count
+        j = find(closer, pos + 1)
+        opens = closes = 0
+        start = pos
+        while j >= 0:
+            opens += count(opener, start, j)
+            closes += 1
+            if opens == closes:
+                if find('"', pos, j) < 0:
+                    return j + 1
+                break
+            start = j
+            j = find(closer, j + 1)
+        else:
+            if find('"', pos) < 0:
+                return -1
+    return _match_close_slow(text, pos)
+
+
+def _match_close_slow(text: str, pos: int) -> int:
     depth = 0
     search = _SIG.search
     i = pos
@@ -555,12 +602,22 @@ class HloReader:
                 nxt = text[end:end + 1]
                 if not nxt or nxt not in "{/ \t\r\n" or not _LAYOUT_FOLLOWS.match(text, end):
                     key = m.group()
+        hlo_text = _hlo_text()
         if key is not None:
             s = self._cache.get(key)
             if s is not None:
                 return s, end
-        from . import hlo_text
-
+            try:
+                # parse just the shape's own text: cheaper than handing the
+                # parser the rest of a long line
+                shape = hlo_text.parse_shape(key)
+            except HloParseError:
+                shape = None  # re-parse below for positions in the whole text
+            if shape is not None:
+                if len(self._cache) >= _SHAPE_CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[key] = shape
+                return shape, end
         shape, end = hlo_text.parse_shape_prefix(text, pos)
         if len(self._cache) >= _SHAPE_CACHE_LIMIT:
             self._cache.clear()
@@ -595,31 +652,51 @@ class HloReader:
 
     # -- statements ----------------------------------------------------------
     def _parse_instruction(self, stmt: str, line: int, computation) -> Instruction:
-        m = _INSTR_START.match(stmt)
-        if m is None:
-            raise _Malformed("expected 'name = shape opcode(operands)'")
-        is_root = m.group(1) is not None
-        name = m.group(2)
-        pos = m.end()
-        n = len(stmt)
-        if pos >= n:
-            raise _Incomplete
-        try:
-            shape, pos = self.shape_at(stmt, pos)
-        except HloParseError as e:
-            if e.position >= len(stmt.rstrip()) - 1:
-                raise _Incomplete from None
-            raise _Malformed(f"bad shape: {e.message}", e.position) from None
-        om = _OPCODE.match(stmt, pos)
-        if om is None:
-            if not stmt[pos:].strip():
+        fm = _FAST_INSTR.match(stmt)
+        shape = None
+        if fm is not None:
+            key = fm.group(3)
+            shape = self._cache.get(key)
+            if shape is None:
+                try:
+                    shape = _hlo_text().parse_shape(key)
+                except HloParseError:
+                    shape = None  # the general path reports it with positions
+                else:
+                    if len(self._cache) >= _SHAPE_CACHE_LIMIT:
+                        self._cache.clear()
+                    self._cache[key] = shape
+        if shape is not None:
+            is_root = fm.group(1) is not None
+            name = fm.group(2)
+            opcode = fm.group(4)
+            open_ = fm.end() - 1
+        else:
+            m = _INSTR_START.match(stmt)
+            if m is None:
+                raise _Malformed("expected 'name = shape opcode(operands)'")
+            is_root = m.group(1) is not None
+            name = m.group(2)
+            pos = m.end()
+            if pos >= len(stmt):
                 raise _Incomplete
-            raise _Malformed("expected an opcode and '(' after the shape", _skip_ws(stmt, pos))
-        opcode = om.group(1)
-        close = _match_close(stmt, om.end() - 1)
+            try:
+                shape, pos = self.shape_at(stmt, pos)
+            except HloParseError as e:
+                if e.position >= len(stmt.rstrip()) - 1:
+                    raise _Incomplete from None
+                raise _Malformed(f"bad shape: {e.message}", e.position) from None
+            om = _OPCODE.match(stmt, pos)
+            if om is None:
+                if not stmt[pos:].strip():
+                    raise _Incomplete
+                raise _Malformed("expected an opcode and '(' after the shape", _skip_ws(stmt, pos))
+            opcode = om.group(1)
+            open_ = om.end() - 1
+        close = _match_close(stmt, open_)
         if close < 0:
             raise _Incomplete
-        operands_text = stmt[om.end():close - 1]
+        operands_text = stmt[open_ + 1:close - 1]
         rest = stmt[close:].strip()
         attrs = ""
         if rest:
@@ -630,7 +707,7 @@ class HloReader:
             attrs = rest[1:].strip()
             if not attrs or attrs.endswith(","):
                 raise _Incomplete
-            if _match_close("(" + attrs + ")", 0) < 0:
+            if not _balanced(attrs):
                 raise _Incomplete  # an attribute block continues on the next line
         ins = Instruction(computation, name, shape, opcode, is_root=is_root, line=line,
                           operands_text=operands_text, attributes_text=attrs, reader=self)
@@ -835,7 +912,18 @@ class HloReader:
 
 def _balanced(text: str) -> bool:
     """True if every bracket opened in ``text`` (outside strings) is closed."""
-    return _match_close("(" + text + ")", 0) == len(text) + 2
+    c = text.count
+    if c("{") == c("}") and c("(") == c(")") and c("[") == c("]"):
+        # Counts that agree are taken as balanced without looking at strings:
+        # only a string hiding a bracket that exactly cancels an unclosed one
+        # could fool this, and then the next line is reported, not lost.
+        return '"' not in text or text.count('"') % 2 == 0
+    if '"' in text:
+        if '"' in _STRING.sub("", text):
+            return False  # an unterminated string
+        text = _STRING.sub("", text)
+    return (text.count("{") == text.count("}") and text.count("(") == text.count(")")
+            and text.count("[") == text.count("]"))
 
 
 def _skip_ws(text: str, pos: int) -> int:
