@@ -509,7 +509,7 @@ def test_buffer_branches():
     assert lu.has_layout(b) and lu.has_any_layout(b)
     assert not lu.has_layout(Shape.buffer(Shape("f32", (2,))))
     assert lu.has_custom_element_size_in_bits(b)
-    assert lu.layouts_in_shapes_equal(b, inner)
+    assert lu.layouts_in_shapes_equal(b, inner) and lu.layouts_in_shapes_equal(inner, b)
     out = lu.copy_layout_between_shapes(Shape.buffer(arr("f32", (2, 3), (0, 1))),
                                         Shape.buffer(arr("f32", (2, 3))))
     assert out.buffer_shape.layout == Layout((0, 1))

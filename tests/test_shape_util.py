@@ -795,6 +795,7 @@ def test_permute_keeps_tiles_and_errors():
     s = arr("f32", (8, 128), tiles=[(8, 128)], memory_space=1)
     p = su.permute_dimensions([1, 0], s)
     assert p.layout == Layout((0, 1), tiles=[(8, 128)], memory_space=1)
+    assert su.permute_dimensions([1, 0], Shape(F32, (2, 3))) == Shape(F32, (3, 2))
     with pytest.raises(InvalidShapeError, match="has 2 entries, expected 3"):
         su.permute_dimensions([1, 0], make_shape(F32, [1, 2, 3]))
     with pytest.raises(InvalidShapeError, match="is not a permutation of 0..1"):
