@@ -530,3 +530,35 @@ def test_hlo_text_is_parsed_lazily(monkeypatch):
     assert lu.is_monotonic_with_dim0_minor("{0,1}")
     assert lu.minor_to_major("f32[2,3]{0,1}") == (0, 1)
     assert lu.human_string("{0,1}") == "{0,1}"
+
+
+# -- the nested-tiling functions (XLA's names for the full tiled model) -----------------------
+def test_linear_index_for_nested_tiling_round_trip_1d():
+    # LinearIndexForNestedTilingRoundTrip1D: bf16[2048]{0:T(1024)(128)(2,1)}
+    s = arr("bf16", (2048,), tiles=[(1024,), (128,), (2, 1)])
+    assert lu.linear_index_for_nested_tiling(s, (0,)) == 0
+    assert lu.linear_index_for_nested_tiling(s, (128,)) == 1
+    assert lu.delinearize_index_for_nested_tiling(s, 1) == (128,)
+    assert lu.linear_index_for_nested_tiling(s, (1,)) == 2
+    assert lu.delinearize_index_for_nested_tiling(s, 2) == (1,)
+
+
+def test_linear_index_for_nested_tiling_round_trip_2d():
+    # LinearIndexForNestedTilingRoundTrip2D: bf16[2,8,128]{2,1,0:T(8,128)(2,1)}
+    s = arr("bf16", (2, 8, 128), tiles=[(8, 128), (2, 1)])
+    assert lu.linear_index_for_nested_tiling(s, (0, 0, 0)) == 0
+    assert lu.delinearize_index_for_nested_tiling(s, 0) == (0, 0, 0)
+    assert lu.linear_index_for_nested_tiling(s, (0, 2, 0)) == 256
+    assert lu.delinearize_index_for_nested_tiling(s, 256) == (0, 2, 0)
+
+
+def test_linear_index_for_nested_tiling_with_and_without_tiles():
+    # LinearIndexWithAndWithoutTiles: element 13 of f32[8,4] is at 11 tiled by (2,2).
+    assert lu.linear_index_for_nested_tiling(arr("f32", (8, 4), tiles=[(2, 2)]), (3, 1)) == 11
+    assert lu.linear_index_for_nested_tiling(arr("f32", (8, 4)), (3, 1)) == 13
+    # Where the two differ: the sub-tile of bf16 (8,128)(2,1) (spec §11).
+    s = arr("bf16", (16, 256), tiles=[(8, 128), (2, 1)])
+    assert lu.linear_index_for_nested_tiling(s, (1, 0)) == 1
+    assert lu.linear_index(s, (1, 0)) == 128
+    with pytest.raises(IndexError):
+        lu.linear_index_for_nested_tiling(s, (16, 0))

@@ -60,6 +60,8 @@ __all__ = [
     "are_dimensions_consecutive",
     "byte_strides_is_major_to_minor",
     "linear_index",
+    "linear_index_for_nested_tiling",
+    "delinearize_index_for_nested_tiling",
     "max_split_size",
     "max_elements_in_per_split",
     "get_split_config",
@@ -769,6 +771,35 @@ def linear_index(shape, index: Sequence[int]) -> int:
     _static_dims(shape, "linear_index")
     idx = _check_index(shape, index)
     return _linear_index_unchecked(shape, layout, idx)
+
+
+def linear_index_for_nested_tiling(shape, index: Sequence[int]) -> int:
+    """``LayoutUtil::LinearIndexForNestedTiling``: the element offset with
+    **every** tile level applied (repeated tiles, ``*``, padding) — the full
+    tiled-layout model of :func:`xlashape.tiling.linear_index`, under XLA's
+    name. Compare :func:`linear_index`, which uses the first tile only.
+
+    >>> linear_index_for_nested_tiling("bf16[2048]{0:T(1024)(128)(2,1)}", (128,))
+    1
+    >>> linear_index("bf16[2048]{0:T(1024)(128)(2,1)}", (128,))
+    128
+    """
+    from .tiling import linear_index as _tiled_linear_index  # tiling sits above this module
+
+    return _tiled_linear_index(_as_shape(shape), index)
+
+
+def delinearize_index_for_nested_tiling(shape, linear: int):
+    """``LayoutUtil::DelinearizeIndexForNestedTiling``: the logical index
+    stored at element offset ``linear`` in the full tiled layout, or ``None``
+    when that slot is padding (see :func:`xlashape.tiling.multidimensional_index`).
+
+    >>> delinearize_index_for_nested_tiling("bf16[2,8,128]{2,1,0:T(8,128)(2,1)}", 256)
+    (0, 2, 0)
+    """
+    from .tiling import multidimensional_index as _tiled_multidimensional_index
+
+    return _tiled_multidimensional_index(_as_shape(shape), linear)
 
 
 def max_split_size(shape, dim: int) -> int:
