@@ -16,7 +16,6 @@ from xlashape import (
     ShapeIndexError,
     ShapeTypeError,
     SplitConfig,
-    Tile,
     UNBOUNDED_SIZE,
 )
 from xlashape import shape_util as su

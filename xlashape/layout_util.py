@@ -22,7 +22,7 @@ import numbers
 from typing import Iterable, Optional, Sequence
 
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
-from .layout import COMBINE_DIMENSION, Layout, SplitConfig, Tile
+from .layout import COMBINE_DIMENSION, Layout, SplitConfig
 from .primitive_types import PrimitiveType, as_primitive_type
 from .shape import UNBOUNDED_SIZE, Shape
 
