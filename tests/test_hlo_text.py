@@ -509,3 +509,22 @@ def test_parse_shape_prefix_tuple_and_tokens():
 def test_invalid_shape_error_is_distinct_from_parse_error():
     # Parsing never validates: InvalidShapeError only comes from constructors.
     assert not issubclass(HloParseError, InvalidShapeError)
+
+
+@pytest.mark.parametrize("text, shape_text, rest", [
+    # Parentheses inside comments must not fool the cached fast path.
+    ("(f32[] /* ) */, s32[]) rest", "(f32[], s32[])", " rest"),
+    ("(f32[], /* ( */ s32[]) rest", "(f32[], s32[])", " rest"),
+    ("b(f32[2]) x", "b(f32[2]{0})", " x"),
+    ("f32[2] {0} x", "f32[2]{0}", " x"),
+    ("f32[2] /* c */ {0} x", "f32[2]{0}", " x"),
+    ("f32[2] {} x", "f32[2]{0}", " {} x"),
+    ("f32[2]\n{1,0:T(2)}", None, None),
+])
+def test_parse_shape_prefix_agrees_with_the_full_parser(text, shape_text, rest):
+    if shape_text is None:
+        with pytest.raises(HloParseError, match="Dimensions size is 1"):
+            parse_shape_prefix(text)
+        return
+    shape, end = parse_shape_prefix(text)
+    assert str(shape) == shape_text and text[end:] == rest

@@ -143,6 +143,7 @@ _PLAIN_IDENTS = frozenset({"T", "L", "E", "S", "SC", "P", "M", "D", "C", "H", "b
 _SIMPLE_SHAPE_RE = re.compile(
     r"[a-z][a-z0-9]*\[[0-9,<=?]*\](\{(?:-?[0-9]|:)[0-9a-zA-Z,:()*#\-]*\})?", _A)
 _SPACES_RE = re.compile(r"[ \t\r\n]*")
+_PAREN_RE = re.compile(r"[()\"'\n]")
 
 
 def _escapes_ok(raw: str) -> bool:
@@ -1038,8 +1039,33 @@ def parse_shape_prefix(text: str, pos: int = 0) -> Tuple[Shape, int]:
                 return _parse_shape_cached(m.group()), end
             except HloParseError:
                 pass  # report the error with positions in the whole text
+    elif text.startswith("(", pos) or text.startswith("b(", pos):
+        # Tuples and buffers end at their matching ')'. If the text up to it
+        # parses on its own, the in-context parse sees the same tokens and
+        # ends at the same place, so parse_shape's cache can answer.
+        end = _matching_paren(text, pos)
+        if end is not None:
+            try:
+                return _parse_shape_cached(text[pos:end]), end
+            except HloParseError:
+                pass
     parser, shape = _run(text, pos, "shape")
     return shape, parser.lx.prev_end
+
+
+def _matching_paren(text: str, pos: int) -> Optional[int]:
+    depth = 0
+    for m in _PAREN_RE.finditer(text, pos):
+        c = m.group()
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return m.end()
+        else:  # a quote or a line break: leave it to the full parser
+            return None
+    return None
 
 
 def _cannot_start_layout(text: str, end: int) -> bool:
