@@ -16,6 +16,7 @@ from xlashape import (
     PrimitiveType,
     Shape,
     ShapeTypeError,
+    ShapeIndexError,
     SplitConfig,
     Tile,
     UNBOUNDED_SIZE,
@@ -440,8 +441,11 @@ def test_non_str_input_is_a_type_error():
                 fn(bad)
     with pytest.raises(ShapeTypeError, match="pos must be an int"):
         parse_shape_prefix("f32[2]", "0")
-    with pytest.raises(HloParseError, match="start position 9 is outside the text of length 6"):
+    with pytest.raises(ShapeIndexError, match="start position 9 is out of bounds for a text of "
+                       "length 6"):
         parse_shape_prefix("f32[2]", 9)
+    with pytest.raises(ShapeIndexError, match="start position -1 is out of bounds"):
+        parse_shape_prefix("f32[2]", -1)
 
 
 def test_unterminated_or_odd_characters_are_errors_not_crashes():

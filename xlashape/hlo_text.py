@@ -40,7 +40,7 @@ import functools
 import re
 from typing import List, Optional, Tuple
 
-from .errors import HloParseError, ShapeTypeError, XlaShapeError
+from .errors import HloParseError, ShapeIndexError, ShapeTypeError, XlaShapeError
 from .layout import COMBINE_DIMENSION, INT64_MIN, Layout, SplitConfig, Tile
 from .primitive_types import PrimitiveType
 from .shape import Shape, UNBOUNDED_SIZE
@@ -1015,7 +1015,8 @@ def parse_shape_prefix(text: str, pos: int = 0) -> Tuple[Shape, int]:
     shape's last character (text after it is not examined beyond the one
     token XLA looks at to decide whether a ``{`` opens a layout). This is
     how an HLO module reader pulls result shapes out of instruction lines.
-    Error positions are offsets into the whole ``text``.
+    Error positions are offsets into the whole ``text``. A ``pos`` outside
+    the text raises :class:`~xlashape.ShapeIndexError`.
 
     >>> line = "%fusion.3 = bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)} fusion(%p0)"
     >>> shape, end = parse_shape_prefix(line, 12)
@@ -1026,8 +1027,8 @@ def parse_shape_prefix(text: str, pos: int = 0) -> Tuple[Shape, int]:
     if isinstance(pos, bool) or not isinstance(pos, int):
         raise ShapeTypeError(f"pos must be an int, got {type(pos).__name__}")
     if not 0 <= pos <= len(text):
-        raise HloParseError(f"start position {pos} is outside the text of length {len(text)}",
-                            text, len(text))
+        raise ShapeIndexError(f"start position {pos} is out of bounds for a text of length "
+                              f"{len(text)}")
     m = _SIMPLE_SHAPE_RE.match(text, pos)
     if m is not None:
         # Fast path: a plain array shape (the usual instruction result) is
