@@ -519,3 +519,19 @@ def test_docstring_examples():
     result = doctest.testmod(tiling, optionflags=doctest.ELLIPSIS)
     assert result.attempted >= 10
     assert result.failed == 0
+
+
+def test_vectorized_accepts_read_only_and_strided_inputs():
+    s = F1
+    idx = np.array(all_indices((3, 5)), dtype=np.int64)
+    expected = [linear_index(s, tuple(i)) for i in idx]
+    ro = idx.copy()
+    ro.setflags(write=False)
+    assert linear_indices(s, ro).tolist() == expected
+    strided = np.asfortranarray(idx)
+    assert linear_indices(s, strided).tolist() == expected
+    assert linear_indices(s, idx.T.copy().T).tolist() == expected
+    lin = np.arange(24)[::2]
+    out, pad = multidimensional_indices(s, lin)
+    assert [None if p else tuple(o) for o, p in zip(out.tolist(), pad)] == [
+        multidimensional_index(s, int(x)) for x in lin]

@@ -273,3 +273,11 @@ def test_oracle_reproduces_the_doc_examples(dims, m2m, tiles):
         assert int(np.flatnonzero(mem == 2 * 5 + 3)[0]) == 17 and mem.size == 24
     else:
         assert mem.size == 56 * 37 * 2 * 3
+
+
+@SETTINGS
+@given(shapes(max_elements=20000))
+def test_size_only_computation_matches_the_plan(shape):
+    from xlashape.tiling import _size_with
+
+    assert _size_with(shape, shape.layout) == plan(shape).size_in_bytes

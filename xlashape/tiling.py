@@ -1076,10 +1076,39 @@ def _padding_sources(p: LayoutPlan) -> list:
 
 
 def _size_with(shape: Shape, layout: Layout) -> Optional[int]:
+    """physical_size_in_bytes of ``shape`` with another layout, computed from
+    sizes alone (the suggestions try many layouts; a full plan is slower).
+    None if that layout is not valid for the shape."""
     try:
-        return LayoutPlan(shape.with_layout(layout)).size_in_bytes
-    except (InvalidShapeError, ShapeTypeError):
+        _check_layout(shape, layout)
+    except InvalidShapeError:
         return None
+    dims = layout.padded_dimensions or shape.dimensions
+    if any(p < d for p, d in zip(dims, shape.dimensions)):
+        return None
+    sizes = [dims[d] for d in reversed(layout.minor_to_major)]
+    for tile in layout.tiles:
+        t = tile.dimensions
+        k = len(t)
+        sizes = [1] * max(0, k - len(sizes)) + sizes
+        suffix = sizes[len(sizes) - k:]
+        qs, rs = [], []
+        carry = 1
+        for j in range(k):
+            carry *= suffix[j]
+            if t[j] == COMBINE_DIMENSION:
+                if j == k - 1:
+                    return None
+                continue
+            qs.append(-(-carry // t[j]))
+            rs.append(t[j])
+            carry = 1
+        sizes = sizes[: len(sizes) - k] + qs + rs
+    total = _prod(sizes)
+    align = layout.tail_padding_alignment_in_elements
+    total = -(-total // align) * align
+    bits = layout.element_size_in_bits or shape.element_type.byte_width * 8
+    return -(-total * bits // 8)
 
 
 def _suggestions(p: LayoutPlan) -> list:
