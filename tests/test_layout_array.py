@@ -445,3 +445,43 @@ def test_pickle_roundtrip():
     assert lb.xla_shape == la.xla_shape and bytes(lb.physical) == bytes(la.physical)
     lb[0, 0] = 9
     assert lb[0, 0] == 9.0 and la[0, 0] == 0.0
+
+
+def test_assign_all_from_an_overlapping_view():
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    la = LayoutArray.from_numpy(x, "f32[3,4]{0,1}")
+    la[...] = np.asarray(la)[::-1, ::-1]
+    assert la.to_numpy().tolist() == x[::-1, ::-1].tolist()
+    la[:, :] = 2
+    assert (la.to_numpy() == 2).all()
+    with pytest.raises(ValueError, match="broadcast"):
+        la[...] = np.zeros((2, 4), np.float32)
+
+
+def test_to_numpy_out():
+    x = np.arange(12, dtype=np.int16).reshape(3, 4)
+    la = LayoutArray.from_numpy(x, "s16[3,4]{1,0:T(2,2)}")
+    out = np.zeros((4, 3), np.int16).T
+    assert la.to_numpy(out=out) is out and out.tolist() == x.tolist()
+    with pytest.raises(ValueError, match=r"out has shape \(4, 3\) and dtype int16; expected \(3, 4\)"):
+        la.to_numpy(out=np.zeros((4, 3), np.int16))
+    with pytest.raises(TypeError, match="out must be a numpy array"):
+        la.to_numpy(out=[1])
+
+
+def test_large_arrays_match_numpy_reshape_transpose():
+    """Big enough (> 8 MB) for the kernels' streaming-store path; the expected
+    physical bytes are numpy's own reshape/transpose of the tiled order."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((2048, 1152), dtype=np.float32)
+    la = LayoutArray.from_numpy(x, "f32[2048,1152]{1,0:T(8,128)}")
+    phys = x.reshape(256, 8, 9, 128).transpose(0, 2, 1, 3)
+    assert bytes(la.physical) == phys.tobytes()
+    assert np.array_equal(la.to_numpy(), x)
+    xb = x[:, :1024].astype(P.BF16.dtype).repeat(2, axis=0)
+    lb = LayoutArray.from_numpy(xb, "bf16[4096,1024]{1,0:T(8,128)(2,1)}")
+    physb = xb.reshape(512, 4, 2, 8, 128).transpose(0, 3, 1, 4, 2)
+    assert bytes(lb.physical) == physb.tobytes()
+    assert lb.to_numpy().tobytes() == xb.tobytes()
+    t = la.relayout("f32[2048,1152]{0,1}")
+    assert bytes(t.physical) == np.ascontiguousarray(x.T).tobytes()

@@ -16,6 +16,11 @@ from posix.stdlib cimport posix_memalign
 
 import numbers as _numbers
 
+try:
+    from numpy.lib.array_utils import byte_bounds as _byte_bounds
+except ImportError:  # numpy < 2
+    from numpy import byte_bounds as _byte_bounds
+
 from .errors import (InvalidShapeError, ShapeBufferError, ShapeIndexError,
                      ShapeTypeError)
 from .layout import Layout as _Layout
@@ -584,16 +589,32 @@ cdef class LayoutArray:
             yield self[i]
 
     # -- numpy interop -----------------------------------------------------
-    def to_numpy(self):
+    def to_numpy(self, out=None):
         """The logical array as a new C-contiguous numpy array (always a copy).
+
+        With ``out`` (a writable numpy array of the same shape and dtype, any
+        strides) the values are unpacked into it instead, and it is returned.
 
         >>> LayoutArray("s4[2,2]{1,0:E(4)}").to_numpy().dtype
         dtype(int4)
         """
-        cdef cnp.ndarray out
         cdef Side dst, src
         self._check_alive()
-        out = np.empty(self._pyshape, dtype=self._dtype)
+        if out is None:
+            out = np.empty(self._pyshape, dtype=self._dtype)
+        else:
+            if not isinstance(out, np.ndarray):
+                raise ShapeTypeError(f"out must be a numpy array, got {type(out).__name__}")
+            if out.shape != self._pyshape or out.dtype != self._dtype:
+                raise InvalidShapeError(
+                    f"out has shape {out.shape} and dtype {out.dtype}; expected "
+                    f"{self._pyshape} and {self._dtype}")
+            if not out.flags.writeable:
+                raise ValueError("out is read-only")
+        return self._unpack_into(out)
+
+    cdef object _unpack_into(self, cnp.ndarray out):
+        cdef Side dst, src
         self._side(&src)
         side_from_ndarray(&dst, out)
         if self._same_dense(out):
@@ -774,6 +795,10 @@ cdef class LayoutArray:
             self._store_slow(off, value)
             return
         _check_key_types(key)
+        if key is Ellipsis or (type(key) is tuple and len(key) == self.prog.rank and all(
+                type(k) is slice and k == slice(None) for k in key)):
+            self._assign_all(value)
+            return
         if self.strided:
             self._view()[key] = value
             return
@@ -783,6 +808,30 @@ cdef class LayoutArray:
         side_from_ndarray(&src, arr)
         with nogil:
             copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+
+    cdef int _assign_all(self, value) except -1:
+        """``la[...] = value``: pack straight from the source, no unpacking."""
+        cdef Side dst, src
+        cdef cnp.ndarray arr
+        if not isinstance(value, np.ndarray) or value.dtype != self._dtype:
+            if np.ndim(value) == 0:
+                if self._tmp is None:
+                    self._tmp = np.zeros((), dtype=self._dtype)
+                self._tmp[()] = value
+                self._fill_logical(self._tmp.tobytes())
+                return 0
+            tmp = np.empty(self._pyshape, dtype=self._dtype)
+            tmp[...] = value
+            value = tmp
+        arr = np.broadcast_to(value, self._pyshape)
+        lo, hi = _byte_bounds(arr)
+        if lo < <size_t>self.data + self.nbytes_phys and <size_t>self.data < hi:
+            arr = arr.copy()     # the source is a view of this very buffer
+        self._side(&dst)
+        side_from_ndarray(&src, arr)
+        with nogil:
+            copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        return 0
 
     cdef int _store_slow(self, int64_t off, object value) except -1:
         """Store through a one-element numpy array: exactly numpy's rules."""

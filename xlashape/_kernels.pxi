@@ -17,6 +17,36 @@ from libc.string cimport memset
 
 cdef enum:
     TRANSPOSE_BLOCK = 64    # edge of the square blocks of the transposing copy
+    ROW_BLOCK = 8           # runs visited together along the second dimension
+    ZIP_BYTES = 4096        # staging buffer of the interleaving copies
+    STREAM_THRESHOLD = 8388608   # kernels moving more bytes use streaming stores
+
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    #if defined(__SSE2__)
+    #include <emmintrin.h>
+    /* Copy with non-temporal stores: for big kernels this skips the
+       read-for-ownership of the destination (a third of the traffic). */
+    static inline void xs_stream_copy(char* d, const char* s, int64_t n) {
+        if ((((uintptr_t)d) & 15) == 0 && (n & 15) == 0) {
+            int64_t k;
+            for (k = 0; k < n; k += 16)
+                _mm_stream_si128((__m128i*)(d + k), _mm_loadu_si128((const __m128i*)(s + k)));
+        } else {
+            memcpy(d, s, (size_t)n);
+        }
+    }
+    static inline void xs_store_fence(void) { _mm_sfence(); }
+    #else
+    static inline void xs_stream_copy(char* d, const char* s, int64_t n) { memcpy(d, s, (size_t)n); }
+    static inline void xs_store_fence(void) {}
+    #endif
+    """
+    void xs_stream_copy(char* d, const char* s, int64_t n) noexcept nogil
+    void xs_store_fence() noexcept nogil
 
 
 cdef struct Side:
@@ -75,11 +105,14 @@ cdef inline void _copy_n(char* d, int64_t ds, const char* s, int64_t ss, int64_t
 
 
 cdef inline void copy_strided(char* d, int64_t ds, const char* s, int64_t ss, int64_t n,
-                              int64_t itemsize) noexcept nogil:
+                              int64_t itemsize, bint stream) noexcept nogil:
     """n elements; the switch gives memcpy a constant size, so each case
     compiles to plain loads and stores."""
     if ds == itemsize and ss == itemsize:
-        memcpy(d, s, n * itemsize)
+        if stream:
+            xs_stream_copy(d, s, n * itemsize)
+        else:
+            memcpy(d, s, n * itemsize)
     elif itemsize == 4:
         _copy_n(d, ds, s, ss, n, 4)
     elif itemsize == 2:
@@ -136,29 +169,199 @@ cdef inline bint _next_index(int64_t* idx, const int64_t* dims, int rank,
     return False
 
 
+cdef inline int _group(const Side* s, const int64_t* dims, int rank, int64_t* idx, int e,
+                       int64_t r, int64_t e1, int64_t step, int64_t itemsize,
+                       int64_t* first) noexcept nogil:
+    """k > 1 if the runs of rows r..r+k-1 (along e) interleave element by
+    element in s's buffer (TPU sub-tiles such as (2,1) for bf16, (4,1) for
+    s8): then together they are one contiguous stretch. Returns k or 1."""
+    cdef int64_t k = step // itemsize
+    cdef int64_t q, off
+    if s.prog == NULL or e < 0 or step != k * itemsize or k < 2 or k > 4 or r + k > e1:
+        return 1
+    idx[e] = r
+    first[0] = side_offset(s, idx, rank)
+    for q in range(1, k):
+        idx[e] = r + q
+        off = side_offset(s, idx, rank)
+        if off != first[0] + q * itemsize:
+            return 1
+    return <int>k
+
+
+cdef inline bint _aligned2(const char* a, const char* b, const char* c) noexcept nogil:
+    return ((<size_t>a) | (<size_t>b) | (<size_t>c)) & 1 == 0
+
+
+cdef inline void _zip(char* d, const char** srcs, int64_t ss, int64_t ln, int k,
+                      int64_t itemsize) noexcept nogil:
+    """d[(j*k+q)] = srcs[q][j] : k runs interleaved into one contiguous stretch."""
+    cdef int64_t j
+    cdef int q
+    cdef const uint16_t* a16
+    cdef const uint16_t* b16
+    cdef uint16_t* o16
+    if itemsize == 2 and k == 2 and ss == 2 and _aligned2(d, srcs[0], srcs[1]):
+        # the common case (contiguous source rows): a loop the compiler vectorizes
+        a16 = <const uint16_t*>srcs[0]
+        b16 = <const uint16_t*>srcs[1]
+        o16 = <uint16_t*>d
+        for j in range(ln):
+            o16[2 * j] = a16[j]
+            o16[2 * j + 1] = b16[j]
+    elif itemsize == 1 and k == 4 and ss == 1:
+        for j in range(ln):
+            d[4 * j] = srcs[0][j]
+            d[4 * j + 1] = srcs[1][j]
+            d[4 * j + 2] = srcs[2][j]
+            d[4 * j + 3] = srcs[3][j]
+    elif itemsize == 2 and k == 2:
+        for j in range(ln):
+            memcpy(d + 4 * j, srcs[0] + j * ss, 2)
+            memcpy(d + 4 * j + 2, srcs[1] + j * ss, 2)
+    elif itemsize == 1 and k == 4:
+        for j in range(ln):
+            d[4 * j] = srcs[0][j * ss]
+            d[4 * j + 1] = srcs[1][j * ss]
+            d[4 * j + 2] = srcs[2][j * ss]
+            d[4 * j + 3] = srcs[3][j * ss]
+    else:
+        for q in range(k):
+            copy_strided(d + q * itemsize, k * itemsize, srcs[q], ss, ln, itemsize, False)
+
+
+cdef inline void _unzip(char** dsts, int64_t ds, const char* s, int64_t ln, int k,
+                        int64_t itemsize) noexcept nogil:
+    cdef int64_t j
+    cdef int q
+    cdef uint16_t* a16
+    cdef uint16_t* b16
+    cdef const uint16_t* i16
+    if itemsize == 2 and k == 2 and ds == 2 and _aligned2(s, dsts[0], dsts[1]):
+        a16 = <uint16_t*>dsts[0]
+        b16 = <uint16_t*>dsts[1]
+        i16 = <const uint16_t*>s
+        for j in range(ln):
+            a16[j] = i16[2 * j]
+            b16[j] = i16[2 * j + 1]
+    elif itemsize == 1 and k == 4 and ds == 1:
+        for j in range(ln):
+            dsts[0][j] = s[4 * j]
+            dsts[1][j] = s[4 * j + 1]
+            dsts[2][j] = s[4 * j + 2]
+            dsts[3][j] = s[4 * j + 3]
+    elif itemsize == 2 and k == 2:
+        for j in range(ln):
+            memcpy(dsts[0] + j * ds, s + 4 * j, 2)
+            memcpy(dsts[1] + j * ds, s + 4 * j + 2, 2)
+    elif itemsize == 1 and k == 4:
+        for j in range(ln):
+            dsts[0][j * ds] = s[4 * j]
+            dsts[1][j * ds] = s[4 * j + 1]
+            dsts[2][j * ds] = s[4 * j + 2]
+            dsts[3][j * ds] = s[4 * j + 3]
+    else:
+        for q in range(k):
+            copy_strided(dsts[q], ds, s + q * itemsize, k * itemsize, ln, itemsize, False)
+
+
 cdef void copy_runs(const Side* dst, const Side* src, const int64_t* dims, int rank,
-                    int d) noexcept nogil:
-    """Byte-addressable copy in runs along logical dim d."""
+                    int d, int e, bint stream) noexcept nogil:
+    """Byte-addressable copy in runs along logical dim d.
+
+    Runs are visited in blocks of ROW_BLOCK positions along dim e (the dim
+    whose unit step is nearest in the physical buffer): for T(8,128) that is
+    the physical order itself, so one side is written (or read) sequentially
+    while the other sees ROW_BLOCK streams, both cache and TLB friendly.
+    Rows whose runs interleave in the physical buffer (sub-tiles (2,1),
+    (4,1)) are zipped (or unzipped) together, so the physical side is still
+    one contiguous stretch.
+    """
     cdef int64_t idx[MAX_RANK]
-    cdef int64_t wd, sd, ws, ss, p, n, ln, od, os
-    cdef int k
+    cdef int64_t wd, sd, ws, ss, p, n, ln, od, os, e0, e1, r, isz = dst.itemsize
+    cdef int k, q
+    cdef const char* srcs[4]
+    cdef char* dsts[4]
+    cdef char stage[ZIP_BYTES]
     for k in range(rank):
         idx[k] = 0
     side_window(dst, d, &wd, &sd)
     side_window(src, d, &ws, &ss)
     n = dims[d]
     while True:
-        p = 0
-        while p < n:
-            ln = _min3(n - p, wd - p % wd, ws - p % ws)
-            idx[d] = p
-            od = side_offset(dst, idx, rank)
-            os = side_offset(src, idx, rank)
-            copy_strided(dst.base + od, sd, src.base + os, ss, ln, dst.itemsize)
-            p += ln
+        e0 = 0
+        while True:
+            e1 = e0 + ROW_BLOCK if e >= 0 else 1
+            if e >= 0 and e1 > dims[e]:
+                e1 = dims[e]
+            p = 0
+            while p < n:
+                ln = _min3(n - p, wd - p % wd, ws - p % ws)
+                idx[d] = p
+                r = e0
+                while r < e1:
+                    if ln * 4 * isz <= ZIP_BYTES:
+                        k = _group(dst, dims, rank, idx, e, r, e1, sd, isz, &od)
+                        if k > 1:
+                            for q in range(k):
+                                idx[e] = r + q
+                                srcs[q] = src.base + side_offset(src, idx, rank)
+                            if stream:
+                                _zip(stage, srcs, ss, ln, k, isz)
+                                xs_stream_copy(dst.base + od, stage, ln * k * isz)
+                            else:
+                                _zip(dst.base + od, srcs, ss, ln, k, isz)
+                            r += k
+                            continue
+                        k = _group(src, dims, rank, idx, e, r, e1, ss, isz, &os)
+                        if k > 1:
+                            for q in range(k):
+                                idx[e] = r + q
+                                dsts[q] = dst.base + side_offset(dst, idx, rank)
+                            _unzip(dsts, sd, src.base + os, ln, k, isz)
+                            r += k
+                            continue
+                    if e >= 0:
+                        idx[e] = r
+                    od = side_offset(dst, idx, rank)
+                    os = side_offset(src, idx, rank)
+                    copy_strided(dst.base + od, sd, src.base + os, ss, ln, isz, stream)
+                    r += 1
+                p += ln
+            if e < 0 or e1 >= dims[e]:
+                break
+            e0 = e1
         idx[d] = 0
-        if not _next_index(idx, dims, rank, d, -1):
+        if e >= 0:
+            idx[e] = 0
+        if not _next_index(idx, dims, rank, d, e):
             break
+    if stream:
+        xs_store_fence()
+
+
+cdef int near_dim(const Side* s, const int64_t* dims, int rank, int d) noexcept nogil:
+    """The dim other than d whose unit step moves least in s's buffer (-1: none)."""
+    cdef int k, best = -1
+    cdef int64_t step, best_step = INT64_MAX
+    for k in range(rank):
+        if k == d or dims[k] < 2:
+            continue
+        if s.prog == NULL:
+            step = s.bstride[k]
+        elif s.tabs != NULL:
+            step = s.tabs[k][1]
+        else:
+            step = 0 if best < 0 else INT64_MAX   # no cheap answer: the last such dim
+            if best < 0 or k > best:
+                best = k
+            continue
+        if step < 0:
+            step = -step
+        if step < best_step:
+            best_step = step
+            best = k
+    return best
 
 
 cdef void copy_blocks(const Side* dst, const Side* src, const int64_t* dims, int rank,
@@ -250,7 +453,7 @@ cdef void copy_sides(const Side* dst, const Side* src, const int64_t* dims, int 
                      uint64_t mask) noexcept nogil:
     """Copy every logical element of src to dst (the one entry point)."""
     cdef int d, a, b, k
-    cdef int64_t od, os
+    cdef int64_t od, os, total
     cdef int64_t zero[1]
     for k in range(rank):
         if dims[k] == 0:
@@ -270,9 +473,19 @@ cdef void copy_sides(const Side* dst, const Side* src, const int64_t* dims, int 
         copy_codes(dst, src, dims, rank, b if b >= 0 else rank - 1, mask)
         return
     if a < 0 or a == b or dims[a] == 1:
-        copy_runs(dst, src, dims, rank, b if b >= 0 else rank - 1)
+        d = b if b >= 0 else rank - 1
     elif b < 0 or dims[b] == 1:
-        copy_runs(dst, src, dims, rank, a)
+        d = a
+    else:
+        d = -1
+    if d >= 0:
+        # block along the dim nearest in the physical (program) side
+        total = dst.itemsize
+        for k in range(rank):
+            total *= dims[k]
+        copy_runs(dst, src, dims, rank, d,
+                  near_dim(dst if dst.prog != NULL else src, dims, rank, d),
+                  total >= STREAM_THRESHOLD and dst.prog != NULL)
     else:
         copy_blocks(dst, src, dims, rank, a, b)
 
