@@ -442,6 +442,10 @@ def _kind_name(lx: _Lexer) -> str:
     return _KIND_NAMES[lx.kind]
 
 
+def _a(word: str) -> str:
+    return ("an " if word[0] in "aeiou" else "a ") + word
+
+
 def _describe(lx: _Lexer) -> str:
     if lx.kind == K_EOF:
         return "end of input"
@@ -615,7 +619,7 @@ class _Parser:
                     return False, Shape(ptype, dims[:i], None, dyn[:i])
                 return False, Shape(ptype)
             if not is_array:
-                raise _Fatal(f"a {ptype.hlo_name} shape has no dimensions; write "
+                raise _Fatal(f"{_a(ptype.hlo_name)} shape has no dimensions; write "
                              f"{ptype.hlo_name}[]", dim_pos[i])
         n = len(dims)
 
@@ -629,7 +633,7 @@ class _Parser:
             if not ok:
                 return False, partial()
             if not is_array:
-                raise _Fatal(f"a {ptype.hlo_name} shape cannot have a layout", layout_pos)
+                raise _Fatal(f"{_a(ptype.hlo_name)} shape cannot have a layout", layout_pos)
             if len(layout.minor_to_major) != n:
                 return self._error(
                     lx.start, f"Dimensions size is {n}, but minor to major size "
