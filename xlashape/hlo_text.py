@@ -25,7 +25,10 @@ physical shape ``P(...)`` counts as four levels).
 Errors carry XLA's wording (``expects integer``, ``expected primitive type,
 saw kIdent``, ``expects layout to end with kRbrace``, ``Dimensions size is 2,
 but minor to major size is 1.``, ``Extra content after shape``), the text,
-and the line/column of the offending token with a caret line.
+and the line/column of the offending token with a caret line; a short
+``(got ...)`` names what was found instead. The exception's ``errors``
+attribute lists every ``(message, position)`` XLA's parser would report for
+the failure, innermost first (``message`` is the first of them).
 
 >>> s = parse_shape("bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}")
 >>> s.dimensions, s.layout.memory_space, str(s.layout.tiles[1])
