@@ -485,3 +485,22 @@ def test_large_arrays_match_numpy_reshape_transpose():
     assert lb.to_numpy().tobytes() == xb.tobytes()
     t = la.relayout("f32[2048,1152]{0,1}")
     assert bytes(t.physical) == np.ascontiguousarray(x.T).tobytes()
+
+
+def test_bf16_store_rounds_exactly_like_ml_dtypes():
+    """The C fast path for Python floats into bf16 must agree bit for bit with
+    ml_dtypes (double -> float -> bf16, ties to even), halfway cases included."""
+    import struct
+    la = LayoutArray("bf16[1]{0}")
+    rng = np.random.default_rng(0)
+    vals = list(rng.standard_normal(3000) * 10.0 ** rng.integers(-40, 38, 3000))
+    for bits in rng.integers(0, 2 ** 15, 500):
+        f = struct.unpack("<f", struct.pack("<I", (int(bits) << 16) | 0x8000))[0]
+        if math.isfinite(f) and abs(f) < 1e38:
+            vals += [f, math.nextafter(f, math.inf), math.nextafter(f, -math.inf), f * (1 + 2 ** -30)]
+    vals += [0.0, -0.0, math.inf, -math.inf, 1e-45, 5e-324, -2.5]
+    ref = np.zeros(1, P.BF16.dtype)
+    for v in vals:
+        la[0] = v
+        ref[0] = v
+        assert bytes(la.physical) == ref.tobytes(), v

@@ -283,6 +283,19 @@ cdef int store_fast(const DInfo* di, char* base, int64_t elem, object value,
             f = <float>x
             memcpy(p, &f, 4)
             return 1
+        if di.kind == K_BF16:
+            # ml_dtypes rounds double -> float -> bfloat16 (nearest, ties to
+            # even); finite values that overflow and NaNs are left to it.
+            if isnan(x) or fabs(x) > FLT_MAX:
+                return 0
+            f = <float>x
+            memcpy(&u32, &f, 4)
+            u32 = (u32 + 0x7FFF + ((u32 >> 16) & 1)) >> 16
+            if (u32 & 0x7F80) == 0x7F80 and not isinf(x):
+                return 0
+            u16 = <uint16_t>u32
+            memcpy(p, &u16, 2)
+            return 1
         return 0
     if PyLong_CheckExact(value) or PyBool_Check(value):
         if di.kind == K_BOOL:
