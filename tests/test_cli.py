@@ -634,3 +634,18 @@ def test_hlo_oom_single_line_message():
     assert len(rows) == 1
     assert rows[0]["padded_bytes"] == 8 * 1280 * 8 * 16384 * 2
     assert rows[0]["report"]["size"] == "2.50G"
+
+
+def test_hlo_small_dump_used_in_the_readme():
+    out = ok("hlo", DATA / "small_dump.hlo", "--top", "3").stdout
+    # bf16[8,1,1280]{2,1,0:T(8,128)(2,1)}: physical (8, 1, 1280); the (8,128) tile
+    # pads the size-1 dim to 8: 8*8*1280*2 bytes instead of 8*1*1280*2
+    logical, padded = 8 * 1 * 1280 * 2, 8 * 8 * 1280 * 2
+    assert (logical, padded) == (20 * 1024, 160 * 1024)
+    row = [x for x in out.splitlines() if x.strip().startswith("x.vmem")][0]
+    assert row.split()[2:6] == ["20.0K", "160.0K", "140.0K", "1"]
+    assert "module jit_layer_norm: 11 instructions in 3 computations" in out
+    assert "(2 fusion bodies / reducer computations left out" in out
+    rows = json.loads(ok("hlo", DATA / "small_dump.hlo", "--json").stdout)
+    x = [r for r in rows if r["name"] == "x"][0]
+    assert (x["bytes"], x["padded_bytes"], x["waste"]) == (logical, padded, padded - logical)

@@ -47,12 +47,22 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(2)
 
 
+_FMT_CACHE: dict = {}
+
+
 def _fmt_bytes(n: Optional[int]) -> str:
+    """Bytes as XLA's out-of-memory report prints them (``1.00G``); cached,
+    since a dump repeats the same sizes many times."""
     if n is None:
         return "?"
-    from .tiling import format_bytes
+    text = _FMT_CACHE.get(n)
+    if text is None:
+        from .tiling import format_bytes
 
-    return format_bytes(n)
+        if len(_FMT_CACHE) > 1 << 16:
+            _FMT_CACHE.clear()
+        text = _FMT_CACHE[n] = format_bytes(n)
+    return text
 
 
 # -- shapes from the command line ----------------------------------------------
@@ -460,11 +470,7 @@ class HloSummary:
                 acc[2] += c
         out = []
         skipped = sorted(c for c in self.per_comp if c in excluded)
-        note = ""
-        if skipped:
-            note = (f"; {len(skipped)} fusion bodies / reducer computations left out: "
-                    "their values are not materialized in memory")
-        out.append(f"totals per memory space (sums of result shapes, aliasing not modelled{note}):")
+        out.append("totals per memory space (sums of result shapes; aliasing not modelled):")
         out.append(f"  {'memory space':<42} {'results':>7} {'bytes':>9} {'padded':>9} {'waste':>9}")
         for sp in sorted(totals):
             b, pb, c = totals[sp]
@@ -472,6 +478,9 @@ class HloSummary:
                        f"{_fmt_bytes(pb):>9} {_fmt_bytes(pb - b):>9}")
         if not totals:
             out.append("  (no arrays)")
+        if skipped:
+            out.append(f"  ({len(skipped)} fusion bodies / reducer computations left out: "
+                       "their values are not materialized in memory)")
         items = []
         for comp, heap in self.heaps.items():
             if comp not in excluded:

@@ -510,7 +510,9 @@ def _leaves(shape: Shape, out: list) -> list:
     return out
 
 
-@functools.lru_cache(maxsize=1 << 16)
+_FOOTPRINTS: Dict[int, tuple] = {}
+
+
 def memory_footprint(shape: Shape) -> Footprint:
     """Logical and padded bytes of a value's shape, per memory space.
 
@@ -521,6 +523,30 @@ def memory_footprint(shape: Shape) -> Footprint:
     >>> memory_footprint(parse_shape("(f32[3,5]{1,0:T(2,2)}, s32[]{:S(1)}, token[])"))
     Footprint(bytes=64, padded_bytes=100, memory_space=None, by_space=((0, 60, 96), (1, 4, 4)), problem=None)
     """
+    # The reader hands out one Shape object per distinct shape text, so an
+    # identity lookup answers almost every call without hashing or comparing
+    # shapes; the value-keyed cache below catches equal shapes built elsewhere.
+    hit = _FOOTPRINTS.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    fp = _footprint(shape)
+    if len(_FOOTPRINTS) >= 1 << 16:
+        _FOOTPRINTS.clear()
+    _FOOTPRINTS[id(shape)] = (shape, fp)
+    return fp
+
+
+def _clear_footprints() -> None:
+    """Forget cached footprints (for benchmarks)."""
+    _FOOTPRINTS.clear()
+    _footprint.cache_clear()
+
+
+memory_footprint.cache_clear = _clear_footprints
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _footprint(shape: Shape) -> Footprint:
     from .shape_util import byte_size_of
     from .tiling import physical_size_in_bytes
 
