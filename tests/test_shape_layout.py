@@ -304,8 +304,14 @@ def test_equal_compares_type_dims_and_dynamic_flags():
     assert a.equal(Shape("s32", (2, 3)), ignore_element_type=True)
     assert a.equal(Shape("f32", (5, 7)), ignore_dimensions=True)
     assert not a.equal(Shape("f32", (5,)), ignore_dimensions=True)
+    # SameElementTypeIgnoringFpPrecision relaxes floating-point types only
+    # (ElementIsFloating), so c64 and c128 still differ.
     c = Shape("c64", (2,))
-    assert c.equal(Shape("c128", (2,)), ignore_fp_precision=True)
+    assert not c.equal(Shape("c128", (2,)), ignore_fp_precision=True)
+    # With ignore_dynamic_dimension an unbounded dimension matches any size.
+    u = Shape("f32", (UNBOUNDED_SIZE, 3))
+    assert u.equal(Shape("f32", (7, 3)), ignore_dynamic_dimension=True)
+    assert not u.equal(Shape("f32", (7, 4)), ignore_dynamic_dimension=True)
 
 
 def test_equal_passes_layout_options_through():

@@ -1,7 +1,9 @@
 """xlashape: XLA array shapes and memory layouts, in Python.
 
 >>> import xlashape
->>> s = xlashape.parse_shape("bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}")
+>>> s = xlashape.parse_shape("bf16[8,1280,1,16384]{3,2,1,0:T(8,128)(2,1)}")
+>>> xlashape.shape_util.byte_size_of(s)      # 8*1280*1*16384 elements * 2 bytes
+335544320
 >>> xlashape.tiling.physical_size_in_bytes(s) // xlashape.shape_util.byte_size_of(s)
 8
 """

@@ -277,18 +277,20 @@ class Shape(_Frozen):
               ignore_element_type: bool = False, ignore_fp_precision: bool = False,
               ignore_dynamic_dimension: bool = False, ignore_dimensions: bool = False,
               ignore_buffer: bool = False, **layout_options) -> bool:
-        """``Shape::Equal`` with its options. ``layout_options`` are passed to
-        :meth:`Layout.equal` (e.g. ``ignore_tiles=True``)."""
+        """XLA's ``Shape::Equal`` functor with its options.
+
+        ``layout_options`` go to :meth:`Layout.equal` (e.g. ``ignore_tiles=True``).
+        Quirks kept from XLA: with ``ignore_dynamic_dimension`` an unbounded
+        dimension (``?``) matches any size; ``ignore_fp_precision`` relaxes
+        floating-point types only (not complex); buffers are compared with the
+        default ``Equal`` whatever the options; ``ignore_dimensions`` still
+        requires the same rank.
+        """
         if not isinstance(other, Shape):
             raise ShapeTypeError(f"expected a Shape, got {type(other).__name__}")
         a, b = self, other
-        if ignore_buffer:
-            if a.is_buffer:
-                a = a.buffer_shape
-            if b.is_buffer:
-                b = b.buffer_shape
-        if a.is_tuple or b.is_tuple:
-            if not (a.is_tuple and b.is_tuple) or len(a._tuple_shapes) != len(b._tuple_shapes):
+        if a.is_tuple:
+            if not (b.is_tuple and len(a._tuple_shapes) == len(b._tuple_shapes)):
                 return False
             opts = dict(ignore_layout=ignore_layout, ignore_element_type=ignore_element_type,
                         ignore_fp_precision=ignore_fp_precision,
@@ -297,37 +299,38 @@ class Shape(_Frozen):
                         **layout_options)
             return all(x.equal(y, **opts) for x, y in zip(a._tuple_shapes, b._tuple_shapes))
         if a.is_buffer or b.is_buffer:
-            if not (a.is_buffer and b.is_buffer):
-                return False
-            return a.buffer_shape.equal(
-                b.buffer_shape, ignore_layout=ignore_layout, ignore_element_type=ignore_element_type,
-                ignore_fp_precision=ignore_fp_precision,
-                ignore_dynamic_dimension=ignore_dynamic_dimension,
-                ignore_dimensions=ignore_dimensions, **layout_options)
-        if not (a.is_array and b.is_array):
-            return a._element_type == b._element_type
-        if not ignore_element_type:
-            if ignore_fp_precision:
-                if a._element_type.is_floating_point and b._element_type.is_floating_point:
-                    pass
-                elif a._element_type.is_complex and b._element_type.is_complex:
-                    pass
-                elif a._element_type != b._element_type:
-                    return False
-            elif a._element_type != b._element_type:
-                return False
-        if not ignore_dimensions:
-            if a._dimensions != b._dimensions:
-                return False
-        elif len(a._dimensions) != len(b._dimensions):
+            if not ignore_buffer:
+                return a.is_buffer and b.is_buffer and a.buffer_shape.equal(b.buffer_shape)
+            return (a.buffer_shape if a.is_buffer else a).equal(
+                b.buffer_shape if b.is_buffer else b)
+        if not a.is_array:
+            return a._element_type is b._element_type
+        if not b.is_array:
             return False
+        if not ignore_element_type:
+            ta, tb = a._element_type, b._element_type
+            if ignore_fp_precision and ta.is_floating_point and tb.is_floating_point:
+                pass
+            elif ta is not tb:
+                return False
+        if len(a._dimensions) != len(b._dimensions):
+            return False
+        if not ignore_dimensions:
+            for i, (x, y) in enumerate(zip(a._dimensions, b._dimensions)):
+                if x == y:
+                    continue
+                if ignore_dynamic_dimension and (
+                        (a._dynamic[i] and x == UNBOUNDED_SIZE)
+                        or (b._dynamic[i] and y == UNBOUNDED_SIZE)):
+                    continue
+                return False
+        if not ignore_layout and (a._layout is not None or b._layout is not None):
+            if a._layout is None or b._layout is None:
+                return False
+            if not a._layout.equal(b._layout, **layout_options):
+                return False
         if not ignore_dynamic_dimension and a._dynamic != b._dynamic:
             return False
-        if not ignore_layout:
-            if (a._layout is None) != (b._layout is None):
-                return False
-            if a._layout is not None and not a._layout.equal(b._layout, **layout_options):
-                return False
         return True
 
     def __eq__(self, other):

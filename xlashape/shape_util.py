@@ -1099,53 +1099,11 @@ def device_shape_is_host_shape(shape) -> bool:
 # =============================================================================
 # Equality and compatibility (spec §7)
 # =============================================================================
-def _equal(a: Shape, b: Shape, *, ignore_layout=False, ignore_element_type=False,
-           ignore_fp_precision=False, ignore_dynamic_dimension=False,
-           ignore_dimensions=False, ignore_buffer=False) -> bool:
-    """XLA's ``Shape::Equal`` functor with its options.
-
-    Quirks kept from XLA: buffers are compared with the *default* ``Equal``
-    whatever the options (so ``compatible`` of two buffers still compares
-    their layouts), and ``ignore_dimensions`` still requires the same rank.
-    """
-    opts = dict(ignore_layout=ignore_layout, ignore_element_type=ignore_element_type,
-                ignore_fp_precision=ignore_fp_precision,
-                ignore_dynamic_dimension=ignore_dynamic_dimension,
-                ignore_dimensions=ignore_dimensions, ignore_buffer=ignore_buffer)
-    if a.is_tuple:
-        return (b.is_tuple and len(a.tuple_shapes) == len(b.tuple_shapes)
-                and all(_equal(x, y, **opts) for x, y in zip(a.tuple_shapes, b.tuple_shapes)))
-    if a.is_buffer or b.is_buffer:
-        if not ignore_buffer:
-            return a.is_buffer and b.is_buffer and _equal(a.buffer_shape, b.buffer_shape)
-        return _equal(a.buffer_shape if a.is_buffer else a,
-                      b.buffer_shape if b.is_buffer else b)
-    if not a.is_array:
-        return a.element_type is b.element_type
-    if not b.is_array:
-        return False
-    if not ignore_element_type:
-        if ignore_fp_precision:
-            if not same_element_type_ignoring_fp_precision(a, b):
-                return False
-        elif a.element_type is not b.element_type:
-            return False
-    if len(a.dimensions) != len(b.dimensions):
-        return False
-    if not ignore_dimensions:
-        for i, (x, y) in enumerate(zip(a.dimensions, b.dimensions)):
-            if ignore_dynamic_dimension and (a.is_unbounded_dynamic_dimension(i)
-                                             or b.is_unbounded_dynamic_dimension(i)):
-                continue
-            if x != y:
-                return False
-    if not ignore_layout:
-        if a.layout is not None or b.layout is not None:
-            if a.layout is None or b.layout is None or a.layout != b.layout:
-                return False
-    if not ignore_dynamic_dimension and a.dynamic_dimensions != b.dynamic_dimensions:
-        return False
-    return True
+def _equal(a: Shape, b: Shape, **options) -> bool:
+    """XLA's ``Shape::Equal`` functor with its options: :meth:`Shape.equal`,
+    which keeps XLA's quirks (buffers compared with the default ``Equal``
+    whatever the options; ``ignore_dimensions`` still requires the same rank)."""
+    return a.equal(b, **options)
 
 
 def equal(lhs, rhs) -> bool:
