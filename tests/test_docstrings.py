@@ -1,0 +1,30 @@
+"""Every docstring example in the package runs and prints what it says."""
+
+import doctest
+import importlib
+
+import pytest
+
+MODULES = [
+    "xlashape",
+    "xlashape.errors",
+    "xlashape.primitive_types",
+    "xlashape.layout",
+    "xlashape.shape",
+    "xlashape.hlo_text",
+    "xlashape.shape_util",
+    "xlashape.layout_util",
+    "xlashape.index_util",
+    "xlashape.tiling",
+    "xlashape.hlo_module",
+    "xlashape.render",
+    "xlashape.cli",
+    "xlashape._core",
+]
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {name}"
