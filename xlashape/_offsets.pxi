@@ -198,7 +198,7 @@ cdef class IndexMaps:
         cdef int64_t* col
         cdef int64_t* regs
         cdef uint64_t dim
-        cdef int64_t stride
+        cdef int64_t stride, v
         if indices.shape[1] != rank:
             raise _ShapeIndexError(
                 f"indices have {indices.shape[1]} columns but the shape has {rank} dimensions")
@@ -215,6 +215,21 @@ cdef class IndexMaps:
                 src = &indices[0, 0]
                 dst = &out_v[0]
                 start = 0
+                if self.prog.nops == 0:
+                    # no DIV/MOD: offset = sum of index * stride, one pass over the rows
+                    start = n
+                    for row in range(n):
+                        bad = 0
+                        v = 0
+                        for axis in range(rank):
+                            bad |= (<uint64_t>src[row * rank + axis] >=
+                                    <uint64_t>self.prog.dims[axis])
+                        for j in range(self.prog.nout):
+                            v = v + src[row * rank + self.prog.out_reg[j]] * self.prog.out_stride[j]
+                        if bad:
+                            start = 0
+                            break
+                        dst[row] = v
                 while start < n:
                     m = n - start if n - start < BLOCK else BLOCK
                     bad = 0
