@@ -649,3 +649,35 @@ def test_hlo_small_dump_used_in_the_readme():
     rows = json.loads(ok("hlo", DATA / "small_dump.hlo", "--json").stdout)
     x = [r for r in rows if r["name"] == "x"][0]
     assert (x["bytes"], x["padded_bytes"], x["waste"]) == (logical, padded, padded - logical)
+
+
+def test_show_scalar_with_a_tile():
+    # a scalar tiled by (128) takes one whole tile (spec §8.4: RoundUpTo(1, 128))
+    out = ok("show", "f32[]{:T(128)}", "--slots", "4").stdout
+    assert "1 element in 128 slots (127 padding)" in out
+    assert section(out, "memory order")[0] == "a 0 0 0"
+
+
+def test_show_empty_array():
+    out = ok("show", "f32[0,3]").stdout
+    assert "0 elements in 0 slots" in out
+    assert "(no slots: the array is empty)" in out
+
+
+def test_show_combined_dimensions_doc_example():
+    # tiled_layout.md: f32[2,7,8,11,10] with tile (*,*,2,*,3) -> [112,110] tiled
+    # by (2,3) -> physical (56,37,2,3)
+    out = ok("show", "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}", "--slots", "8").stdout
+    n = 2 * 7 * 8 * 11 * 10
+    assert f"{n} elements in {56 * 37 * 2 * 3} slots ({56 * 37 * 2 * 3 - n} padding)" in out
+
+
+def test_show_sub_byte_packing_keeps_element_order():
+    out = ok("show", "s4[3,5]{1,0:T(2,4)E(4)}", "--no-offsets").stdout
+    # tiles of 2x4: rows a-d / f-i, then e and j with padding
+    assert section(out, "memory order")[0].split()[:12] == list("abcdfghie000")
+
+
+def test_hlo_negative_top_is_a_usage_error():
+    r = fails("hlo", DATA / "small_dump.hlo", "--top", "-1")
+    assert "--top must be >= 0" in r.stderr

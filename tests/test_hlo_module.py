@@ -301,3 +301,17 @@ def test_reader_keeps_state_between_reads():
     r = HloReader()
     list(r.read(["HloModule m", "ENTRY %e {"]))
     assert r.module_name == "m" and "e" in r.computations and r.lines_read == 2
+
+
+def test_single_attribute_lookup_skips_strings_and_blocks():
+    line = ('%f = f32[2]{0} fusion(%p), metadata={op_name="x, kind=kFake"}, '
+            'backend_config={kind=inner, calls=%no}, kind=kOutput, calls=%fused.1, '
+            'custom_call_target="a,b"')
+    (ins,) = list(iter_instructions(line))
+    assert ins.attribute("kind") == "kOutput"          # before any full parse
+    assert ins.called_computations == ("fused.1",)
+    assert ins.attribute("custom_call_target") == '"a,b"'
+    assert ins.attribute("backend_config") == "{kind=inner, calls=%no}"
+    assert ins.attribute("nope", "default") == "default"
+    assert ins.attributes["kind"] == "kOutput"         # the full parse agrees
+    assert ins.attribute("metadata") == '{op_name="x, kind=kFake"}'

@@ -449,7 +449,7 @@ class HloSummary:
         if waste > 0 and self.top > 0:
             heap = self.heaps.setdefault(ins.computation, [])
             self._seq += 1
-            item = (waste, -self._seq, (ins.computation, ins.name, ins.opcode, str(ins.shape),
+            item = (waste, -self._seq, (ins.computation, ins.name, ins.opcode, ins.shape,
                                         fp.bytes, fp.padded_bytes, ins.line))
             if len(heap) < self.top:
                 heapq.heappush(heap, item)
@@ -505,7 +505,7 @@ class HloSummary:
 
 
 def cmd_hlo(args) -> int:
-    from .hlo_module import OOM_REPORT, HloReader, memory_footprint, _open_text
+    from .hlo_module import OOM_REPORT, HloReader, memory_footprint, shape_text, _open_text
 
     if args.json and args.csv:
         raise UsageError("choose one of --json and --csv")
@@ -576,7 +576,7 @@ def cmd_hlo(args) -> int:
                     sp = "mix"
                 root = "ROOT " if ins.is_root else ""
                 write(f"  {root + ins.name:<28} {ins.opcode:<18} {_fmt_bytes(fp.bytes):>9} "
-                      f"{_fmt_bytes(fp.padded_bytes):>9} {_fmt_bytes(waste):>9} {sp:>4}  {ins.shape}\n")
+                      f"{_fmt_bytes(fp.padded_bytes):>9} {_fmt_bytes(waste):>9} {sp:>4}  {shape_text(ins.shape)}\n")
                 if ins.computation == OOM_REPORT:
                     a = ins.attributes
                     bits = [f"{k.replace('_', ' ')} {a[k]}" for k in ("size", "unpadded_size", "allocation_type")
@@ -584,14 +584,14 @@ def cmd_hlo(args) -> int:
                     if bits:
                         write(f"  {'':<28} report: " + ", ".join(bits) + "\n")
             elif mode == "csv":
-                csvw.writerow([ins.computation or "", ins.name, ins.opcode, str(ins.shape),
+                csvw.writerow([ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
                                "" if fp.bytes is None else fp.bytes,
                                "" if fp.padded_bytes is None else fp.padded_bytes,
                                "" if waste is None else waste,
                                "" if fp.memory_space is None else fp.memory_space, ins.line])
             else:
                 obj = {"computation": ins.computation, "name": ins.name, "opcode": ins.opcode,
-                       "shape": str(ins.shape), "bytes": fp.bytes, "padded_bytes": fp.padded_bytes,
+                       "shape": shape_text(ins.shape), "bytes": fp.bytes, "padded_bytes": fp.padded_bytes,
                        "waste": waste, "memory_space": fp.memory_space, "line": ins.line,
                        "is_root": ins.is_root}
                 if len(fp.by_space) > 1:

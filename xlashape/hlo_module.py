@@ -69,6 +69,7 @@ __all__ = [
     "read_hlo_file",
     "iter_instructions",
     "memory_footprint",
+    "shape_text",
 ]
 
 #: Name of the pseudo-computation holding the allocations listed in an
@@ -345,10 +346,41 @@ class Instruction:
             self._attributes = attrs
         return self._attributes
 
+    def attribute(self, key: str, default: Optional[str] = None) -> Optional[str]:
+        """The raw text of one attribute, or ``default``.
+
+        Cheaper than :attr:`attributes` on long lines: it finds ``key=`` at the
+        top level (not inside a quoted string) without splitting the rest.
+        """
+        if self._attributes is not None:
+            return self._attributes.get(key, default)
+        text = self.attributes_text
+        if key + "=" not in text:
+            return default
+        for m in re.finditer(r"(?:^|,)\s*" + re.escape(key) + r"\s*=\s*", text):
+            start = m.start()
+            quotes = text.count('"', 0, start) - text.count('\\"', 0, start)
+            if quotes % 2 or not _balanced(text[:start]):
+                continue  # inside a string or a block: not a top-level attribute
+            vpos = m.end()
+            if text.startswith(("{", "("), vpos):
+                end = _match_close(text, vpos)
+                if end < 0:
+                    break
+            elif text.startswith('"', vpos):
+                sm = _STRING.match(text, vpos)
+                end = sm.end() if sm else len(text)
+            else:
+                end = text.find(",", vpos)
+                if end < 0:
+                    end = len(text)
+            return text[vpos:end].strip()
+        return self.attributes.get(key, default)
+
     @property
     def kind(self) -> Optional[str]:
         """``kind=`` of a fusion (``kLoop``, ``kInput``, ``kOutput``, ``kCustom``)."""
-        return self.attributes.get("kind")
+        return self.attribute("kind")
 
     @property
     def called_computations(self) -> Tuple[str, ...]:
@@ -356,7 +388,7 @@ class Instruction:
         ``branch_computations=``, without ``%``."""
         out = []
         for key in ("calls", "to_apply", "condition", "body", "branch_computations"):
-            v = self.attributes.get(key)
+            v = self.attribute(key)
             if v:
                 out.extend(_NAME_REF.findall(v.strip("{}")))
         return tuple(out)
@@ -511,6 +543,20 @@ def _leaves(shape: Shape, out: list) -> list:
 
 
 _FOOTPRINTS: Dict[int, tuple] = {}
+_TEXTS: Dict[int, tuple] = {}
+
+
+def shape_text(shape: Shape) -> str:
+    """``str(shape)`` (XLA's canonical text), remembered per Shape object:
+    a dump prints the same few thousand shapes hundreds of thousands of times."""
+    hit = _TEXTS.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    text = str(shape)
+    if len(_TEXTS) >= 1 << 16:
+        _TEXTS.clear()
+    _TEXTS[id(shape)] = (shape, text)
+    return text
 
 
 def memory_footprint(shape: Shape) -> Footprint:

@@ -221,7 +221,8 @@ def show_text(shape, limits: Optional[PictureLimits] = None, *, offsets: bool = 
     for d in p.dimensions:
         n_logical *= d
     n_pad = p.element_count - n_logical
-    head = f"{p.shape}: {n_logical} elements in {p.element_count} slots"
+    head = (f"{p.shape}: {n_logical} element{'' if n_logical == 1 else 's'} in "
+            f"{p.element_count} slot{'' if p.element_count == 1 else 's'}")
     head += " (no padding)" if n_pad == 0 else f" ({n_pad} padding)"
     out.append(head)
     if p.layout.padded_dimensions:
@@ -281,6 +282,8 @@ def show_text(shape, limits: Optional[PictureLimits] = None, *, offsets: bool = 
                     row.append(fn(ix))
                 cells.append(row)
             lines.extend("  " + ln for ln in _grid_lines(cells, row_tile, col_tile))
+            if nr == 0 or nc == 0:
+                lines.append("  (empty)")
         crop = []
         if rank >= 2 and nr < rows_e:
             crop.append(f"rows 0-{nr - 1} of {rows_e}")
@@ -301,7 +304,9 @@ def show_text(shape, limits: Optional[PictureLimits] = None, *, offsets: bool = 
         ix = p.multidimensional_index(off)
         labels.append(pad if ix is None else element_label(_row_major_number(ix, dims)))
     out.append("memory order (offset 0 first):")
-    if shown <= 32:
+    if shown == 0:
+        out.append("  (no slots: the array is empty)")
+    elif shown <= 32:
         out.append("  " + " ".join(labels))
     else:
         unit = _row_unit(p, 8, 32)
