@@ -112,7 +112,7 @@ cdef class LayoutArray:
     >>> from xlashape import Shape, Layout, Tile
     >>> la = LayoutArray(Shape("f32", (3, 5), Layout((1, 0), tiles=[Tile(2, 2)])))
     >>> la[2, 3] = 7.5
-    >>> la[2, 3], la.physical_nbytes, la.physical_array()[1, 1, 0, 1]
+    >>> la[2, 3], la.physical_nbytes, float(la.physical_array()[1, 1, 0, 1])
     (7.5, 96, 7.5)
     """
 
@@ -873,6 +873,7 @@ cdef class LayoutArray:
         the same element type and dimensions. Copies directly between the two
         physical buffers (compiled, in blocks when the minor dimension moves).
 
+        >>> from xlashape import Layout
         >>> la = LayoutArray.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3))
         >>> t = la.relayout(Layout((0, 1)))
         >>> np.frombuffer(t.physical, np.int32).tolist()
