@@ -99,9 +99,7 @@ cdef int _to_block_ops(BlockOp* out, int nops, const int64_t* code, const int64_
 
 
 cdef enum:
-    MAX_INV_OPS = 1024
-    MAX_INV_REGS = 1024
-    OPC_CHECK = 3
+    MAX_INV_REGS = 65536
 
 
 cdef struct InvProgram:
@@ -109,27 +107,37 @@ cdef struct InvProgram:
     int nops
     int nregs
     int64_t element_count
-    int64_t op_code[MAX_INV_OPS]
-    int64_t op_dst[MAX_INV_OPS]
-    int64_t op_a[MAX_INV_OPS]
-    int64_t op_b[MAX_INV_OPS]
-    int64_t op_c[MAX_INV_OPS]
+    int64_t* op_code       # nops entries each, malloc'ed (freed by IndexMaps)
+    int64_t* op_dst
+    int64_t* op_a
+    int64_t* op_b
+    int64_t* op_c
     int64_t out_reg[MAX_RANK]
 
 
 cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
-    """Fill `p` from a LayoutPlan's inverse program; ValueError if too big."""
+    """Fill `p` from a LayoutPlan's inverse program (allocating its op arrays);
+    ValueError if it is too big."""
     cdef int i
+    cdef Py_ssize_t nops
     ops = plan.inverse_ops
     if plan.rank > MAX_RANK:
         raise ValueError(f"rank {plan.rank} exceeds the compiled core's limit of {MAX_RANK}")
-    if len(ops) > MAX_INV_OPS or plan.inverse_num_registers > MAX_INV_REGS:
+    if plan.inverse_num_registers > MAX_INV_REGS:
         raise ValueError(f"layout of {plan.shape} is too complex for the compiled core "
                          f"(inverse: {len(ops)} ops, {plan.inverse_num_registers} registers)")
+    nops = len(ops)
     p.rank = plan.rank
-    p.nops = len(ops)
+    p.nops = <int>nops
     p.nregs = plan.inverse_num_registers
     p.element_count = plan.element_count
+    p.op_code = <int64_t*>malloc(sizeof(int64_t) * 5 * (nops + 1))
+    if p.op_code == NULL:
+        raise MemoryError()
+    p.op_dst = p.op_code + (nops + 1)
+    p.op_a = p.op_dst + (nops + 1)
+    p.op_b = p.op_a + (nops + 1)
+    p.op_c = p.op_b + (nops + 1)
     for i in range(p.nops):
         op = ops[i]
         p.op_code[i] = op[0]
@@ -158,18 +166,27 @@ cdef class IndexMaps:
 
     cdef Program prog
     cdef InvProgram inv
-    cdef BlockOp fwd_ops[MAX_OPS]
-    cdef BlockOp inv_ops[MAX_INV_OPS]
+    cdef BlockOp* fwd_ops
+    cdef BlockOp* inv_ops
     cdef readonly object plan
 
     def __cinit__(self, plan):
         self.plan = plan
         program_from_plan(&self.prog, plan)
         inverse_from_plan(&self.inv, plan)
+        self.fwd_ops = <BlockOp*>malloc(sizeof(BlockOp) * (self.prog.nops + 1))
+        self.inv_ops = <BlockOp*>malloc(sizeof(BlockOp) * (self.inv.nops + 1))
+        if self.fwd_ops == NULL or self.inv_ops == NULL:
+            raise MemoryError()
         _to_block_ops(self.fwd_ops, self.prog.nops, self.prog.op_code, self.prog.op_dst,
                       self.prog.op_a, self.prog.op_b, self.prog.op_c)
         _to_block_ops(self.inv_ops, self.inv.nops, self.inv.op_code, self.inv.op_dst,
                       self.inv.op_a, self.inv.op_b, self.inv.op_c)
+
+    def __dealloc__(self):
+        free(self.inv.op_code)
+        free(self.fwd_ops)
+        free(self.inv_ops)
 
     def offset(self, index):
         """Offset of one index via ``program_offset`` (bounds-checked; for tests)."""
