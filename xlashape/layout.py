@@ -54,15 +54,24 @@ def memory_space_name(space: int) -> str:
 
 
 def _as_int(value, what: str) -> int:
+    if type(value) is int:  # the common case, without the ABC machinery
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ShapeTypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
     return int(value)
 
 
 def _int_tuple(values, what: str) -> tuple:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ShapeTypeError(f"{what} must be a sequence of ints, got {type(values).__name__}")
-    return tuple(_as_int(v, f"{what} entry") for v in values)
+    if type(values) is not tuple:
+        if type(values) is not list and (
+                isinstance(values, (str, bytes)) or not isinstance(values, Iterable)):
+            raise ShapeTypeError(
+                f"{what} must be a sequence of ints, got {type(values).__name__}")
+        values = tuple(values)
+    for v in values:
+        if type(v) is not int:
+            return tuple(_as_int(v, f"{what} entry") for v in values)
+    return values
 
 
 class _Frozen:
@@ -92,6 +101,9 @@ class Tile(_Frozen):
             dimensions = tuple(dimensions[0])
         dims = []
         for d in dimensions:
+            if type(d) is int and 0 <= d <= INT64_MAX:
+                dims.append(d)
+                continue
             if d == "*" or (isinstance(d, numbers.Integral) and not isinstance(d, bool)
                             and int(d) == COMBINE_DIMENSION):
                 dims.append(COMBINE_DIMENSION)
@@ -287,7 +299,8 @@ class Layout(_Frozen):
         if any(p < 0 for p in pd):
             raise InvalidShapeError(f"padded_dimensions must be >= 0, got {list(pd)}")
         s(self, "_padded_dimensions", pd)
-        if isinstance(padding_value, str) or not isinstance(padding_value, numbers.Number):
+        if type(padding_value) not in (int, float) and (
+                isinstance(padding_value, str) or not isinstance(padding_value, numbers.Number)):
             raise ShapeTypeError(
                 f"padding_value must be a number, got {type(padding_value).__name__}")
         s(self, "_padding_value", padding_value)

@@ -52,7 +52,7 @@ class Shape(_Frozen):
         s = object.__setattr__
         s(self, "_element_type", et)
         s(self, "_hash", None)
-        if et in (P.TUPLE, P.BUFFER):
+        if et is P.TUPLE or et is P.BUFFER:
             shapes = tuple(tuple_shapes or ())
             for sub in shapes:
                 if not isinstance(sub, Shape):
@@ -77,11 +77,13 @@ class Shape(_Frozen):
         except TypeError:
             raise ShapeTypeError(
                 f"dimensions must be a sequence of ints, got {type(dimensions).__name__}") from None
-        for d in dims:
-            if isinstance(d, bool) or not isinstance(d, numbers.Integral):
-                raise ShapeTypeError(f"dimension sizes must be ints, got {type(d).__name__} {d!r}")
-        dims = tuple(int(d) for d in dims)
-        if et in (P.TOKEN, P.OPAQUE_TYPE, P.PRIMITIVE_TYPE_INVALID):
+        if not all(type(d) is int for d in dims):
+            for d in dims:
+                if isinstance(d, bool) or not isinstance(d, numbers.Integral):
+                    raise ShapeTypeError(
+                        f"dimension sizes must be ints, got {type(d).__name__} {d!r}")
+            dims = tuple(int(d) for d in dims)
+        if et is P.TOKEN or et is P.OPAQUE_TYPE or et is P.PRIMITIVE_TYPE_INVALID:
             if dims or layout is not None or dynamic_dimensions:
                 raise InvalidShapeError(f"a {et.hlo_name} shape has no dimensions or layout")
             s(self, "_dimensions", ())
