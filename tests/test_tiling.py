@@ -263,8 +263,14 @@ def test_vectorized_scalar_shape_with_tail_padding():
 def test_compiled_plan_offset_matches_reference():
     s = S("bf16", (16, 256), (1, 0), [(8, 128), (2, 1)])
     cp = CompiledPlan(plan(s))
+    maps = plan(s).compiled
     for idx in [(0, 0), (1, 0), (15, 255), (7, 129)]:
         assert cp.offset(idx) == linear_index(s, idx)
+        assert maps.offset(idx) == linear_index(s, idx)
+    with pytest.raises(ShapeIndexError, match="index 16 is out of bounds for axis 0 with size 16"):
+        maps.offset((16, 0))
+    with pytest.raises(ShapeIndexError, match="index has 1 entries but the shape has 2"):
+        maps.offset((1,))
 
 
 # -- error paths -------------------------------------------------------------------

@@ -251,8 +251,12 @@ def test_padding_factors_multiply_to_the_expansion(shape):
     assert math.isclose(product, r.physical_elements / logical, rel_tol=1e-9)
     # bytes: only the rounding of sub-byte elements to whole bytes differs
     assert r.padded_bytes == -(-round(logical * product) * p.element_bits // 8)
+    from xlashape.tiling import format_bytes
+
     for text in r.suggestions:
-        assert "instead of" in text
+        # every suggestion states a smaller size than the current one
+        assert text.endswith(f" instead of {format_bytes(r.padded_bytes)}")
+        assert f"would take {format_bytes(r.padded_bytes)} " not in text
 
 
 @pytest.mark.parametrize("dims,m2m,tiles", [

@@ -1,12 +1,14 @@
 # Vectorized index maps: millions of logical indices <-> element offsets.
 #
-# The forward map runs the plan's offset program (`program_offset`, from
-# _program.pxi); the inverse map runs the plan's inverse program
-# (LayoutPlan.inverse_ops, see xlashape/tiling.py), compiled here into C
-# arrays the same way. Both loops hold no Python objects and release the GIL.
-# Every input is bounds-checked before anything is computed, so a bad row
-# raises IndexError (naming the row, the axis and the size) and no output is
-# returned.
+# The forward map runs the plan's offset program (LayoutPlan.ops, compiled by
+# program_from_plan in _program.pxi, the same program program_offset runs for
+# single offsets); the inverse map runs the plan's inverse program
+# (LayoutPlan.inverse_ops, see xlashape/tiling.py). Both are evaluated 256
+# rows at a time, one op over a column of registers, with power-of-two
+# DIV/MOD as shifts and masks; the loops hold no Python objects and release
+# the GIL. Every input of a block is bounds-checked before the block is
+# computed, and the output array is only returned when every row was valid:
+# a bad row raises IndexError naming the row, the axis and the size.
 
 import numpy as np
 
