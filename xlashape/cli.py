@@ -418,7 +418,23 @@ class _Progress:
 
 
 _PROGRESS_MIN_BYTES = 16 << 20
-_CALL_KEYS = ("calls=", "to_apply=", "body=", "condition=", "branch_computations=")
+_json_str = json.encoder.encode_basestring  # C-accelerated when available
+_JSON_SHAPES: dict = {}
+
+
+def _json_int(v) -> str:
+    return "null" if v is None else str(v)
+
+
+def _json_shape(shape, shape_text) -> str:
+    hit = _JSON_SHAPES.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    text = _json_str(shape_text(shape))
+    if len(_JSON_SHAPES) > 1 << 16:
+        _JSON_SHAPES.clear()
+    _JSON_SHAPES[id(shape)] = (shape, text)
+    return text
 
 
 class HloSummary:
@@ -590,22 +606,38 @@ def cmd_hlo(args) -> int:
                                "" if waste is None else waste,
                                "" if fp.memory_space is None else fp.memory_space, ins.line])
             else:
-                obj = {"computation": ins.computation, "name": ins.name, "opcode": ins.opcode,
-                       "shape": shape_text(ins.shape), "bytes": fp.bytes, "padded_bytes": fp.padded_bytes,
-                       "waste": waste, "memory_space": fp.memory_space, "line": ins.line,
-                       "is_root": ins.is_root}
+                # Built by hand: json.dumps on a dict per instruction was the
+                # slowest step of `hlo --json` on big dumps. Strings go through
+                # json's own (C) string encoder; numbers are ints or null.
+                comp = ins.computation
+                parts = [
+                    '{"computation": ', "null" if comp is None else _json_str(comp),
+                    ', "name": ', _json_str(ins.name),
+                    ', "opcode": ', _json_str(ins.opcode),
+                    ', "shape": ', _json_shape(ins.shape, shape_text),
+                    ', "bytes": ', _json_int(fp.bytes),
+                    ', "padded_bytes": ', _json_int(fp.padded_bytes),
+                    ', "waste": ', _json_int(waste),
+                    ', "memory_space": ', _json_int(fp.memory_space),
+                    ', "line": ', str(ins.line),
+                    ', "is_root": ', "true" if ins.is_root else "false",
+                ]
                 if len(fp.by_space) > 1:
-                    obj["memory_spaces"] = [{"memory_space": s, "bytes": b, "padded_bytes": pb}
-                                            for s, b, pb in fp.by_space]
-                if ins.computation == OOM_REPORT:
-                    obj["report"] = dict(ins.attributes)
+                    parts += [', "memory_spaces": ', json.dumps(
+                        [{"memory_space": sp_, "bytes": b, "padded_bytes": pb}
+                         for sp_, b, pb in fp.by_space])]
+                if comp == OOM_REPORT:
+                    parts += [', "report": ', json.dumps(dict(ins.attributes))]
                 else:
-                    if "kind=" in ins.attributes_text:
-                        obj["kind"] = ins.kind
                     at = ins.attributes_text
-                    if any(k in at for k in _CALL_KEYS):
-                        obj["called_computations"] = list(ins.called_computations)
-                write(("\n" if first else ",\n") + json.dumps(obj))
+                    if "kind=" in at:
+                        kind = ins.kind
+                        parts += [', "kind": ', "null" if kind is None else _json_str(kind)]
+                    if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
+                            or "branch_computations=" in at):
+                        parts += [', "called_computations": ', json.dumps(list(ins.called_computations))]
+                parts.append("}")
+                write(("\n" if first else ",\n") + "".join(parts))
             first = False
     finally:
         progress.done()
