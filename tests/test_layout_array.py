@@ -504,3 +504,44 @@ def test_bf16_store_rounds_exactly_like_ml_dtypes():
         la[0] = v
         ref[0] = v
         assert bytes(la.physical) == ref.tobytes(), v
+
+
+KEYS = [(slice(None), 1), (1,), (Ellipsis, 2), (None, 1, slice(1, 5, 2)), (slice(None, None, -1), slice(2, 3)),
+        Ellipsis, 2, -1, slice(1, 3), (-1, Ellipsis), (slice(5, 1, -2), None, slice(None)),
+        (slice(3, 3), 0), (Ellipsis, None), (None, Ellipsis, None, -2), (slice(-100, 100), slice(None, None, 3))]
+
+
+@pytest.mark.parametrize("text", ["f32[4,6]{0,1:T(2,4)}", "s4[4,6]{0,1:E(4)}", "bf16[4,6]{1,0:T(2,2)(2,1)}",
+                                  "u2[4,6]{1,0:T(2,4)E(2)}", "pred[4,6]{0,1:T(3,2)E(1)}"])
+def test_basic_indexing_on_tiled_layouts_matches_numpy(text):
+    t = xs.parse_shape(text).element_type
+    x = random_array(t, (4, 6), seed=11)
+    la = LayoutArray.from_numpy(x, text)
+    for key in KEYS:
+        got = la[key]
+        assert got.tobytes() == x[key].tobytes() and got.shape == x[key].shape, key
+    for key in KEYS:
+        lb = LayoutArray.from_numpy(x, text)
+        ref = x.copy()
+        val = random_array(t, ref[key].shape, seed=12)
+        lb[key] = val
+        ref[key] = val
+        assert lb.to_numpy().tobytes() == ref.tobytes(), key
+        check_physical(lb, ref, t)
+    with pytest.raises(IndexError, match="single ellipsis"):
+        la[..., ...]
+    with pytest.raises(IndexError, match="too many indices for array: array is 2-dimensional, but 3"):
+        la[0, :, 1]
+    with pytest.raises(IndexError, match="index 6 is out of bounds for axis 1 with size 6"):
+        la[:, 6]
+    with pytest.raises(IndexError, match="index -5 is out of bounds for axis 0 with size 4"):
+        la[-5, :] = 0
+
+
+def test_rows_of_a_big_tiled_array_are_read_without_unpacking_it_all():
+    x = np.arange(1024 * 1024, dtype=np.float32).reshape(1024, 1024)
+    la = LayoutArray.from_numpy(x, "f32[1024,1024]{1,0:T(8,128)}")
+    rows = [la[i] for i in range(0, 1024, 97)]
+    assert all(np.array_equal(r, x[i]) for r, i in zip(rows, range(0, 1024, 97)))
+    la[5, 3:9] = -1
+    assert la[5, 2] == x[5, 2] and la[5, 3] == -1.0 and la[5, 9] == x[5, 9]

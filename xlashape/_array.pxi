@@ -81,6 +81,49 @@ cdef _check_key_types(key):
                 f"{type(x).__name__} at position {pos}")
 
 
+def _basic_selection(key, shape):
+    """numpy basic indexing, decomposed: (per-axis index lists, post key).
+
+    The block of the per-axis selections, indexed by the post key (0 for an
+    int axis, slice(None) for a sliced one, None where the key has None),
+    is ``x[key]``.
+    """
+    items = list(key) if type(key) is tuple else [key]
+    rank = len(shape)
+    n_ell = sum(1 for x in items if x is Ellipsis)
+    if n_ell > 1:
+        raise ShapeIndexError("an index can only have a single ellipsis ('...')")
+    n_real = sum(1 for x in items if x is not None and x is not Ellipsis)
+    if n_real > rank:
+        raise ShapeIndexError(
+            f"too many indices for array: array is {rank}-dimensional, but "
+            f"{n_real} were indexed")
+    if n_ell:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = [slice(None)] * (rank - n_real)
+    else:
+        items += [slice(None)] * (rank - n_real)
+    sels, post = [], []
+    axis = 0
+    for x in items:
+        if x is None:
+            post.append(None)
+            continue
+        size = shape[axis]
+        if isinstance(x, slice):
+            sels.append(np.arange(*x.indices(size), dtype=np.intp))
+            post.append(slice(None))
+        else:
+            i = x.__index__()
+            if not -size <= i < size:
+                raise ShapeIndexError(
+                    f"index {i} is out of bounds for axis {axis} with size {size}")
+            sels.append(np.array([i + size if i < 0 else i], dtype=np.intp))
+            post.append(0)
+        axis += 1
+    return sels, tuple(post)
+
+
 def _as_plan(shape):
     """A LayoutPlan from a Shape or HLO text, checked for LayoutArray."""
     if isinstance(shape, str):
@@ -141,6 +184,7 @@ cdef class LayoutArray:
     cdef object _dtype
     cdef object _pyshape
     cdef object _tmp
+    cdef object _tabnp
     cdef object __weakref__
 
     # -- construction ------------------------------------------------------
@@ -776,7 +820,10 @@ cdef class LayoutArray:
         if self.strided:
             out = self._view()[key]
             return out.copy() if isinstance(out, np.ndarray) else out
-        return self.to_numpy()[key]
+        if self.tabs_or_null == NULL:
+            return self.to_numpy()[key]
+        sels, post = _basic_selection(key, self._pyshape)
+        return self._gather(sels, None)[post]
 
     def __setitem__(self, key, value):
         """``la[i, j] = v`` stores with numpy's conversion rules (rounding,
@@ -802,12 +849,19 @@ cdef class LayoutArray:
         if self.strided:
             self._view()[key] = value
             return
-        arr = self.to_numpy()
-        arr[key] = value
-        self._side(&dst)
-        side_from_ndarray(&src, arr)
-        with nogil:
-            copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        if self.tabs_or_null == NULL:
+            arr = self.to_numpy()
+            arr[key] = value
+            self._side(&dst)
+            side_from_ndarray(&src, arr)
+            with nogil:
+                copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            return
+        # read the selected block, assign like numpy, write the block back
+        sels, post = _basic_selection(key, self._pyshape)
+        block = self._gather(sels, None)
+        block[post] = value
+        self._gather(sels, block)
 
     cdef int _assign_all(self, value) except -1:
         """``la[...] = value``: pack straight from the source, no unpacking."""
@@ -832,6 +886,45 @@ cdef class LayoutArray:
         with nogil:
             copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
         return 0
+
+    cdef object _gather(self, list sels, object block):
+        """The block sels[0] x sels[1] x ... (index arrays per axis): read into
+        a new array (block None) or written from `block`. Offsets come from
+        the per-dimension tables, restricted to the selected indices."""
+        cdef Side phys, arr_side
+        cdef cnp.ndarray sub, tab
+        cdef int64_t* tptrs[MAX_RANK]
+        cdef int64_t dims[MAX_RANK]
+        cdef int d, rank = self.prog.rank
+        cdef int64_t unit = 1 if self.di.packed_bits else self.di.itemsize
+        if self._tabnp is None:
+            self._tabnp = [np.asarray(<int64_t[:self.prog.dims[d]]>self.tabs[d])
+                           if self.prog.dims[d] else np.zeros(0, np.int64)
+                           for d in range(rank)]
+        keep = []
+        for d in range(rank):
+            tab = np.ascontiguousarray(self._tabnp[d][sels[d]] * unit, dtype=np.int64)
+            keep.append(tab)
+            tptrs[d] = <int64_t*>cnp.PyArray_DATA(tab)
+            dims[d] = len(sels[d])
+        phys.base = self.data
+        phys.prog = NULL
+        phys.tabs = tptrs
+        phys.itemsize = self.di.itemsize
+        phys.packed_bits = self.di.packed_bits
+        phys.minor_dim = -1
+        if block is None:
+            sub = np.empty(tuple(dims[d] for d in range(rank)), dtype=self._dtype)
+        else:
+            sub = block
+        side_from_ndarray(&arr_side, sub)
+        if block is None:
+            with nogil:
+                copy_sides(&arr_side, &phys, dims, rank, self.di.mask)
+        else:
+            with nogil:
+                copy_sides(&phys, &arr_side, dims, rank, self.di.mask)
+        return sub
 
     cdef int _store_slow(self, int64_t off, object value) except -1:
         """Store through a one-element numpy array: exactly numpy's rules."""

@@ -72,6 +72,10 @@ cdef inline int64_t side_offset(const Side* s, const int64_t* idx, int rank) noe
         if s.packed_bits:
             return off
         return off * s.itemsize
+    if s.tabs != NULL:      # a table side: per-dim offsets, already in final units
+        for d in range(rank):
+            off += s.tabs[d][idx[d]]
+        return off
     for d in range(rank):
         off += idx[d] * s.bstride[d]
     return off
@@ -80,7 +84,10 @@ cdef inline int64_t side_offset(const Side* s, const int64_t* idx, int rank) noe
 cdef inline void side_window(const Side* s, int d, int64_t* window, int64_t* step) noexcept nogil:
     """Along logical dim d, from any multiple of window[0], the next window[0]
     elements are step[0] bytes (elements, when packed) apart."""
-    if s.prog == NULL:
+    if s.prog == NULL and s.tabs != NULL:
+        window[0] = 1
+        step[0] = 0
+    elif s.prog == NULL:
         window[0] = INT64_MAX
         step[0] = s.bstride[d]
     elif d == s.prog.minor_dim and s.prog.minor_run > 0:
@@ -347,10 +354,10 @@ cdef int near_dim(const Side* s, const int64_t* dims, int rank, int d) noexcept 
     for k in range(rank):
         if k == d or dims[k] < 2:
             continue
-        if s.prog == NULL:
+        if s.tabs != NULL:
+            step = s.tabs[k][1] - s.tabs[k][0]
+        elif s.prog == NULL:
             step = s.bstride[k]
-        elif s.tabs != NULL:
-            step = s.tabs[k][1]
         else:
             step = 0 if best < 0 else INT64_MAX   # no cheap answer: the last such dim
             if best < 0 or k > best:
