@@ -545,3 +545,15 @@ def test_rows_of_a_big_tiled_array_are_read_without_unpacking_it_all():
     assert all(np.array_equal(r, x[i]) for r, i in zip(rows, range(0, 1024, 97)))
     la[5, 3:9] = -1
     assert la[5, 2] == x[5, 2] and la[5, 3] == -1.0 and la[5, 9] == x[5, 9]
+
+
+def test_byte_order_and_dynamic_shapes():
+    big = np.arange(6, dtype=">f4").reshape(2, 3)
+    with pytest.raises(TypeError, match=r"dtype >f4 does not match"):
+        LayoutArray.from_numpy(big, "f32[2,3]{1,0}")
+    la = LayoutArray.from_numpy(big, "f32[2,3]{1,0:T(2,2)}", dtype_cast=True)
+    assert la[1, 2] == 5.0
+    with pytest.raises(ValueError, match="unbounded dynamic dimension"):
+        LayoutArray("f32[?,3]{1,0}")
+    bounded = LayoutArray("f32[<=4,3]{1,0}")     # storage for the bound
+    assert bounded.shape == (4, 3) and bounded.physical_nbytes == 48
