@@ -284,3 +284,38 @@ def test_memory_is_64_byte_aligned():
     for text in ["u8[3]", "f32[1000,3]{0,1:T(8,128)}", "c128[]", "s4[0]{0:E(4)}"]:
         la = LayoutArray(text)
         assert data_address(la) % 64 == 0
+
+
+def test_operations_leave_no_export_behind():
+    la = LayoutArray.from_numpy(np.arange(12, dtype=np.float32).reshape(3, 4), "f32[3,4]{1,0:T(2,2)}")
+    ops = [la.to_numpy, la.copy, lambda: la.relayout(Layout((0, 1))), lambda: la.fill(2.0),
+           lambda: la.__setitem__((slice(None), 1), 3.0), lambda: la[1:], lambda: la.__setitem__(Ellipsis, 1.0),
+           lambda: la.to_numpy(out=np.empty((3, 4), np.float32)), lambda: repr(la)]
+    for op in ops:
+        op()
+        assert la.exports == 0
+
+
+def test_release_during_a_kernel_in_another_thread_is_refused():
+    import threading
+    la = LayoutArray.from_numpy(np.ones((2048, 2048), np.float32), "f32[2048,2048]{1,0:T(8,128)}")
+    outcomes = []
+
+    def work():
+        for _ in range(20):
+            try:
+                la.to_numpy()
+            except ValueError as e:     # released between two calls: a clean error
+                outcomes.append(str(e))
+                return
+
+    t = threading.Thread(target=work)
+    t.start()
+    while t.is_alive():
+        try:
+            la.release()
+            break
+        except xs.ShapeBufferError as e:   # a kernel was running: refused
+            outcomes.append(str(e))
+    t.join()
+    assert all("released LayoutArray" in o or "buffer export" in o for o in outcomes)

@@ -328,11 +328,19 @@ cdef class LayoutArray:
             byte = 0
             for k in range(0, 8, self.di.packed_bits):
                 byte |= <uint8_t>(code << k)
-            with nogil:
-                memset(self.data, byte, n)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    memset(self.data, byte, n)
+            finally:
+                self.n_exports -= 1
         else:
-            with nogil:
-                fill_pattern(self.data, n, pat, self.di.itemsize)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    fill_pattern(self.data, n, pat, self.di.itemsize)
+            finally:
+                self.n_exports -= 1
         return 0
 
     cdef int _fill_padding(self, bint zero_logical) except -1:
@@ -363,8 +371,12 @@ cdef class LayoutArray:
         src.minor_dim = -1
         for d in range(self.prog.rank):
             src.bstride[d] = 0
-        with nogil:
-            copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        try:
+            with nogil:
+                copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        finally:
+            self.n_exports -= 1
         return 0
 
     cdef void _side(self, Side* s):
@@ -662,11 +674,19 @@ cdef class LayoutArray:
         self._side(&src)
         side_from_ndarray(&dst, out)
         if self._same_dense(out):
-            with nogil:
-                memcpy(dst.base, self.data, self.logical_size * self.di.itemsize)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    memcpy(dst.base, self.data, self.logical_size * self.di.itemsize)
+            finally:
+                self.n_exports -= 1
         else:
-            with nogil:
-                copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            finally:
+                self.n_exports -= 1
         return out
 
     cdef object _view(self):
@@ -854,8 +874,12 @@ cdef class LayoutArray:
             arr[key] = value
             self._side(&dst)
             side_from_ndarray(&src, arr)
-            with nogil:
-                copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            finally:
+                self.n_exports -= 1
             return
         # read the selected block, assign like numpy, write the block back
         sels, post = _basic_selection(key, self._pyshape)
@@ -883,8 +907,12 @@ cdef class LayoutArray:
             arr = arr.copy()     # the source is a view of this very buffer
         self._side(&dst)
         side_from_ndarray(&src, arr)
-        with nogil:
-            copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        try:
+            with nogil:
+                copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        finally:
+            self.n_exports -= 1
         return 0
 
     cdef object _gather(self, list sels, object block):
@@ -919,11 +947,19 @@ cdef class LayoutArray:
             sub = block
         side_from_ndarray(&arr_side, sub)
         if block is None:
-            with nogil:
-                copy_sides(&arr_side, &phys, dims, rank, self.di.mask)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    copy_sides(&arr_side, &phys, dims, rank, self.di.mask)
+            finally:
+                self.n_exports -= 1
         else:
-            with nogil:
-                copy_sides(&phys, &arr_side, dims, rank, self.di.mask)
+            self.n_exports += 1    # pinned: release() refuses while a kernel runs
+            try:
+                with nogil:
+                    copy_sides(&phys, &arr_side, dims, rank, self.di.mask)
+            finally:
+                self.n_exports -= 1
         return sub
 
     cdef int _store_slow(self, int64_t off, object value) except -1:
@@ -955,8 +991,12 @@ cdef class LayoutArray:
         la = LayoutArray.__new__(LayoutArray)
         la._setup(self._plan)
         la._allocate()
-        with nogil:
-            memcpy(la.data, self.data, self.nbytes_phys)
+        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        try:
+            with nogil:
+                memcpy(la.data, self.data, self.nbytes_phys)
+        finally:
+            self.n_exports -= 1
         return la
 
     def relayout(self, layout):
@@ -995,8 +1035,12 @@ cdef class LayoutArray:
         la._fill_padding(False)
         la._side(&dst)
         self._side(&src)
-        with nogil:
-            copy_sides(&dst, &src, la.prog.dims, la.prog.rank, la.di.mask)
+        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        try:
+            with nogil:
+                copy_sides(&dst, &src, la.prog.dims, la.prog.rank, la.di.mask)
+        finally:
+            self.n_exports -= 1
         return la
 
     def __reduce__(self):
