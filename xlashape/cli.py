@@ -237,8 +237,8 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
 
 
 def cmd_describe(args) -> int:
-    from .shape_util import byte_size_of
     from .hlo_module import memory_footprint
+    from .layout import memory_space_name
 
     shape = _load_shape(args, need_array=False)
     out: List[str] = []
@@ -265,11 +265,8 @@ def cmd_describe(args) -> int:
         out.append(f"{'physical bytes':<15} {fp.padded_bytes} ({_fmt_bytes(fp.padded_bytes)}) "
                    "with all tile padding")
         for sp, b, pb in fp.by_space:
-            from .layout import memory_space_name
-
             out.append(f"  S({sp}) {memory_space_name(sp)}: {_fmt_bytes(b)} logical, "
                        f"{_fmt_bytes(pb)} padded")
-        del byte_size_of
     print("\n".join(out))
     return 0
 

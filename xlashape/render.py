@@ -24,7 +24,6 @@ from __future__ import annotations
 import itertools
 from typing import List, Optional, Sequence, Tuple
 
-from .shape import Shape
 from .tiling import LayoutPlan, plan as _plan
 
 __all__ = [
