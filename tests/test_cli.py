@@ -681,3 +681,35 @@ def test_show_sub_byte_packing_keeps_element_order():
 def test_hlo_negative_top_is_a_usage_error():
     r = fails("hlo", DATA / "small_dump.hlo", "--top", "-1")
     assert "--top must be >= 0" in r.stderr
+
+
+def test_progress_is_drawn_on_a_terminal_and_erased(monkeypatch, capsys):
+    # in-process: the display logic of `hlo` progress (shown only when stderr is
+    # a terminal and the input is large, which a subprocess test cannot fake)
+    from xlashape import cli
+
+    clock = iter(range(0, 10_000))
+    monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
+    lines = ["x = f32[] constant(0)\n"] * (3 * 16384)
+    total = sum(map(len, lines))
+    p = cli._Progress(iter(lines), total, enabled=True)
+    assert sum(1 for _ in p) == len(lines)
+    p.done()
+    err = capsys.readouterr().err
+    assert "xlashape: reading" in err and "(67%)" in err
+    assert err.endswith("\r")          # the line is cleared at the end
+
+
+def test_progress_is_silent_when_disabled(capsys):
+    from xlashape import cli
+
+    p = cli._Progress(iter(["a\n"] * 40000), 80000, enabled=False)
+    assert sum(1 for _ in p) == 40000
+    p.done()
+    assert capsys.readouterr().err == ""
+
+
+def test_hlo_windows_line_endings_and_tabs():
+    text = "ENTRY %e {\r\n\t%p = f32[4]{0} parameter(0)\r\n\tROOT %n = f32[4]{0} negate(f32[4]{0} %p)\r\n}\r\n"
+    rows = json.loads(ok("hlo", "-", "--json", input=text).stdout)
+    assert [(x["name"], x["bytes"]) for x in rows] == [("p", 16), ("n", 16)]

@@ -315,3 +315,28 @@ def test_single_attribute_lookup_skips_strings_and_blocks():
     assert ins.attribute("nope", "default") == "default"
     assert ins.attributes["kind"] == "kOutput"         # the full parse agrees
     assert ins.attribute("metadata") == '{op_name="x, kind=kFake"}'
+
+
+def test_newer_print_style_without_percent_signs_or_signatures():
+    text = """HloModule m, entry_computation_layout={(f32[8]{0})->((f32[8]{0}), f32[8]{0})}
+
+region_0.1 {
+  a.1 = f32[] parameter(0)
+  ROOT b.1 = f32[] negate(a.1)
+}
+
+ENTRY main.5 {
+  p.1 = f32[8]{0} parameter(0)
+  ars.1 = ((f32[8]{0}), f32[8]{0}) all-reduce-start(p.1), replica_groups={{0,1}}, to_apply=region_0.1
+  ROOT ard.1 = f32[8]{0} all-reduce-done(ars.1)
+}
+"""
+    m = parse_hlo_module(text)
+    assert m.warnings == []
+    assert [c.name for c in m.computations] == ["region_0.1", "main.5"]
+    assert m.entry.name == "main.5" and m.entry.signature == ""
+    ars = m.instruction("ars.1")
+    assert ars.shape.tuple_shapes[0].is_tuple
+    assert ars.attributes["replica_groups"] == "{{0,1}}"
+    assert m.applied_computations == {"region_0.1"}
+    assert memory_footprint(ars.shape).bytes == 2 * 8 * 4
