@@ -713,3 +713,24 @@ def test_hlo_windows_line_endings_and_tabs():
     text = "ENTRY %e {\r\n\t%p = f32[4]{0} parameter(0)\r\n\tROOT %n = f32[4]{0} negate(f32[4]{0} %p)\r\n}\r\n"
     rows = json.loads(ok("hlo", "-", "--json", input=text).stdout)
     assert [(x["name"], x["bytes"]) for x in rows] == [("p", 16), ("n", 16)]
+
+
+def test_hlo_details_show_operands_and_attributes():
+    out = ok("hlo", DATA / "seed_examples.hlo", "--details").stdout
+    assert "      operands: %exponential.183, %broadcast.3115" in out
+    assert "      operands: bf16[32,32,8192]{2,1,0:T(8,128)(2,1)S(1)} %fusion.32" in out
+    assert "      attributes: kind=kCustom, calls=%all-reduce-scatter.3" in out
+    rows = json.loads(ok("hlo", DATA / "tpu_module.hlo", "--details", "--json").stdout)
+    by = {x["name"]: x for x in rows}
+    assert by["sum.1"]["operands"] == [
+        {"name": "lhs.1", "shape": "f32[]{:T(128)}"}, {"name": "rhs.1", "shape": "f32[]{:T(128)}"}]
+    assert by["Arg_2.3"]["argument"] == "2" and by["Arg_2.3"]["operands"] == []
+    assert by["reduce.2"]["attributes"]["dimensions"] == "{1}"
+    assert by["Arg_0.1"]["attributes"]["sharding"] == "{replicated}"
+
+
+def test_hlo_details_bad_operand_shape_is_a_warning():
+    r = ok("hlo", "-", "--details", input="%x = f32[2]{0} negate(f33[2]{0} %p)\n")
+    assert "operands: f33[2]{0} %p" in r.stdout
+    assert r.stderr.startswith("xlashape: warning: line 1: operand of x: ")
+    assert "1 instruction, 1 line, 1 other warning" in r.stdout

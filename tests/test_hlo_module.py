@@ -218,7 +218,7 @@ def test_a_very_long_tuple_line():
 
 def test_operand_with_a_bad_inline_shape_raises_on_access():
     (ins,) = list(iter_instructions("%x = f32[2]{0} negate(f33[2]{0} %p)"))
-    with pytest.raises(HloParseError, match="operand of x"):
+    with pytest.raises(HloParseError, match="operand of x: "):
         ins.operands
 
 

@@ -434,6 +434,18 @@ def _json_shape(shape, shape_text) -> str:
     return text
 
 
+def _operands_of(ins, on_warning):
+    """The instruction's operands, or None (with a warning) if an inline
+    operand shape does not parse."""
+    from .hlo_module import HloWarning
+
+    try:
+        return ins.operands
+    except HloParseError as e:
+        on_warning(HloWarning(ins.line, e.message))
+        return None
+
+
 class HloSummary:
     """Totals per memory space and the top instructions by padding waste,
     kept per computation so that fusion bodies and reducers (not materialized
@@ -557,7 +569,8 @@ def cmd_hlo(args) -> int:
     if mode == "csv":
         csvw = csv.writer(out, lineterminator="\n")
         csvw.writerow(["computation", "name", "opcode", "shape", "bytes", "padded_bytes",
-                       "waste", "memory_space", "line"])
+                       "waste", "memory_space", "line"]
+                      + (["operands", "attributes"] if args.details else []))
     elif mode == "json":
         write("[")
     first = True
@@ -596,12 +609,28 @@ def cmd_hlo(args) -> int:
                             if k in a]
                     if bits:
                         write(f"  {'':<28} report: " + ", ".join(bits) + "\n")
+                elif args.details:
+                    ops = _operands_of(ins, on_warning)
+                    if ops is None:
+                        write(f"      operands: {ins.operands_text.strip()}\n")
+                    elif ops or ins.argument:
+                        text = ", ".join(f"{shape_text(o.shape)} %{o.name}" if o.shape is not None
+                                         else f"%{o.name}" for o in ops) or ins.argument
+                        write(f"      operands: {text}\n")
+                    if ins.attributes_text:
+                        write(f"      attributes: {ins.attributes_text}\n")
             elif mode == "csv":
-                csvw.writerow([ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
-                               "" if fp.bytes is None else fp.bytes,
-                               "" if fp.padded_bytes is None else fp.padded_bytes,
-                               "" if waste is None else waste,
-                               "" if fp.memory_space is None else fp.memory_space, ins.line])
+                row = [ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
+                       "" if fp.bytes is None else fp.bytes,
+                       "" if fp.padded_bytes is None else fp.padded_bytes,
+                       "" if waste is None else waste,
+                       "" if fp.memory_space is None else fp.memory_space, ins.line]
+                if args.details:
+                    ops = _operands_of(ins, on_warning)
+                    row.append(ins.operands_text.strip() if ops is None
+                               else " ".join(o.name for o in ops))
+                    row.append(ins.attributes_text)
+                csvw.writerow(row)
             else:
                 # Built by hand: json.dumps on a dict per instruction was the
                 # slowest step of `hlo --json` on big dumps. Strings go through
@@ -626,6 +655,16 @@ def cmd_hlo(args) -> int:
                 if comp == OOM_REPORT:
                     parts += [', "report": ', json.dumps(dict(ins.attributes))]
                 else:
+                    if args.details:
+                        ops = _operands_of(ins, on_warning)
+                        if ops is not None:
+                            parts += [', "operands": ', json.dumps(
+                                [{"name": o.name,
+                                  "shape": None if o.shape is None else shape_text(o.shape)}
+                                 for o in ops])]
+                        if ins.opcode in ("parameter", "constant"):
+                            parts += [', "argument": ', _json_str(ins.argument)]
+                        parts += [', "attributes": ', json.dumps(ins.attributes)]
                     at = ins.attributes_text
                     if "kind=" in at:
                         kind = ins.kind
@@ -654,13 +693,18 @@ def cmd_hlo(args) -> int:
         if reader.module_name:
             head.append(f"module {reader.module_name}: ")
         ncomp = len(reader.computations)
-        head.append(f"{summary.count} instructions" if reader.mode != "oom"
-                    else f"{summary.count} allocations from an out-of-memory report")
+        n = summary.count
+        head.append(f"{n} instruction{'s' if n != 1 else ''}" if reader.mode != "oom"
+                    else f"{n} allocation{'s' if n != 1 else ''} from an out-of-memory report")
         if ncomp:
             head.append(f" in {ncomp} computation{'s' if ncomp != 1 else ''}")
-        head.append(f", {reader.lines_read} lines")
-        if warnings:
-            head.append(f", {len(warnings)} line{'s' if len(warnings) != 1 else ''} skipped")
+        head.append(f", {reader.lines_read} line{'s' if reader.lines_read != 1 else ''}")
+        skipped = len(reader.warnings)
+        if skipped:
+            head.append(f", {skipped} line{'s' if skipped != 1 else ''} skipped")
+        if len(warnings) > skipped:
+            head.append(f", {len(warnings) - skipped} other warning"
+                        + ("s" if len(warnings) - skipped != 1 else ""))
         if show_table:
             write("\n")
         write("".join(head) + "\n")
@@ -756,6 +800,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="list the N values with the most padding waste (default 10; 0: none)")
     p.add_argument("--summary", action="store_true",
                    help="print only the totals and the top N, not every instruction")
+    p.add_argument("--details", action="store_true",
+                   help="also give each instruction's operands (with their shapes when written "
+                        "inline) and attributes (kind=, calls=, metadata={...}, ...)")
     p.add_argument("--max-warnings", type=int, default=20, metavar="N",
                    help="print at most N skipped-line warnings (default 20)")
     p.add_argument("--no-progress", action="store_true", help="never print progress")

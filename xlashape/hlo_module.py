@@ -415,7 +415,7 @@ class Instruction:
                     shape, end = reader.shape_at(part, 0)
                 except HloParseError as e:
                     raise HloParseError(
-                        f"operand of {self.name} (line {self.line}): {e.message}",
+                        f"operand of {self.name}: {e.message}",
                         e.text, e.position) from None
                 part = part[end:].strip()
             out.append(Operand(part.lstrip("%"), shape))
