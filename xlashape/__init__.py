@@ -62,7 +62,7 @@ from .layout_util import (
     make_layout_from_major_to_minor,
     get_default_layout_for_rank,
 )
-from ._core import LayoutArray
+from ._core import LayoutArray, ReadOnlyBufferError
 
 __version__ = "0.1.0"
 
@@ -80,5 +80,5 @@ __all__ = [
     "make_buffer_shape", "validate_shape",
     "make_layout", "make_descending_layout", "make_ascending_layout",
     "make_layout_from_major_to_minor", "get_default_layout_for_rank",
-    "LayoutArray",
+    "LayoutArray", "ReadOnlyBufferError",
 ]
