@@ -280,17 +280,13 @@ def set_to_default_layout(shape) -> Shape:
     >>> str(set_to_default_layout("(f32[2,3]{0,1}, token[])"))
     '(f32[2,3]{1,0}, token[])'
     """
-    shape = _as_shape(shape)
-    if shape.is_tuple:
-        return Shape.tuple([set_to_default_layout(s) for s in shape.tuple_shapes])
-    if shape.is_buffer:
-        return Shape.buffer(set_to_default_layout(shape.buffer_shape))
-    if shape.is_array:
-        default = make_descending_layout(len(shape.dimensions))
-        if shape.layout is None:
-            return shape.with_layout(default)
-        return shape.with_layout(shape.layout.replace(minor_to_major=default.minor_to_major))
-    return shape
+    def fix(a: Shape) -> Shape:
+        default = make_descending_layout(len(a.dimensions))
+        if a.layout is None:
+            return a.with_layout(default)
+        return a.with_layout(a.layout.replace(minor_to_major=default.minor_to_major))
+
+    return _as_shape(shape).map_arrays(fix)
 
 
 get_with_default_layout = set_to_default_layout
@@ -312,14 +308,8 @@ def clear_tiles(shape) -> Shape:
     >>> str(clear_tiles("bf16[16,256]{1,0:T(8,128)(2,1)S(1)}"))
     'bf16[16,256]{1,0:S(1)}'
     """
-    shape = _as_shape(shape)
-    if shape.is_tuple:
-        return Shape.tuple([clear_tiles(s) for s in shape.tuple_shapes])
-    if shape.is_buffer:
-        return Shape.buffer(clear_tiles(shape.buffer_shape))
-    if shape.is_array and shape.layout is not None:
-        return shape.with_layout(shape.layout.replace(tiles=()))
-    return shape
+    return _as_shape(shape).map_arrays(
+        lambda a: a if a.layout is None else a.with_layout(a.layout.replace(tiles=())))
 
 
 def has_layout(shape) -> bool:

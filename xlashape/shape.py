@@ -245,13 +245,26 @@ class Shape(_Frozen):
             raise InvalidShapeError(f"{self.human_string()} should not have a layout.")
         return Shape(self._element_type, self._dimensions, layout, self._dynamic)
 
+    def map_arrays(self, fn) -> "Shape":
+        """A copy with every array shape ``a`` inside replaced by ``fn(a)``,
+        recursing through tuples and buffers; tokens and opaque shapes are
+        kept as they are.
+
+        >>> str(Shape.tuple([Shape("f32", (2,)), Shape.token()]).map_arrays(
+        ...     lambda a: a.replace(element_type="s8")))
+        '(s8[2], token[])'
+        """
+        if self.is_tuple:
+            return Shape.tuple([s.map_arrays(fn) for s in self._tuple_shapes])
+        if self.is_buffer:
+            return Shape.buffer(self._tuple_shapes[0].map_arrays(fn))
+        if self.is_array:
+            return fn(self)
+        return self
+
     def without_layout(self) -> "Shape":
         """A copy with layouts removed (recursively for tuples)."""
-        if self.is_tuple:
-            return Shape.tuple([s.without_layout() for s in self._tuple_shapes])
-        if self.is_buffer or self.is_array:
-            return self.with_layout(None)
-        return self
+        return self.map_arrays(lambda a: a.with_layout(None))
 
     def replace(self, **changes) -> "Shape":
         """A copy of an array shape with ``element_type``, ``dimensions``,

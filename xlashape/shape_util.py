@@ -313,15 +313,8 @@ def make_shape_with_static_dimensions(shape) -> Shape:
     >>> str(make_shape_with_static_dimensions("f32[<=4,3]"))
     'f32[4,3]{1,0}'
     """
-    shape = _as_shape(shape)
-    if shape.is_tuple:
-        return Shape.tuple([make_shape_with_static_dimensions(s) for s in shape.tuple_shapes])
-    if shape.is_buffer:
-        return Shape.buffer(make_shape_with_static_dimensions(shape.buffer_shape))
-    if not shape.is_array:
-        return shape
-    return Shape(shape.element_type, shape.dimensions, shape.layout,
-                 [False] * len(shape.dimensions))
+    return _as_shape(shape).map_arrays(
+        lambda a: a.replace(dynamic_dimensions=[False] * len(a.dimensions)))
 
 
 def make_static_shape(shape) -> Shape:
@@ -332,17 +325,13 @@ def make_static_shape(shape) -> Shape:
     >>> str(make_static_shape("f32[<=4]{0:M(8)}"))
     'f32[4]{0}'
     """
-    shape = _as_shape(shape)
-    if shape.is_tuple:
-        return Shape.tuple([make_static_shape(s) for s in shape.tuple_shapes])
-    if shape.is_buffer:
-        return Shape.buffer(make_static_shape(shape.buffer_shape))
-    if not shape.is_array:
-        return shape
-    layout = shape.layout
-    if layout is not None:
-        layout = layout.replace(dynamic_shape_metadata_prefix_bytes=0)
-    return Shape(shape.element_type, shape.dimensions, layout, [False] * len(shape.dimensions))
+    def fix(a: Shape) -> Shape:
+        layout = a.layout
+        if layout is not None:
+            layout = layout.replace(dynamic_shape_metadata_prefix_bytes=0)
+        return a.replace(layout=layout, dynamic_dimensions=[False] * len(a.dimensions))
+
+    return _as_shape(shape).map_arrays(fix)
 
 
 def make_scalar_shape(element_type) -> Shape:
@@ -1541,17 +1530,14 @@ def device_shape_to_host_shape(shape) -> Shape:
     >>> str(device_shape_to_host_shape("s4[64,128]{1,0:T(8,128)E(4)S(1)}"))
     's4[64,128]{1,0}'
     """
-    shape = _as_shape(shape)
-    if shape.is_tuple:
-        return Shape.tuple([device_shape_to_host_shape(s) for s in shape.tuple_shapes])
-    if shape.is_buffer:
-        return Shape.buffer(device_shape_to_host_shape(shape.buffer_shape))
-    if not shape.is_array or shape.layout is None:
-        return shape
-    layout = shape.layout.replace(
-        tiles=(), memory_space=0, physical_shape=None, element_size_in_bits=0,
-        tail_padding_alignment_in_elements=1, dynamic_shape_metadata_prefix_bytes=0)
-    return shape.with_layout(layout)
+    def strip(a: Shape) -> Shape:
+        if a.layout is None:
+            return a
+        return a.with_layout(a.layout.replace(
+            tiles=(), memory_space=0, physical_shape=None, element_size_in_bits=0,
+            tail_padding_alignment_in_elements=1, dynamic_shape_metadata_prefix_bytes=0))
+
+    return _as_shape(shape).map_arrays(strip)
 
 
 def get_subshape(shape, index: Sequence[int]) -> Shape:
