@@ -546,17 +546,25 @@ _FOOTPRINTS: Dict[int, tuple] = {}
 _TEXTS: Dict[int, tuple] = {}
 
 
+def _per_object(cache: dict, shape: Shape, compute):
+    """``compute(shape)``, remembered per Shape *object*. The reader hands out
+    one Shape object per distinct shape text, so an identity lookup answers
+    almost every call without hashing or comparing shapes. The entry keeps
+    the shape alive, so its id cannot be reused while it is cached."""
+    hit = cache.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    value = compute(shape)
+    if len(cache) >= 1 << 16:
+        cache.clear()
+    cache[id(shape)] = (shape, value)
+    return value
+
+
 def shape_text(shape: Shape) -> str:
     """``str(shape)`` (XLA's canonical text), remembered per Shape object:
     a dump prints the same few thousand shapes hundreds of thousands of times."""
-    hit = _TEXTS.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    text = str(shape)
-    if len(_TEXTS) >= 1 << 16:
-        _TEXTS.clear()
-    _TEXTS[id(shape)] = (shape, text)
-    return text
+    return _per_object(_TEXTS, shape, str)
 
 
 def memory_footprint(shape: Shape) -> Footprint:
@@ -569,17 +577,7 @@ def memory_footprint(shape: Shape) -> Footprint:
     >>> memory_footprint(parse_shape("(f32[3,5]{1,0:T(2,2)}, s32[]{:S(1)}, token[])"))
     Footprint(bytes=64, padded_bytes=100, memory_space=None, by_space=((0, 60, 96), (1, 4, 4)), problem=None)
     """
-    # The reader hands out one Shape object per distinct shape text, so an
-    # identity lookup answers almost every call without hashing or comparing
-    # shapes; the value-keyed cache below catches equal shapes built elsewhere.
-    hit = _FOOTPRINTS.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    fp = _footprint(shape)
-    if len(_FOOTPRINTS) >= 1 << 16:
-        _FOOTPRINTS.clear()
-    _FOOTPRINTS[id(shape)] = (shape, fp)
-    return fp
+    return _per_object(_FOOTPRINTS, shape, _footprint)
 
 
 def _clear_footprints() -> None:
