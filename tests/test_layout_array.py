@@ -436,6 +436,16 @@ def test_relayout_errors():
     with pytest.raises(TypeError, match="relayout expects a Layout"):
         la.relayout((0, 1))
     assert la.relayout("f32[2,3]{0,1:T(2,2)}").layout == Layout((0, 1), tiles=[Tile(2, 2)])
+    # layout text alone is accepted too, and checked against the rank
+    assert la.relayout("{0,1:T(2,2)}").layout == Layout((0, 1), tiles=[Tile(2, 2)])
+    with pytest.raises(ValueError, match="minor_to_major"):
+        la.relayout("{0}")
+
+
+def test_allocation_failures_say_what_was_asked():
+    # 10^18 elements: neither the offset tables nor the buffer can exist.
+    with pytest.raises(MemoryError, match=r"f32\[1000000000000,1000000\]"):
+        LayoutArray("f32[1000000000000,1000000]")
 
 
 def test_pickle_roundtrip():

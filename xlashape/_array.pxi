@@ -250,7 +250,8 @@ cdef class LayoutArray:
             return 0
         self.tab_block = <int64_t*>malloc(max(total, 1) * sizeof(int64_t))
         if self.tab_block == NULL:
-            raise MemoryError()
+            raise MemoryError(
+                f"cannot allocate the offset tables ({total} entries) for {plan.shape}")
         p = self.tab_block
         for d in range(rank):
             idx[d] = 0
@@ -1002,8 +1003,8 @@ cdef class LayoutArray:
     def relayout(self, layout):
         """The same logical values in another layout (a new LayoutArray).
 
-        ``layout`` is a :class:`~xlashape.Layout`, or a Shape / HLO text with
-        the same element type and dimensions. Copies directly between the two
+        ``layout`` is a :class:`~xlashape.Layout` or layout text (``"{0,1}"``),
+        or a Shape / HLO text with the same element type and dimensions. Copies directly between the two
         physical buffers (compiled, in blocks when the minor dimension moves).
 
         >>> from xlashape import Layout
@@ -1015,6 +1016,9 @@ cdef class LayoutArray:
         cdef LayoutArray la
         cdef Side dst, src
         self._check_alive()
+        if isinstance(layout, str) and layout.lstrip().startswith("{"):
+            from .hlo_text import parse_layout
+            layout = parse_layout(layout)
         if isinstance(layout, _Layout):
             shape = self._shape.with_layout(layout)
         elif isinstance(layout, (str, _Shape)):
