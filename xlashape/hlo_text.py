@@ -461,6 +461,181 @@ def _describe(lx: _Lexer) -> str:
 _INVALID = Shape(P.PRIMITIVE_TYPE_INVALID)
 
 
+# ---------------------------------------------------------------------------
+# The fast path: one regex for the overwhelmingly common well-formed array
+# shape, ``type[dims]{m2m:T(..)..L(n)E(n)S(n)}``, converted directly.
+#
+# It accepts only text on which the full parser provably builds the same
+# value without recording an error: no whitespace or comments, integers of at
+# most 18 digits (below 2**63, so no bit-casting, no range errors), no signs,
+# only the attributes T, L, E and S in XLA's order, a minor_to_major of the
+# shape's rank, L(n) >= 1, and for token/opaque only ``[]`` without a layout.
+# Every single-character token it stops at ends the lexer's token there too.
+# Anything else, including every error, returns None and the full parser runs
+# from the beginning, so messages and positions come from one place.
+
+_NUM = r"[0-9]{1,18}"
+_DIM = rf"(?:<=)?{_NUM}|\?"
+_TILE_ENTRY = rf"{_NUM}|\*"
+_ARRAY_REST = (
+    rf"\[((?:{_DIM})(?:,(?:{_DIM}))*)?\]"  # 1: dims
+    r"(\{(?=[0-9:])"  # 2: a layout: '{' then an int or ':' (else '{' is not a layout)
+    rf"({_NUM}(?:,{_NUM})*)?"  # 3: minor_to_major
+    rf"(?::(?:T((?:\((?:{_TILE_ENTRY})(?:,(?:{_TILE_ENTRY}))*\))+))?"  # 4: tiles
+    rf"(?:L\(({_NUM})\))?(?:E\(({_NUM})\))?(?:S\(({_NUM})\))?)?"  # 5, 6, 7: L E S
+    r"\})?"
+)
+# At the start of a string (the element type word first) and right after an
+# element-type token inside the full parser.
+_FAST_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)" + _ARRAY_REST, _A)
+_FAST_REST_RE = re.compile(_ARRAY_REST, _A)
+# After an array written without a layout, these characters could begin a
+# layout (possibly after whitespace or a comment): the fast path then leaves
+# the decision to the full parser.
+_MAY_PRECEDE_LAYOUT = frozenset(" \t\r\n/{")
+_ARRAY_TYPES = frozenset(t for t in PrimitiveType if t.is_array_type)
+# The tests switch the fast path off to obtain the full parser's answers.
+_USE_FAST_PATH = True
+
+# Shape, Layout and Tile are immutable and their constructors validate and
+# normalise every argument. The fast path has already established what they
+# check, so it fills the slots directly through the slot descriptors (the
+# tests compare every slot with what the constructors build). Should those
+# classes ever change their slots, the constructors are used instead.
+_TRUSTED_SLOTS = (
+    tuple(Tile.__slots__) == ("_dims",)
+    and tuple(Layout.__slots__) == (
+        "_minor_to_major", "_tiles", "_tail_padding_alignment_in_elements",
+        "_index_primitive_type", "_pointer_primitive_type", "_element_size_in_bits",
+        "_memory_space", "_split_configs", "_physical_shape",
+        "_dynamic_shape_metadata_prefix_bytes", "_padded_dimensions", "_padding_value")
+    and tuple(Shape.__slots__) == (
+        "_element_type", "_dimensions", "_dynamic", "_layout", "_tuple_shapes", "_hash")
+)
+_obj_new = object.__new__
+_NO_TYPE = P.PRIMITIVE_TYPE_INVALID
+if _TRUSTED_SLOTS:
+    _set_tile_dims = Tile._dims.__set__
+    (_set_m2m, _set_tiles, _set_tail, _set_index_type, _set_pointer_type, _set_bits,
+     _set_space, _set_splits, _set_physical, _set_metadata, _set_padded,
+     _set_padding_value) = [getattr(Layout, name).__set__ for name in Layout.__slots__]
+    (_set_etype, _set_dims, _set_dyn, _set_layout, _set_tuple_shapes,
+     _set_hash) = [getattr(Shape, name).__set__ for name in Shape.__slots__]
+
+
+def _new_tile(dims: tuple) -> Tile:
+    if not _TRUSTED_SLOTS:
+        return Tile(*dims)
+    tile = _obj_new(Tile)
+    _set_tile_dims(tile, dims)
+    return tile
+
+
+def _new_layout(m2m: tuple, tiles: tuple, tail_padding: int, element_bits: int,
+                memory_space: int) -> Layout:
+    if not _TRUSTED_SLOTS:
+        return Layout(m2m, tiles=tiles, tail_padding_alignment_in_elements=tail_padding,
+                      element_size_in_bits=element_bits, memory_space=memory_space)
+    lay = _obj_new(Layout)
+    _set_m2m(lay, m2m)
+    _set_tiles(lay, tiles)
+    _set_tail(lay, tail_padding)
+    _set_index_type(lay, _NO_TYPE)
+    _set_pointer_type(lay, _NO_TYPE)
+    _set_bits(lay, element_bits)
+    _set_space(lay, memory_space)
+    _set_splits(lay, ())
+    _set_physical(lay, None)
+    _set_metadata(lay, 0)
+    _set_padded(lay, ())
+    _set_padding_value(lay, 0)
+    return lay
+
+
+def _new_shape(ptype: PrimitiveType, dims: tuple, dyn: tuple, layout: Optional[Layout]) -> Shape:
+    if not _TRUSTED_SLOTS:
+        return Shape(ptype, dims, layout, dyn if ptype in _ARRAY_TYPES else None)
+    shape = _obj_new(Shape)
+    _set_etype(shape, ptype)
+    _set_dims(shape, dims)
+    _set_dyn(shape, dyn)
+    _set_layout(shape, layout)
+    _set_tuple_shapes(shape, ())
+    _set_hash(shape, None)
+    return shape
+
+
+def _fast_array(ptype: PrimitiveType, dims_text, layout_text, m2m_text, tiles_text,
+                tail_text, bits_text, space_text) -> Optional[Shape]:
+    """The Shape for one match of ``_ARRAY_REST`` (its groups), or None when
+    the full parser must decide (it would fail, abort, or do more)."""
+    if dims_text is None:
+        dims = dyn = ()
+    elif "<" in dims_text or "?" in dims_text:
+        dims_l = []
+        dyn_l = []
+        for piece in dims_text.split(","):
+            if piece == "?":
+                dims_l.append(UNBOUNDED_SIZE)
+                dyn_l.append(True)
+            elif piece[0] == "<":
+                dims_l.append(int(piece[2:]))
+                dyn_l.append(True)
+            else:
+                dims_l.append(int(piece))
+                dyn_l.append(False)
+        dims = tuple(dims_l)
+        dyn = tuple(dyn_l)
+    else:
+        dims = tuple(map(int, dims_text.split(",")))
+        dyn = (False,) * len(dims)
+    n = len(dims)
+    if ptype not in _ARRAY_TYPES:  # token[] / opaque[]; anything more is an error
+        if n or layout_text is not None:
+            return None
+        return _new_shape(ptype, (), (), None)
+    if layout_text is None:
+        return _new_shape(ptype, dims, dyn, _default_layout(n))
+    if m2m_text is None:
+        if n:
+            return None  # "Dimensions size is n, but minor to major size is 0."
+        m2m = ()
+    else:
+        m2m = tuple(map(int, m2m_text.split(",")))
+        if len(m2m) != n:
+            return None
+    if tiles_text is None:
+        tiles = ()
+    elif "*" in tiles_text:
+        tiles = tuple([
+            _new_tile(tuple([COMBINE_DIMENSION if e == "*" else int(e) for e in t.split(",")]))
+            for t in tiles_text[1:-1].split(")(")])
+    else:
+        tiles = tuple([_new_tile(tuple(map(int, t.split(","))))
+                       for t in tiles_text[1:-1].split(")(")])
+    if tail_text is None:
+        tail = 1
+    else:
+        tail = int(tail_text)
+        if tail < 1:
+            return None  # L(0): refused by the full parser
+    bits = 0 if bits_text is None else int(bits_text)
+    # XLA keeps memory_space in an int8: S(200) is -56.
+    space = 0 if space_text is None else ((int(space_text) + 128) & 0xFF) - 128
+    return _new_shape(ptype, dims, dyn, _new_layout(m2m, tiles, tail, bits, space))
+
+
+def _fast_shape(text: str) -> Optional[Shape]:
+    """parse_shape's fast path: the whole of ``text`` is one plain array shape."""
+    m = _FAST_SHAPE_RE.fullmatch(text) if _USE_FAST_PATH else None
+    if m is None:
+        return None
+    ptype = _TYPE_KEYWORDS.get(m.group(1))
+    if ptype is None:
+        return None
+    return _fast_array(ptype, *m.groups()[1:])
+
+
 class _Parser:
     """A mirror of XLA's HloParserImpl restricted to shapes and layouts.
 
@@ -586,6 +761,19 @@ class _Parser:
         if lx.kind != K_PRIMITIVE:
             return self._token_error("expected primitive type, saw " + _kind_name(lx)), _INVALID
         ptype = lx.ptype
+        # Fast path (tuple elements, text after leading whitespace): a plain
+        # array shape right after the type token, built directly. Without a
+        # layout, it applies only when the next character cannot lead to one.
+        text = lx.text
+        m = _FAST_REST_RE.match(text, lx.end) if _USE_FAST_PATH else None
+        if m is not None:
+            end = m.end()
+            if m.group(2) is not None or end >= lx.n or text[end] not in _MAY_PRECEDE_LAYOUT:
+                shape = _fast_array(ptype, *m.groups())
+                if shape is not None:
+                    lx.pos = lx.end = end
+                    lx.lex()
+                    return True, shape
         lx.lex()
 
         dims: List[int] = []
@@ -901,19 +1089,22 @@ def _layout_problem(shape: Shape) -> Optional[str]:
         return None
     n = len(shape.dimensions)
     m2m = layout.minor_to_major
-    joined = ", ".join(map(str, m2m))
     if len(m2m) != n:
+        joined = ", ".join(map(str, m2m))
         return (f"layout minor_to_major field contains {len(m2m)} elements, but shape has "
                 f"{n} dimensions: {{{joined}}}; shape: {shape}")
-    seen = set()
-    for d in m2m:
-        if d < 0 or d >= n:
-            return (f"layout minor_to_major field has out-of-bounds value: {{{joined}}}; "
-                    f"shape: {shape}")
-        if d in seen:
-            return (f"layout minor_to_major field has duplicate values: {{{joined}}}; "
-                    f"shape: {shape}")
-        seen.add(d)
+    if n and (min(m2m) < 0 or max(m2m) >= n or len(set(m2m)) != n):
+        # Not a permutation: report the first offending entry, in order.
+        joined = ", ".join(map(str, m2m))
+        seen = set()
+        for d in m2m:
+            if d < 0 or d >= n:
+                return (f"layout minor_to_major field has out-of-bounds value: {{{joined}}}; "
+                        f"shape: {shape}")
+            if d in seen:
+                return (f"layout minor_to_major field has duplicate values: {{{joined}}}; "
+                        f"shape: {shape}")
+            seen.add(d)
     if layout.index_primitive_type is not P.PRIMITIVE_TYPE_INVALID:
         return f"layout has a index_primitive_type, but is not a sparse array: {shape}"
     if layout.pointer_primitive_type is not P.PRIMITIVE_TYPE_INVALID:
@@ -986,6 +1177,9 @@ def _run(text: str, pos: int, what: str):
 
 @functools.lru_cache(maxsize=8192)
 def _parse_shape_cached(text: str) -> Shape:
+    shape = _fast_shape(text)
+    if shape is not None:
+        return shape
     parser, shape = _run(text, 0, "shape")
     lx = parser.lx
     if lx.kind != K_EOF:
