@@ -463,32 +463,38 @@ _INVALID = Shape(P.PRIMITIVE_TYPE_INVALID)
 
 # ---------------------------------------------------------------------------
 # The fast path: one regex for the overwhelmingly common well-formed array
-# shape, ``type[dims]{m2m:T(..)..L(n)E(n)S(n)}``, converted directly.
+# shape, ``type[dims]{m2m:T(..)..L(n)E(n)S(n)}`` (and tuples of them, as XLA
+# prints them), converted directly.
 #
-# It accepts only text on which the full parser provably builds the same
-# value without recording an error: no whitespace or comments, integers of at
-# most 18 digits (below 2**63, so no bit-casting, no range errors), no signs,
-# only the attributes T, L, E and S in XLA's order, a minor_to_major of the
-# shape's rank, L(n) >= 1, and for token/opaque only ``[]`` without a layout.
-# Every single-character token it stops at ends the lexer's token there too.
-# Anything else, including every error, returns None and the full parser runs
-# from the beginning, so messages and positions come from one place.
+# It accepts only text on which the full parser certainly builds the same
+# value without recording an error: no whitespace or comments, no signs, no
+# number of 19 digits or more (so every integer is below 2**63: no
+# bit-casting, no range errors), only the attributes T, L, E and S in XLA's
+# order, a minor_to_major as long as the rank, L(n) >= 1, and for
+# token/opaque only ``[]`` without a layout. The regex uses broad character
+# classes (fast to match); ``int()`` then rejects what the grammar does not
+# allow (empty entries, stray brackets), since the classes contain no
+# whitespace, sign or underscore that ``int()`` would tolerate. Each
+# character the regex stops at is a one-character token, so the full lexer's
+# tokens end at the same places. Anything else, including every error,
+# returns None and the full parser runs, so messages and positions come from
+# one place only.
 
-_NUM = r"[0-9]{1,18}"
-_DIM = rf"(?:<=)?{_NUM}|\?"
-_TILE_ENTRY = rf"{_NUM}|\*"
 _ARRAY_REST = (
-    rf"\[((?:{_DIM})(?:,(?:{_DIM}))*)?\]"  # 1: dims
+    r"\[([0-9,<=?]*)\]"  # 1: dims
     r"(\{(?=[0-9:])"  # 2: a layout: '{' then an int or ':' (else '{' is not a layout)
-    rf"({_NUM}(?:,{_NUM})*)?"  # 3: minor_to_major
-    rf"(?::(?:T((?:\((?:{_TILE_ENTRY})(?:,(?:{_TILE_ENTRY}))*\))+))?"  # 4: tiles
-    rf"(?:L\(({_NUM})\))?(?:E\(({_NUM})\))?(?:S\(({_NUM})\))?)?"  # 5, 6, 7: L E S
+    r"([0-9,]*)"  # 3: minor_to_major
+    r"(?::(?:T(\([0-9,*()]*\)))?"  # 4: tiles
+    r"(?:L\(([0-9]+)\))?(?:E\(([0-9]+)\))?(?:S\(([0-9]+)\))?)?"  # 5, 6, 7: L E S
     r"\})?"
 )
-# At the start of a string (the element type word first) and right after an
+# At the start of a string (the element type word first), and right after an
 # element-type token inside the full parser.
 _FAST_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)" + _ARRAY_REST, _A)
 _FAST_REST_RE = re.compile(_ARRAY_REST, _A)
+_LONG_NUMBER_RE = re.compile(r"[0-9]{19}", _A)
+# Between tuple elements: ', ' as XLA prints it, maybe with its /*index=N*/.
+_TUPLE_SEP_RE = re.compile(r" ?(?:/\*index=[0-9]+\*/)?", _A)
 # After an array written without a layout, these characters could begin a
 # layout (possibly after whitespace or a comment): the fast path then leaves
 # the decision to the full parser.
@@ -565,54 +571,68 @@ def _new_shape(ptype: PrimitiveType, dims: tuple, dyn: tuple, layout: Optional[L
     return shape
 
 
-def _fast_array(ptype: PrimitiveType, dims_text, layout_text, m2m_text, tiles_text,
+def _new_tuple(shapes: tuple) -> Shape:
+    if not _TRUSTED_SLOTS:
+        return Shape.tuple(shapes)
+    shape = _obj_new(Shape)
+    _set_etype(shape, P.TUPLE)
+    _set_dims(shape, ())
+    _set_dyn(shape, ())
+    _set_layout(shape, None)
+    _set_tuple_shapes(shape, shapes)
+    _set_hash(shape, None)
+    return shape
+
+
+def _fast_array(ptype: PrimitiveType, dims_text: str, layout_text, m2m_text, tiles_text,
                 tail_text, bits_text, space_text) -> Optional[Shape]:
-    """The Shape for one match of ``_ARRAY_REST`` (its groups), or None when
-    the full parser must decide (it would fail, abort, or do more)."""
-    if dims_text is None:
-        dims = dyn = ()
-    elif "<" in dims_text or "?" in dims_text:
-        dims_l = []
-        dyn_l = []
-        for piece in dims_text.split(","):
-            if piece == "?":
-                dims_l.append(UNBOUNDED_SIZE)
-                dyn_l.append(True)
-            elif piece[0] == "<":
-                dims_l.append(int(piece[2:]))
-                dyn_l.append(True)
-            else:
-                dims_l.append(int(piece))
-                dyn_l.append(False)
-        dims = tuple(dims_l)
-        dyn = tuple(dyn_l)
-    else:
-        dims = tuple(map(int, dims_text.split(",")))
-        dyn = (False,) * len(dims)
-    n = len(dims)
-    if ptype not in _ARRAY_TYPES:  # token[] / opaque[]; anything more is an error
-        if n or layout_text is not None:
-            return None
-        return _new_shape(ptype, (), (), None)
-    if layout_text is None:
-        return _new_shape(ptype, dims, dyn, _default_layout(n))
-    if m2m_text is None:
-        if n:
-            return None  # "Dimensions size is n, but minor to major size is 0."
-        m2m = ()
-    else:
-        m2m = tuple(map(int, m2m_text.split(",")))
+    """The Shape for one match of ``_ARRAY_REST`` (its groups) in which no
+    number has 19 digits, or None when the full parser must decide (it would
+    fail, abort, or do more)."""
+    try:
+        if not dims_text:
+            dims = dyn = ()
+        elif "<" in dims_text or "?" in dims_text:
+            dims_l = []
+            dyn_l = []
+            for piece in dims_text.split(","):
+                if piece == "?":
+                    dims_l.append(UNBOUNDED_SIZE)
+                    dyn_l.append(True)
+                elif piece[:2] == "<=":
+                    dims_l.append(int(piece[2:]))  # ValueError for '<=?', '<=', '<=<=1'
+                    dyn_l.append(True)
+                else:
+                    dims_l.append(int(piece))  # ValueError for '<1', '?1', '=1'
+                    dyn_l.append(False)
+            dims = tuple(dims_l)
+            dyn = tuple(dyn_l)
+        else:
+            dims = tuple(map(int, dims_text.split(",")))  # ValueError for '', ',1', '1,'
+            dyn = (False,) * len(dims)
+        n = len(dims)
+        if ptype not in _ARRAY_TYPES:  # token[] / opaque[]; anything more is an error
+            if n or layout_text is not None:
+                return None
+            return _new_shape(ptype, (), (), None)
+        if layout_text is None:
+            return _new_shape(ptype, dims, dyn, _default_layout(n))
+        m2m = tuple(map(int, m2m_text.split(","))) if m2m_text else ()
         if len(m2m) != n:
-            return None
-    if tiles_text is None:
-        tiles = ()
-    elif "*" in tiles_text:
-        tiles = tuple([
-            _new_tile(tuple([COMBINE_DIMENSION if e == "*" else int(e) for e in t.split(",")]))
-            for t in tiles_text[1:-1].split(")(")])
-    else:
-        tiles = tuple([_new_tile(tuple(map(int, t.split(","))))
-                       for t in tiles_text[1:-1].split(")(")])
+            return None  # "Dimensions size is n, but minor to major size is m."
+        if tiles_text is None:
+            tiles = ()
+        elif "*" in tiles_text:
+            tiles = tuple([
+                _new_tile(tuple([COMBINE_DIMENSION if e == "*" else int(e)
+                                 for e in t.split(",")]))
+                for t in tiles_text[1:-1].split(")(")])
+        else:
+            # ValueError for 'T()', 'T((1))', 'T(1,)', 'T(1)()': not plain tiles.
+            tiles = tuple([_new_tile(tuple(map(int, t.split(","))))
+                           for t in tiles_text[1:-1].split(")(")])
+    except ValueError:
+        return None
     if tail_text is None:
         tail = 1
     else:
@@ -625,9 +645,70 @@ def _fast_array(ptype: PrimitiveType, dims_text, layout_text, m2m_text, tiles_te
     return _new_shape(ptype, dims, dyn, _new_layout(m2m, tiles, tail, bits, space))
 
 
+def _fast_element_valid(shape: Shape) -> bool:
+    """Whether a tuple element built by :func:`_fast_array` certainly passes
+    the checks ``_parse_tuple`` runs (``_non_layout_problem`` and
+    ``_layout_problem``). False whenever either would report a problem; the
+    full parser then produces the message."""
+    et = shape.element_type
+    if et not in _ARRAY_TYPES:
+        return True  # token[] / opaque[]
+    product = 1
+    for d in shape.dimensions:
+        if d != UNBOUNDED_SIZE:
+            product *= d
+            if product > _INT64_MAX:
+                return False
+    if product * et.byte_width > _INT64_MAX:
+        return False
+    layout = shape.layout
+    m2m = layout.minor_to_major  # as long as the rank, entries >= 0 (fast grammar)
+    n = len(m2m)
+    if n and (max(m2m) >= n or len(set(m2m)) != n):
+        return False
+    for tile in layout.tiles:  # never empty in the fast grammar
+        if 0 in tile.dimensions:
+            return False
+    return True
+
+
+def _fast_tuple(text: str) -> Optional[Shape]:
+    """A tuple of plain array/token/opaque shapes as XLA prints it, the whole
+    of ``text`` (which starts with '('); None for anything else."""
+    n = len(text)
+    pos = 1
+    shapes = []
+    match = _FAST_SHAPE_RE.match
+    while True:
+        m = match(text, pos)
+        if m is None:
+            return None
+        end = m.end()
+        if end >= n:
+            return None
+        c = text[end]
+        if c != "," and c != ")":
+            return None
+        ptype = _TYPE_KEYWORDS.get(m.group(1))
+        if ptype is None:
+            return None
+        shape = _fast_array(ptype, *m.groups()[1:])
+        if shape is None or not _fast_element_valid(shape):
+            return None
+        shapes.append(shape)
+        if c == ")":
+            return _new_tuple(tuple(shapes)) if end + 1 == n else None
+        pos = _TUPLE_SEP_RE.match(text, end + 1).end()
+
+
 def _fast_shape(text: str) -> Optional[Shape]:
-    """parse_shape's fast path: the whole of ``text`` is one plain array shape."""
-    m = _FAST_SHAPE_RE.fullmatch(text) if _USE_FAST_PATH else None
+    """parse_shape's fast path: the whole of ``text`` is one plain array
+    shape, or a tuple of them; None otherwise (the full parser decides)."""
+    if not _USE_FAST_PATH or _LONG_NUMBER_RE.search(text) is not None:
+        return None
+    if text[:1] == "(":
+        return _fast_tuple(text)
+    m = _FAST_SHAPE_RE.fullmatch(text)
     if m is None:
         return None
     ptype = _TYPE_KEYWORDS.get(m.group(1))
@@ -768,7 +849,8 @@ class _Parser:
         m = _FAST_REST_RE.match(text, lx.end) if _USE_FAST_PATH else None
         if m is not None:
             end = m.end()
-            if m.group(2) is not None or end >= lx.n or text[end] not in _MAY_PRECEDE_LAYOUT:
+            if ((m.group(2) is not None or end >= lx.n or text[end] not in _MAY_PRECEDE_LAYOUT)
+                    and _LONG_NUMBER_RE.search(text, lx.end, end) is None):
                 shape = _fast_array(ptype, *m.groups())
                 if shape is not None:
                     lx.pos = lx.end = end
