@@ -468,8 +468,8 @@ _INVALID = Shape(P.PRIMITIVE_TYPE_INVALID)
 #
 # It accepts only text on which the full parser certainly builds the same
 # value without recording an error: no whitespace or comments, no signs, no
-# number of 19 digits or more (so every integer is below 2**63: no
-# bit-casting, no range errors), only the attributes T, L, E and S in XLA's
+# number above INT64_MAX (which the lexer would bit-cast or refuse; int()
+# refuses absurdly long ones itself), only the attributes T, L, E and S in XLA's
 # order, a minor_to_major as long as the rank, L(n) >= 1, and for
 # token/opaque only ``[]`` without a layout. The regex uses broad character
 # classes (fast to match); ``int()`` then rejects what the grammar does not
@@ -492,7 +492,6 @@ _ARRAY_REST = (
 # element-type token inside the full parser.
 _FAST_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)" + _ARRAY_REST, _A)
 _FAST_REST_RE = re.compile(_ARRAY_REST, _A)
-_LONG_NUMBER_RE = re.compile(r"[0-9]{19}", _A)
 # Between tuple elements: ', ' as XLA prints it, maybe with its /*index=N*/.
 _TUPLE_SEP_RE = re.compile(r" ?(?:/\*index=[0-9]+\*/)?", _A)
 # After an array written without a layout, these characters could begin a
@@ -584,11 +583,15 @@ def _new_tuple(shapes: tuple) -> Shape:
     return shape
 
 
-def _fast_array(ptype: PrimitiveType, dims_text: str, layout_text, m2m_text, tiles_text,
-                tail_text, bits_text, space_text) -> Optional[Shape]:
-    """The Shape for one match of ``_ARRAY_REST`` (its groups) in which no
-    number has 19 digits, or None when the full parser must decide (it would
-    fail, abort, or do more)."""
+def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_text, m2m_text,
+                tiles_text, tail_text, bits_text, space_text) -> Optional[Shape]:
+    """The Shape for one match of ``_ARRAY_REST`` (its groups), or None when
+    the full parser must decide (it would fail, abort, or do more).
+
+    With ``in_tuple``, also None unless the shape certainly passes the checks
+    ``_parse_tuple`` runs on its elements (``_non_layout_problem`` and
+    ``_layout_problem``); the full parser then produces the message.
+    """
     try:
         if not dims_text:
             dims = dyn = ()
@@ -615,61 +618,97 @@ def _fast_array(ptype: PrimitiveType, dims_text: str, layout_text, m2m_text, til
             if n or layout_text is not None:
                 return None
             return _new_shape(ptype, (), (), None)
+        # Numbers above INT64_MAX are bit-cast or refused by the lexer (a
+        # text of fewer than 19 characters cannot hold such a number).
+        if len(dims_text) > 18 and max(dims) > _INT64_MAX:
+            return None
+        # _non_layout_problem (tuple elements): element count and byte size fit
+        # in int64. Dimensions written in at most 17 characters multiply to
+        # less than 10**17, and 16 bytes per element keep that below 2**63.
+        if in_tuple and len(dims_text) > 17:
+            product = 1
+            for d in dims:
+                if d != UNBOUNDED_SIZE:
+                    product *= d
+                    if product > _INT64_MAX:
+                        return None
+            if product * ptype.byte_width > _INT64_MAX:
+                return None
         if layout_text is None:
             return _new_shape(ptype, dims, dyn, _default_layout(n))
-        m2m = tuple(map(int, m2m_text.split(","))) if m2m_text else ()
-        if len(m2m) != n:
-            return None  # "Dimensions size is n, but minor to major size is m."
+        if m2m_text:
+            m2m = tuple(map(int, m2m_text.split(",")))
+            if len(m2m) != n:
+                return None  # "Dimensions size is n, but minor to major size is m."
+            if len(m2m_text) > 18 and max(m2m) > _INT64_MAX:
+                return None
+            if in_tuple and (max(m2m) >= n or len(set(m2m)) != n):
+                return None  # _layout_problem: not a permutation
+        elif n:
+            return None
+        else:
+            m2m = ()
         if tiles_text is None:
             tiles = ()
-        elif "*" in tiles_text:
-            tiles = tuple([
-                _new_tile(tuple([COMBINE_DIMENSION if e == "*" else int(e)
-                                 for e in t.split(",")]))
-                for t in tiles_text[1:-1].split(")(")])
         else:
-            # ValueError for 'T()', 'T((1))', 'T(1,)', 'T(1)()': not plain tiles.
-            tiles = tuple([_new_tile(tuple(map(int, t.split(","))))
-                           for t in tiles_text[1:-1].split(")(")])
+            if "*" in tiles_text:
+                tile_dims = [tuple([COMBINE_DIMENSION if e == "*" else int(e)
+                                    for e in t.split(",")])
+                             for t in tiles_text[1:-1].split(")(")]
+            else:
+                # ValueError for 'T()', 'T((1))', 'T(1,)', 'T(1)()': not plain tiles.
+                tile_dims = [tuple(map(int, t.split(",")))
+                             for t in tiles_text[1:-1].split(")(")]
+            if len(tiles_text) > 18 and max(map(max, tile_dims)) > _INT64_MAX:
+                return None
+            if in_tuple and any(0 in t for t in tile_dims):
+                return None  # _layout_problem: invalid tiles
+            tiles = tuple(map(_new_tile, tile_dims))
     except ValueError:
         return None
     if tail_text is None:
         tail = 1
     else:
         tail = int(tail_text)
-        if tail < 1:
+        if tail < 1 or tail > _INT64_MAX:
             return None  # L(0): refused by the full parser
-    bits = 0 if bits_text is None else int(bits_text)
-    # XLA keeps memory_space in an int8: S(200) is -56.
-    space = 0 if space_text is None else ((int(space_text) + 128) & 0xFF) - 128
-    return _new_shape(ptype, dims, dyn, _new_layout(m2m, tiles, tail, bits, space))
-
-
-def _fast_element_valid(shape: Shape) -> bool:
-    """Whether a tuple element built by :func:`_fast_array` certainly passes
-    the checks ``_parse_tuple`` runs (``_non_layout_problem`` and
-    ``_layout_problem``). False whenever either would report a problem; the
-    full parser then produces the message."""
-    et = shape.element_type
-    if et not in _ARRAY_TYPES:
-        return True  # token[] / opaque[]
-    product = 1
-    for d in shape.dimensions:
-        if d != UNBOUNDED_SIZE:
-            product *= d
-            if product > _INT64_MAX:
-                return False
-    if product * et.byte_width > _INT64_MAX:
-        return False
-    layout = shape.layout
-    m2m = layout.minor_to_major  # as long as the rank, entries >= 0 (fast grammar)
-    n = len(m2m)
-    if n and (max(m2m) >= n or len(set(m2m)) != n):
-        return False
-    for tile in layout.tiles:  # never empty in the fast grammar
-        if 0 in tile.dimensions:
-            return False
-    return True
+    if bits_text is None:
+        bits = 0
+    else:
+        bits = int(bits_text)
+        if bits > _INT64_MAX:
+            return None
+    if space_text is None:
+        space = 0
+    else:
+        space = int(space_text)
+        if space > _INT64_MAX:
+            return None
+        space = ((space + 128) & 0xFF) - 128  # XLA keeps memory_space in an int8
+    if not _TRUSTED_SLOTS:
+        return _new_shape(ptype, dims, dyn, _new_layout(m2m, tiles, tail, bits, space))
+    # _new_layout and _new_shape, inlined: this is the hot path.
+    lay = _obj_new(Layout)
+    _set_m2m(lay, m2m)
+    _set_tiles(lay, tiles)
+    _set_tail(lay, tail)
+    _set_index_type(lay, _NO_TYPE)
+    _set_pointer_type(lay, _NO_TYPE)
+    _set_bits(lay, bits)
+    _set_space(lay, space)
+    _set_splits(lay, ())
+    _set_physical(lay, None)
+    _set_metadata(lay, 0)
+    _set_padded(lay, ())
+    _set_padding_value(lay, 0)
+    shape = _obj_new(Shape)
+    _set_etype(shape, ptype)
+    _set_dims(shape, dims)
+    _set_dyn(shape, dyn)
+    _set_layout(shape, lay)
+    _set_tuple_shapes(shape, ())
+    _set_hash(shape, None)
+    return shape
 
 
 def _fast_tuple(text: str) -> Optional[Shape]:
@@ -692,8 +731,8 @@ def _fast_tuple(text: str) -> Optional[Shape]:
         ptype = _TYPE_KEYWORDS.get(m.group(1))
         if ptype is None:
             return None
-        shape = _fast_array(ptype, *m.groups()[1:])
-        if shape is None or not _fast_element_valid(shape):
+        shape = _fast_array(ptype, True, *m.groups()[1:])
+        if shape is None:
             return None
         shapes.append(shape)
         if c == ")":
@@ -704,7 +743,7 @@ def _fast_tuple(text: str) -> Optional[Shape]:
 def _fast_shape(text: str) -> Optional[Shape]:
     """parse_shape's fast path: the whole of ``text`` is one plain array
     shape, or a tuple of them; None otherwise (the full parser decides)."""
-    if not _USE_FAST_PATH or _LONG_NUMBER_RE.search(text) is not None:
+    if not _USE_FAST_PATH:
         return None
     if text[:1] == "(":
         return _fast_tuple(text)
@@ -714,7 +753,7 @@ def _fast_shape(text: str) -> Optional[Shape]:
     ptype = _TYPE_KEYWORDS.get(m.group(1))
     if ptype is None:
         return None
-    return _fast_array(ptype, *m.groups()[1:])
+    return _fast_array(ptype, False, *m.groups()[1:])
 
 
 class _Parser:
@@ -849,9 +888,8 @@ class _Parser:
         m = _FAST_REST_RE.match(text, lx.end) if _USE_FAST_PATH else None
         if m is not None:
             end = m.end()
-            if ((m.group(2) is not None or end >= lx.n or text[end] not in _MAY_PRECEDE_LAYOUT)
-                    and _LONG_NUMBER_RE.search(text, lx.end, end) is None):
-                shape = _fast_array(ptype, *m.groups())
+            if m.group(2) is not None or end >= lx.n or text[end] not in _MAY_PRECEDE_LAYOUT:
+                shape = _fast_array(ptype, False, *m.groups())
                 if shape is not None:
                     lx.pos = lx.end = end
                     lx.lex()
