@@ -4,6 +4,10 @@ Measures, each as the median of several repeats:
 
 * ``parse_shape`` with its cache cold (every call parses) and warm (every
   call is a cache hit, the usual case when a dump repeats the same shapes);
+* the same cold parse with the fast path switched off (the full lexer +
+  recursive-descent parser alone, which is what every parse cost before the
+  fast path existed), and the single shape of the brief,
+  ``bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}``, both ways in µs;
 * ``parse_shape_prefix`` on whole instruction lines, the way an HLO module
   reader pulls result shapes out (cold and warm);
 * XLA's own C++ parser through jaxlib (``xla_client.hlo.Shape(text)``), when
@@ -49,6 +53,9 @@ MIX = [
     "/*index=5*/f32[<=8,128]{1,0})",
 ]
 
+# The shape whose uncached parse time the parser work was measured on.
+ONE = "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}"
+
 LINES = [
     f"  %fusion.{i} = {shape} fusion({shape} %param.{i}), kind=kLoop, calls=%fused_computation.{i}"
     for i, shape in enumerate(MIX)
@@ -80,9 +87,18 @@ def main(argv=None) -> None:
     prefix_items = list(zip(lines, starts))
 
     clear = hlo_text._parse_shape_cached.cache_clear
+    uncached = hlo_text._parse_shape_cached.__wrapped__
     rows = []
-    cold = _median_rate(hlo_text._parse_shape_cached.__wrapped__, texts, repeats)
+    cold = _median_rate(uncached, texts, repeats)
     rows.append(("parse_shape, no cache (every call parses)", cold))
+    hlo_text._USE_FAST_PATH = False
+    try:
+        full = _median_rate(uncached, texts, repeats)
+        one_full = _median_rate(uncached, [ONE] * (n // 4), repeats)
+    finally:
+        hlo_text._USE_FAST_PATH = True
+    rows.append(("parse_shape, no cache, fast path off (full parser only)", full))
+    one_fast = _median_rate(uncached, [ONE] * (n // 4), repeats)
     for t in MIX:
         parse_shape(t)
     warm = _median_rate(parse_shape, texts, repeats)
@@ -122,6 +138,9 @@ def main(argv=None) -> None:
               f"{1.0:>11.2f}x")
     else:
         print("(jaxlib not importable: no XLA reference column)")
+    print(f"uncached parse of {ONE}: {1e6 / one_fast:.1f} us "
+          f"(full parser only: {1e6 / one_full:.1f} us, {one_fast / one_full:.1f}x); "
+          f"whole mix: {cold / full:.1f}x")
 
 
 if __name__ == "__main__":

@@ -664,27 +664,28 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             if in_tuple and any(0 in t for t in tile_dims):
                 return None  # _layout_problem: invalid tiles
             tiles = tuple(map(_new_tile, tile_dims))
+        # int() raises ValueError past sys.get_int_max_str_digits() digits.
+        if tail_text is None:
+            tail = 1
+        else:
+            tail = int(tail_text)
+            if tail < 1 or tail > _INT64_MAX:
+                return None  # L(0): refused by the full parser
+        if bits_text is None:
+            bits = 0
+        else:
+            bits = int(bits_text)
+            if bits > _INT64_MAX:
+                return None
+        if space_text is None:
+            space = 0
+        else:
+            space = int(space_text)
+            if space > _INT64_MAX:
+                return None
+            space = ((space + 128) & 0xFF) - 128  # XLA keeps memory_space in an int8
     except ValueError:
         return None
-    if tail_text is None:
-        tail = 1
-    else:
-        tail = int(tail_text)
-        if tail < 1 or tail > _INT64_MAX:
-            return None  # L(0): refused by the full parser
-    if bits_text is None:
-        bits = 0
-    else:
-        bits = int(bits_text)
-        if bits > _INT64_MAX:
-            return None
-    if space_text is None:
-        space = 0
-    else:
-        space = int(space_text)
-        if space > _INT64_MAX:
-            return None
-        space = ((space + 128) & 0xFF) - 128  # XLA keeps memory_space in an int8
     if not _TRUSTED_SLOTS:
         return _new_shape(ptype, dims, dyn, _new_layout(m2m, tiles, tail, bits, space))
     # _new_layout and _new_shape, inlined: this is the hot path.
