@@ -30,6 +30,12 @@ and the line/column of the offending token with a caret line; a short
 attribute lists every ``(message, position)`` XLA's parser would report for
 the failure, innermost first (``message`` is the first of them).
 
+Speed: the common plain array shape (``type[dims]{m2m:T(..)L(n)E(n)S(n)}``,
+and tuples of them as XLA prints them) is recognised by one regex and built
+directly (~10 µs instead of ~60-100 µs); anything else, and every error, goes
+through the full lexer and parser, so results and errors are the same either
+way (``tests/test_hlo_text_fastpath.py``).
+
 >>> s = parse_shape("bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}")
 >>> s.dimensions, s.layout.memory_space, str(s.layout.tiles[1])
 ((32, 32, 4096), 1, '(2,1)')
