@@ -1236,3 +1236,13 @@ def test_bitcast_transformations_keep_tiled_offsets(dims, m2m, tiles, padded):
     order = list(reversed(m2m))
     for idx in indices:
         assert tiling.linear_index(d, tuple(idx[i] for i in order)) == tiling.linear_index(s, idx)
+
+
+def test_array_data_size_with_a_zero_dimension_follows_cpp_division():
+    # XLA: LinearIndex of (d0-1, d1-1) + 1, with C++ truncating / and %.
+    # Untiled f32[0,5]{1,0}: 4 + 5*(-1) = -1 -> 0 elements -> 0 bytes.
+    assert su.array_data_size("f32[0,5]{1,0}") == 0
+    # Tiled T(2,2): minor dim 1 (size 5, index 4): 4*(4/2) + 1*(4%2) = 8,
+    # then tm = 4*ceil(5/2) = 12, wm = 2; dim 0 (index -1): 12*(-1/2 = 0)
+    # + 2*(-1%2 = -1) = -2. Total 6, plus 1 = 7 elements = 28 bytes.
+    assert su.array_data_size("f32[0,5]{1,0:T(2,2)}") == 28

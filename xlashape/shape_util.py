@@ -779,8 +779,11 @@ def array_data_size(shape) -> int:
     Computed as XLA does: ``LayoutUtil::LinearIndex`` of ``(d0-1, d1-1, ...)``
     plus one, converted to bytes. So trailing tile padding is excluded while
     padding inside the range counts; the first-tile-only and rank-1 quirks of
-    :func:`xlashape.layout_util.linear_index` apply; and any zero dimension
-    gives 0 (the ``-1`` index wraps the sum to ``-1``, with C++ division).
+    :func:`xlashape.layout_util.linear_index` apply. With a zero dimension the
+    ``-1`` index entry drives the sum to ``-1`` and the result to 0 for untiled
+    layouts; with tiles, C++'s truncating division and remainder of ``-1`` can
+    leave a positive count, which is kept as XLA computes it
+    (``f32[0,5]{1,0:T(2,2)}`` gives 28 bytes).
     A shape without a layout is treated as having the default layout.
 
     >>> array_data_size("s4[64,128]{1,0:E(4)}"), array_data_size("f32[3,5]{1,0:T(2,2)}")
