@@ -96,9 +96,23 @@ def test_the_fast_path_handles_the_usual_shapes():
         assert hlo_text._fast_shape(text) is not None, text
 
 
-def test_the_slots_are_filled_directly():
-    # The constructor fallback is for a future change of the classes' slots.
-    assert hlo_text._TRUSTED_SLOTS is True
+def test_trusted_constructors_fill_every_slot_like_the_public_ones():
+    # The fast path builds objects with the trusted constructors beside the
+    # classes; each must equal, slot for slot, what the public ones build.
+    from xlashape.layout import _trusted_layout, _trusted_tile
+    from xlashape.shape import _trusted_shape
+
+    tiles = (_trusted_tile((8, 128)), _trusted_tile((INT64_MIN, 2)))
+    assert structure(tiles) == structure((Tile(8, 128), Tile("*", 2)))
+    lay = _trusted_layout((1, 0), tiles, 4, 16, -56)
+    ref = Layout((1, 0), tiles=[Tile(8, 128), Tile("*", 2)],
+                 tail_padding_alignment_in_elements=4, element_size_in_bits=16, memory_space=-56)
+    assert structure(lay) == structure(ref) and hash(lay) == hash(ref)
+    arr = _trusted_shape(PrimitiveType.BF16, (8, INT64_MIN), (False, True), lay)
+    ref_arr = Shape("bf16", (8, INT64_MIN), ref, (False, True))
+    assert structure(arr) == structure(ref_arr) and hash(arr) == hash(ref_arr)
+    tup = _trusted_shape(PrimitiveType.TUPLE, (), (), None, (arr, Shape.token()))
+    assert structure(tup) == structure(Shape.tuple([ref_arr, Shape.token()]))
 
 
 def test_fast_values_match_the_spec():
@@ -134,14 +148,6 @@ def test_fast_built_objects_equal_constructor_built_ones(text):
     # The fast-built objects are as immutable as any.
     with pytest.raises(AttributeError, match="immutable"):
         fast.__setattr__("_dimensions", (1,))
-
-
-def test_constructor_fallback_builds_the_same(monkeypatch):
-    texts = ["bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(200)}", "f32[2,3]", "token[]",
-             "s32[<=4,?]{0,1:T(*,2)L(3)E(8)}"]
-    direct = [structure(hlo_text._fast_shape(t)) for t in texts]
-    monkeypatch.setattr(hlo_text, "_TRUSTED_SLOTS", False)
-    assert [structure(hlo_text._fast_shape(t)) for t in texts] == direct
 
 
 # -- near misses: each must leave the decision (and the error) to the full parser ---

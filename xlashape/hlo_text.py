@@ -50,9 +50,9 @@ import re
 from typing import List, Optional, Tuple
 
 from .errors import HloParseError, ShapeIndexError, ShapeTypeError, XlaShapeError
-from .layout import COMBINE_DIMENSION, INT64_MIN, Layout, SplitConfig, Tile
+from .layout import COMBINE_DIMENSION, INT64_MIN, Layout, SplitConfig, Tile, _trusted_layout, _trusted_tile
 from .primitive_types import PrimitiveType
-from .shape import Shape, UNBOUNDED_SIZE
+from .shape import Shape, UNBOUNDED_SIZE, _trusted_shape
 
 __all__ = ["parse_shape", "parse_layout", "parse_shape_prefix", "MAX_NESTING_DEPTH"]
 
@@ -507,86 +507,10 @@ _MAY_PRECEDE_LAYOUT = frozenset(" \t\r\n/{")
 _ARRAY_TYPES = frozenset(t for t in PrimitiveType if t.is_array_type)
 # The tests switch the fast path off to obtain the full parser's answers.
 _USE_FAST_PATH = True
-
 # Shape, Layout and Tile are immutable and their constructors validate and
 # normalise every argument. The fast path has already established what they
-# check, so it fills the slots directly through the slot descriptors (the
-# tests compare every slot with what the constructors build). Should those
-# classes ever change their slots, the constructors are used instead.
-_TRUSTED_SLOTS = (
-    tuple(Tile.__slots__) == ("_dims",)
-    and tuple(Layout.__slots__) == (
-        "_minor_to_major", "_tiles", "_tail_padding_alignment_in_elements",
-        "_index_primitive_type", "_pointer_primitive_type", "_element_size_in_bits",
-        "_memory_space", "_split_configs", "_physical_shape",
-        "_dynamic_shape_metadata_prefix_bytes", "_padded_dimensions", "_padding_value")
-    and tuple(Shape.__slots__) == (
-        "_element_type", "_dimensions", "_dynamic", "_layout", "_tuple_shapes", "_hash")
-)
-_obj_new = object.__new__
-_NO_TYPE = P.PRIMITIVE_TYPE_INVALID
-if _TRUSTED_SLOTS:
-    _set_tile_dims = Tile._dims.__set__
-    (_set_m2m, _set_tiles, _set_tail, _set_index_type, _set_pointer_type, _set_bits,
-     _set_space, _set_splits, _set_physical, _set_metadata, _set_padded,
-     _set_padding_value) = [getattr(Layout, name).__set__ for name in Layout.__slots__]
-    (_set_etype, _set_dims, _set_dyn, _set_layout, _set_tuple_shapes,
-     _set_hash) = [getattr(Shape, name).__set__ for name in Shape.__slots__]
-
-
-def _new_tile(dims: tuple) -> Tile:
-    if not _TRUSTED_SLOTS:
-        return Tile(*dims)
-    tile = _obj_new(Tile)
-    _set_tile_dims(tile, dims)
-    return tile
-
-
-def _new_layout(m2m: tuple, tiles: tuple, tail_padding: int, element_bits: int,
-                memory_space: int) -> Layout:
-    if not _TRUSTED_SLOTS:
-        return Layout(m2m, tiles=tiles, tail_padding_alignment_in_elements=tail_padding,
-                      element_size_in_bits=element_bits, memory_space=memory_space)
-    lay = _obj_new(Layout)
-    _set_m2m(lay, m2m)
-    _set_tiles(lay, tiles)
-    _set_tail(lay, tail_padding)
-    _set_index_type(lay, _NO_TYPE)
-    _set_pointer_type(lay, _NO_TYPE)
-    _set_bits(lay, element_bits)
-    _set_space(lay, memory_space)
-    _set_splits(lay, ())
-    _set_physical(lay, None)
-    _set_metadata(lay, 0)
-    _set_padded(lay, ())
-    _set_padding_value(lay, 0)
-    return lay
-
-
-def _new_shape(ptype: PrimitiveType, dims: tuple, dyn: tuple, layout: Optional[Layout]) -> Shape:
-    if not _TRUSTED_SLOTS:
-        return Shape(ptype, dims, layout, dyn if ptype in _ARRAY_TYPES else None)
-    shape = _obj_new(Shape)
-    _set_etype(shape, ptype)
-    _set_dims(shape, dims)
-    _set_dyn(shape, dyn)
-    _set_layout(shape, layout)
-    _set_tuple_shapes(shape, ())
-    _set_hash(shape, None)
-    return shape
-
-
-def _new_tuple(shapes: tuple) -> Shape:
-    if not _TRUSTED_SLOTS:
-        return Shape.tuple(shapes)
-    shape = _obj_new(Shape)
-    _set_etype(shape, P.TUPLE)
-    _set_dims(shape, ())
-    _set_dyn(shape, ())
-    _set_layout(shape, None)
-    _set_tuple_shapes(shape, shapes)
-    _set_hash(shape, None)
-    return shape
+# check, so it builds them with the trusted constructors that live beside
+# those classes (layout._trusted_tile/_trusted_layout, shape._trusted_shape).
 
 
 def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_text, m2m_text,
@@ -623,7 +547,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
         if ptype not in _ARRAY_TYPES:  # token[] / opaque[]; anything more is an error
             if n or layout_text is not None:
                 return None
-            return _new_shape(ptype, (), (), None)
+            return _trusted_shape(ptype, (), (), None)
         # Numbers above INT64_MAX are bit-cast or refused by the lexer (a
         # text of fewer than 19 characters cannot hold such a number).
         if len(dims_text) > 18 and max(dims) > _INT64_MAX:
@@ -641,7 +565,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             if product * ptype.byte_width > _INT64_MAX:
                 return None
         if layout_text is None:
-            return _new_shape(ptype, dims, dyn, _default_layout(n))
+            return _trusted_shape(ptype, dims, dyn, _default_layout(n))
         if m2m_text:
             m2m = tuple(map(int, m2m_text.split(",")))
             if len(m2m) != n:
@@ -669,7 +593,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
                 return None
             if in_tuple and any(0 in t for t in tile_dims):
                 return None  # _layout_problem: invalid tiles
-            tiles = tuple(map(_new_tile, tile_dims))
+            tiles = tuple(map(_trusted_tile, tile_dims))
         # int() raises ValueError past sys.get_int_max_str_digits() digits.
         if tail_text is None:
             tail = 1
@@ -692,30 +616,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             space = ((space + 128) & 0xFF) - 128  # XLA keeps memory_space in an int8
     except ValueError:
         return None
-    if not _TRUSTED_SLOTS:
-        return _new_shape(ptype, dims, dyn, _new_layout(m2m, tiles, tail, bits, space))
-    # _new_layout and _new_shape, inlined: this is the hot path.
-    lay = _obj_new(Layout)
-    _set_m2m(lay, m2m)
-    _set_tiles(lay, tiles)
-    _set_tail(lay, tail)
-    _set_index_type(lay, _NO_TYPE)
-    _set_pointer_type(lay, _NO_TYPE)
-    _set_bits(lay, bits)
-    _set_space(lay, space)
-    _set_splits(lay, ())
-    _set_physical(lay, None)
-    _set_metadata(lay, 0)
-    _set_padded(lay, ())
-    _set_padding_value(lay, 0)
-    shape = _obj_new(Shape)
-    _set_etype(shape, ptype)
-    _set_dims(shape, dims)
-    _set_dyn(shape, dyn)
-    _set_layout(shape, lay)
-    _set_tuple_shapes(shape, ())
-    _set_hash(shape, None)
-    return shape
+    return _trusted_shape(ptype, dims, dyn, _trusted_layout(m2m, tiles, tail, bits, space))
 
 
 def _fast_tuple(text: str) -> Optional[Shape]:
@@ -743,7 +644,7 @@ def _fast_tuple(text: str) -> Optional[Shape]:
             return None
         shapes.append(shape)
         if c == ")":
-            return _new_tuple(tuple(shapes)) if end + 1 == n else None
+            return _trusted_shape(P.TUPLE, (), (), None, tuple(shapes)) if end + 1 == n else None
         pos = _TUPLE_SEP_RE.match(text, end + 1).end()
 
 

@@ -462,5 +462,36 @@ class Layout(_Frozen):
         return f"Layout({str(self)!r}{tail})"
 
 
+
+# -- trusted construction ----------------------------------------------------
+# The parser's fast path has already established everything the constructors
+# check and normalise, and builds millions of these; it fills the slots
+# directly through these two functions, which live here so that the knowledge
+# of the slots stays with the classes (tests compare every slot with what the
+# constructors build).
+_set_tile_dims = Tile._dims.__set__
+_LAYOUT_SETTERS = tuple(getattr(Layout, "_" + f).__set__ for f in _FIELDS)
+_NO_TYPE = PrimitiveType.PRIMITIVE_TYPE_INVALID
+
+
+def _trusted_tile(dims: tuple) -> Tile:
+    """A Tile of already-valid int dims (``COMBINE_DIMENSION`` for ``*``)."""
+    tile = object.__new__(Tile)
+    _set_tile_dims(tile, dims)
+    return tile
+
+
+def _trusted_layout(minor_to_major: tuple, tiles: tuple, tail_padding: int,
+                    element_bits: int, memory_space: int) -> Layout:
+    """A Layout from already-valid values (tuples of ints / Tiles; tail >= 1;
+    memory_space in int8); every other field takes its default."""
+    lay = object.__new__(Layout)
+    for setter, value in zip(_LAYOUT_SETTERS, (
+            minor_to_major, tiles, tail_padding, _NO_TYPE, _NO_TYPE, element_bits,
+            memory_space, (), None, 0, (), 0)):
+        setter(lay, value)
+    return lay
+
+
 def _layout_from_fields(fields: dict) -> Layout:
     return Layout(**fields)

@@ -383,6 +383,23 @@ class Shape(_Frozen):
         return f"Shape({str(self)!r}{extra})"
 
 
+
+# -- trusted construction (see layout._trusted_layout) -----------------------
+_SHAPE_SETTERS = tuple(getattr(Shape, name).__set__ for name in Shape.__slots__)
+
+
+def _trusted_shape(element_type: PrimitiveType, dimensions: tuple, dynamic: tuple,
+                   layout: Optional[Layout], tuple_shapes: tuple = ()) -> "Shape":
+    """A Shape from already-valid parts: an array (int dims, bool flags of the
+    same length, a Layout or None), a token/opaque (all empty), or a tuple
+    (``P.TUPLE`` with ``tuple_shapes``)."""
+    shape = object.__new__(Shape)
+    for setter, value in zip(_SHAPE_SETTERS, (
+            element_type, dimensions, dynamic, layout, tuple_shapes, None)):
+        setter(shape, value)
+    return shape
+
+
 def _shape_from_parts(et, dims, layout, dyn, tuple_shapes):
     if tuple_shapes is not None:
         return Shape(et, tuple_shapes=tuple_shapes)
