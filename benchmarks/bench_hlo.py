@@ -39,10 +39,10 @@ def _shape_pool(rng: random.Random, n: int) -> list:
         rank = rng.choice([1, 2, 2, 3, 3, 4, 4, 5])
         et, tile = rng.choice(_TYPES)
         dims = [rng.choice(dims_choices) for _ in range(rank)]
-        n = 1
+        elements = 1
         for d in dims:
-            n *= d
-        if n > 1 << 32:   # keep shapes a real program could hold
+            elements *= d
+        if elements > 1 << 32:   # keep shapes a real program could hold
             continue
         m2m = list(range(rank - 1, -1, -1))
         if rank >= 3 and rng.random() < 0.3:
