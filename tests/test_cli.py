@@ -734,3 +734,158 @@ def test_hlo_details_bad_operand_shape_is_a_warning():
     assert "operands: f33[2]{0} %p" in r.stdout
     assert r.stderr.startswith("xlashape: warning: line 1: operand of x: ")
     assert "1 instruction, 1 line, 1 other warning" in r.stdout
+
+
+# -- regressions from user reports ---------------------------------------------
+
+
+def _hlo_rows(text):
+    r = ok("hlo", "-", "--json", input=text)
+    return r, json.loads(r.stdout)
+
+
+@pytest.mark.parametrize("attr", [
+    r'metadata={op_name="jit(f)/5\" screen"}',   # one escaped quote inside braces
+    r'backend_config="a\"b"',                    # one escaped quote, no braces
+    r'backend_config="\"\\"',                    # escaped quote then escaped backslash
+])
+def test_hlo_strings_with_escaped_quotes_do_not_swallow_lines(attr):
+    text = ("ENTRY %main {\n"
+            "  %p = u8[3]{0} parameter(0)\n"
+            f"  %a = u8[3]{{0}} custom-call(%p), {attr}\n"
+            "  ROOT %b = u8[3]{0} negate(%a)\n"
+            "}\n")
+    r, rows = _hlo_rows(text)
+    assert r.stderr == ""
+    assert [(x["name"], x["line"]) for x in rows] == [("p", 2), ("a", 3), ("b", 4)]
+    details = ok("hlo", "-", "--details", input=text).stdout
+    assert f"attributes: {attr}" in details
+
+
+def test_hlo_even_backslashes_before_a_quote_end_the_string():
+    # "a\\" is the string a\ : the quote after the two backslashes closes it,
+    # so the brace after it closes the block and the instruction is complete
+    text = ('ENTRY %main {\n'
+            '  %a = u8[3]{0} custom-call(), backend_config={x="a\\\\"}\n'
+            '  ROOT %b = u8[3]{0} negate(%a)\n'
+            '}\n')
+    assert '"a\\\\"}' in text  # two backslash characters in the input
+    r, rows = _hlo_rows(text)
+    assert r.stderr == ""
+    assert [x["name"] for x in rows] == ["a", "b"]
+
+
+def test_hlo_buffer_shaped_result():
+    text = ("ENTRY %main {\n"
+            '  %buf = b(f32[16]{0:T(256)}) custom-call(), custom_call_target="alloc"\n'
+            "  ROOT %r = u8[3]{0} custom-call()\n"
+            "}\n")
+    r, rows = _hlo_rows(text)
+    assert r.stderr == ""
+    buf = rows[0]
+    assert (buf["name"], buf["opcode"], buf["shape"]) == ("buf", "custom-call", "b(f32[16]{0:T(256)})")
+    # 16 f32 = 64 bytes; the T(256) tile pads the 16 elements to 256: 1024 bytes
+    assert (buf["bytes"], buf["padded_bytes"]) == (16 * 4, 256 * 4)
+
+
+def test_hlo_details_give_the_parameter_number_not_an_operand():
+    text = "ENTRY %m {\n  %p = f32[4]{0} parameter(7)\n  ROOT %n = f32[4]{0} negate(%p)\n}\n"
+    out = ok("hlo", "-", "--details", input=text).stdout
+    assert "parameter number: 7" in out
+    assert "operands: 7" not in out
+    assert "operands: %p" in out
+
+
+def test_hlo_one_left_out_computation_is_singular():
+    text = ("%add (x: f32[], y: f32[]) -> f32[] {\n"
+            "  %x = f32[] parameter(0)\n  %y = f32[] parameter(1)\n"
+            "  ROOT %s = f32[] add(%x, %y)\n}\n\n"
+            "ENTRY %m {\n  %p = f32[4]{0} parameter(0)\n  %z = f32[] constant(0)\n"
+            "  ROOT %r = f32[] reduce(%p, %z), dimensions={0}, to_apply=%add\n}\n")
+    out = ok("hlo", "-", input=text).stdout
+    assert "(1 fusion body / reducer computation left out" in out
+
+
+def test_describe_unbounded_dimension_prints_question_mark():
+    out = ok("describe", "f32[?,128]{1,0:T(8,128)}").stdout
+    assert field(out, "memory order") == "major to minor: dim 0 (?), dim 1 (128)"
+    assert "-9223372036854775808" not in out
+
+
+def test_describe_bounded_dimension_prints_its_bound():
+    out = ok("describe", "f32[<=5,3]{1,0}").stdout
+    assert field(out, "memory order") == "major to minor: dim 0 (<=5), dim 1 (3)"
+    assert "dimension 0: <=5, 1: 3" in field(out, "dimensions")
+
+
+def test_describe_tuple_with_unbounded_element_says_bytes_are_unknown():
+    out = ok("describe", "(f32[?,2], s32[3])").stdout
+    assert field(out, "logical bytes").startswith("unknown")
+    assert field(out, "physical bytes").startswith("unknown")
+    assert "None" not in out
+
+
+def test_describe_singular_words():
+    out = ok("describe", "pred[]").stdout
+    assert field(out, "element type").startswith("pred: ")
+    assert "1 bits" not in out and "1 elements" not in out and "1 slots" not in out
+    assert "rank 0 (a scalar), 1 element" in field(out, "dimensions")
+
+
+def test_index_one_bit_elements_name_one_bit():
+    # u1 elements packed 8 per byte: element 11 is bit 11 - 8 = 3 of byte 1
+    out = ok("index", "u1[16]{0:E(1)}", "11").stdout
+    assert "byte offset 1, bit 3" in out
+    assert "bits 3-3" not in out
+
+
+# 2**62 * 4 elements overflow int64 (ShapeUtil::ValidateShape: "Dimensions overflow")
+HUGE = f"f32[{2 ** 62},4]{{1,0}}"
+
+
+@pytest.mark.parametrize("args", [("describe", HUGE), ("explain", HUGE),
+                                  ("show", HUGE), ("index", HUGE, "0,0")])
+def test_shape_xla_rejects_gets_a_warning(args):
+    r = ok(*args)
+    warn = [x for x in r.stderr.splitlines() if "XLA would reject this shape" in x]
+    assert len(warn) == 1, r.stderr
+    assert warn[0].startswith("xlashape: warning: XLA would reject this shape: ")
+    assert "overflow" in warn[0]
+
+
+def test_valid_shape_gets_no_warning():
+    assert ok("describe", "f32[2,3]{1,0}").stderr == ""
+
+
+@pytest.mark.parametrize("shape,value,fragment", [
+    ("u8[2,3]{1,0}", "999", "999"),      # u8 holds 0..255
+    ("u8[2,3]{1,0}", "-1", "-1"),
+    ("s4[2,3]{1,0}", "8", "8"),          # s4 holds -8..7
+    ("pred[2,3]{1,0}", "2", "2"),        # pred holds 0 and 1
+    ("f16[2,3]{1,0}", "1e10", "1e10"),   # f16's largest finite value is 65504
+])
+def test_padding_value_the_element_type_cannot_hold(shape, value, fragment):
+    r = fails("show", shape, "--pad", "4,4", "--padding-value", value)
+    assert r.stdout == ""
+    assert len(r.stderr.splitlines()) == 1
+    assert f"--padding-value {fragment} cannot be held by {shape.split('[')[0]}" in r.stderr
+
+
+def test_padding_value_at_the_type_limit_is_accepted():
+    out = ok("show", "u8[2,3]{1,0}", "--pad", "4,4", "--padding-value", "255").stdout
+    assert "padding shown as 255" in out
+
+
+def test_show_png_bad_path_prints_no_picture():
+    pytest.importorskip("matplotlib", reason="matplotlib (the 'plot' extra) is not installed")
+    r = fails("show", "f32[2,3]", "--png", "/nonexistent/x.png")
+    assert r.stdout == ""
+    assert "No such file or directory" in r.stderr
+
+
+def test_describe_warns_about_a_layout_xla_rejects():
+    # {0,0} is not a permutation of the dimensions (spec: minor_to_major)
+    r = ok("describe", "f32[2,3]{0,0}")
+    assert r.stderr.startswith("xlashape: warning: XLA would reject this shape: ")
+    assert "minor_to_major" in r.stderr
+    assert field(r.stdout, "physical bytes").startswith("unknown")

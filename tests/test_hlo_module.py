@@ -340,3 +340,35 @@ ENTRY main.5 {
     assert ars.attributes["replica_groups"] == "{{0,1}}"
     assert m.applied_computations == {"region_0.1"}
     assert memory_footprint(ars.shape).bytes == 2 * 8 * 4
+
+
+def test_escaped_quotes_in_strings():
+    # backend_config="a\"b" holds one escaped quote; "\"\\" an escaped quote
+    # then an escaped backslash; "c\\" ends with an escaped backslash, so its
+    # last quote closes it and kind= after it is a top-level attribute.
+    text = ("ENTRY %e {\n"
+            '  %a = u8[3]{0} custom-call(), metadata={op_name="jit(f)/5\\" screen"}\n'
+            '  %b = u8[3]{0} custom-call(), backend_config="a\\"b"\n'
+            '  %c = u8[3]{0} custom-call(), backend_config="\\"\\\\"\n'
+            '  %d = u8[3]{0} fusion(), backend_config="c\\\\", kind=kLoop\n'
+            "  ROOT %r = u8[3]{0} negate(%a)\n"
+            "}\n")
+    m = parse_hlo_module(text)
+    assert m.warnings == []
+    assert [i.name for i in m.entry.instructions] == ["a", "b", "c", "d", "r"]
+    assert m.instruction("a").metadata["op_name"] == 'jit(f)/5" screen'
+    assert m.instruction("b").attribute("backend_config") == '"a\\"b"'
+    assert m.instruction("c").attribute("backend_config") == '"\\"\\\\"'
+    assert m.instruction("d").attribute("kind") == "kLoop"
+    assert m.instruction("d").attributes["backend_config"] == '"c\\\\"'
+
+
+def test_buffer_shaped_result():
+    m = parse_hlo_module("ENTRY %e {\n"
+                         '  %buf = b(f32[16]{0:T(256)}) custom-call(), custom_call_target="alloc"\n'
+                         "}\n")
+    assert m.warnings == []
+    buf = m.instruction("buf")
+    assert buf.shape.is_buffer
+    assert buf.shape == parse_shape("b(f32[16]{0:T(256)})")
+    assert buf.attribute("custom_call_target") == '"alloc"'

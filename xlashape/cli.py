@@ -93,7 +93,7 @@ def _number(text: str):
         raise UsageError(f"--padding-value must be a number, got {text!r}") from None
 
 
-def _load_shape(args, *, need_array: bool = True):
+def _load_shape(args, *, need_array: bool = True, always_warn: bool = False):
     """The SHAPE argument as a Shape, with ``--pad`` / ``--padding-value`` applied."""
     from .hlo_text import parse_shape
 
@@ -118,12 +118,65 @@ def _load_shape(args, *, need_array: bool = True):
                                      f"than its size {s}")
             changes["padded_dimensions"] = tuple(dims)
         if pv is not None:
-            changes["padding_value"] = _number(pv)
+            changes["padding_value"] = _padding_value(shape, pv)
         shape = shape.with_layout(layout.replace(**changes))
     if need_array and not shape.is_array:
         raise UsageError(f"{shape} is not an array shape; this command needs an array "
                          "(try 'xlashape describe' for tuples, tokens and buffers)")
+    _warn_if_invalid(shape, always_warn)
     return shape
+
+
+def _padding_value(shape, text: str):
+    """``--padding-value`` as a number the element type can hold (as the
+    Python API demands when it fills the padding), else a UsageError."""
+    import math
+    import warnings
+
+    import numpy as np
+
+    value = _number(text)
+    et = shape.element_type
+    dt = et.dtype
+    if dt is None:
+        return value
+    problem = None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # numpy warns on float overflow
+            stored = np.array(value, dtype=dt)
+    except (ValueError, TypeError, OverflowError, RuntimeWarning) as e:
+        problem = str(e)
+    else:
+        if et.is_integral or et.hlo_name == "pred":
+            if stored.item() != value:
+                problem = f"it would be stored as {stored.item()}"
+        elif not et.is_complex and math.isfinite(value) and not math.isfinite(float(stored)):
+            problem = f"it would be stored as {float(stored)}"
+    if problem is not None:
+        raise UsageError(f"--padding-value {text} cannot be held by {et.hlo_name} ({dt}): {problem}")
+    return value
+
+
+def _warn_if_invalid(shape, always: bool = False) -> None:
+    """One stderr line if XLA's ShapeUtil::ValidateShape would reject ``shape``;
+    the command goes on (its numbers may still help to see why). Unless
+    ``always``, nothing is said when the layout cannot even be planned: the
+    command then fails with that error itself."""
+    from .errors import InvalidShapeError
+    from .shape_util import validate_shape
+
+    try:
+        validate_shape(shape)
+    except InvalidShapeError as e:
+        if not always and shape.is_array and not shape.is_unbounded_dynamic:
+            from .tiling import plan
+
+            try:
+                plan(shape)
+            except XlaShapeError:
+                return  # the command reports this error itself
+        sys.stderr.write(f"{PROG}: warning: XLA would reject this shape: {e}\n")
 
 
 # -- describe ------------------------------------------------------------------
@@ -132,10 +185,17 @@ def _load_shape(args, *, need_array: bool = True):
 def _dims_text(shape) -> str:
     from .shape import UNBOUNDED_SIZE
 
-    parts = []
-    for d, dyn in zip(shape.dimensions, shape.dynamic_dimensions):
-        parts.append("?" if d == UNBOUNDED_SIZE else (f"<={d}" if dyn else str(d)))
-    return "[" + ",".join(parts) + "]"
+    return "[" + ",".join(_dim_text(shape, i) for i in range(len(shape.dimensions))) + "]"
+
+
+def _dim_text(shape, i: int) -> str:
+    """Dimension ``i`` as XLA prints it: ``?`` unbounded, ``<=N`` bounded dynamic."""
+    from .shape import UNBOUNDED_SIZE
+
+    d = shape.dimensions[i]
+    if d == UNBOUNDED_SIZE:
+        return "?"
+    return f"<={d}" if shape.dynamic_dimensions[i] else str(d)
 
 
 def _describe_array(shape, out: List[str], indent: str = "") -> None:
@@ -151,17 +211,19 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
 
     row("shape", str(shape))
     dt = et.dtype
-    row("element type", f"{et.hlo_name}: {et.bit_width} bits, {et.byte_width} byte"
+    row("element type", f"{et.hlo_name}: {et.bit_width} bit{'' if et.bit_width == 1 else 's'}, "
+        f"{et.byte_width} byte"
         f"{'s' if et.byte_width != 1 else ''} per element unpacked"
         + (f" (numpy {dt})" if dt is not None else " (no numpy dtype)"))
     n = len(shape.dimensions)
     count = 1
     for d in shape.dimensions:
         count *= d if d != UNBOUNDED_SIZE else 1
-    dim_desc = ", ".join(f"{i}: {'?' if d == UNBOUNDED_SIZE else d}" for i, d in enumerate(shape.dimensions))
+    dim_desc = ", ".join(f"{i}: {_dim_text(shape, i)}" for i in range(n))
     row("dimensions", f"{_dims_text(shape)}: rank {n}"
         + (f" (dimension {dim_desc})" if n else " (a scalar)")
-        + ("" if shape.is_unbounded_dynamic else f", {count} elements"))
+        + ("" if shape.is_unbounded_dynamic
+           else f", {count} element{'' if count == 1 else 's'}"))
     dyn = []
     for i, (d, f) in enumerate(zip(shape.dimensions, shape.dynamic_dimensions)):
         if f:
@@ -177,7 +239,7 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
     row("major_to_minor", "(" + ",".join(map(str, lay.major_to_minor)) + ")"
         + "  (the order JAX/numpy users think in)")
     if n:
-        order = ", ".join(f"dim {d} ({shape.dimensions[d]})" for d in reversed(m2m)
+        order = ", ".join(f"dim {d} ({_dim_text(shape, d)})" for d in reversed(m2m)
                           if 0 <= d < n)
         row("memory order", f"major to minor: {order}")
     if lay.tiles:
@@ -233,14 +295,15 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
     ratio = f", {phys / logical:.1f}x" if logical else ""
     row("physical bytes", f"{phys} ({_fmt_bytes(phys)})  with all tile padding{ratio}")
     row("physical dims", "[" + ",".join(map(str, p.physical_dimensions)) + "]"
-        + f"  (major to minor, after tiling; {p.element_count} slots)")
+        + f"  (major to minor, after tiling; {p.element_count} slot"
+        + ("" if p.element_count == 1 else "s") + ")")
 
 
 def cmd_describe(args) -> int:
     from .hlo_module import memory_footprint
     from .layout import memory_space_name
 
-    shape = _load_shape(args, need_array=False)
+    shape = _load_shape(args, need_array=False, always_warn=True)
     out: List[str] = []
     if shape.is_array:
         _describe_array(shape, out)
@@ -261,9 +324,11 @@ def cmd_describe(args) -> int:
             sfp = memory_footprint(sub)
             out.append(f"  {{{i}}} {sub}: {_fmt_bytes(sfp.bytes)} logical, "
                        f"{_fmt_bytes(sfp.padded_bytes)} with padding")
-        out.append(f"{'logical bytes':<15} {fp.bytes} ({_fmt_bytes(fp.bytes)}) in the arrays")
-        out.append(f"{'physical bytes':<15} {fp.padded_bytes} ({_fmt_bytes(fp.padded_bytes)}) "
-                   "with all tile padding")
+        unknown = "unknown: an unbounded dynamic dimension (?) has no size"
+        out.append(f"{'logical bytes':<15} " + (unknown if fp.bytes is None else
+                   f"{fp.bytes} ({_fmt_bytes(fp.bytes)}) in the arrays"))
+        out.append(f"{'physical bytes':<15} " + (unknown if fp.padded_bytes is None else
+                   f"{fp.padded_bytes} ({_fmt_bytes(fp.padded_bytes)}) with all tile padding"))
         for sp, b, pb in fp.by_space:
             out.append(f"  S({sp}) {memory_space_name(sp)}: {_fmt_bytes(b)} logical, "
                        f"{_fmt_bytes(pb)} padded")
@@ -331,14 +396,19 @@ def cmd_show(args) -> int:
     from .tiling import plan
 
     plan(shape)  # validate before drawing anything
-    print(show_text(shape, limits, offsets=not args.no_offsets))
+    text = show_text(shape, limits, offsets=not args.no_offsets)
+    # Files first: a bad path or a missing matplotlib fails before any output.
+    wrote = []
     for path, fmt in ((args.png, "png"), (args.svg, "svg")):
         if path:
             try:
                 save_picture(shape, path, fmt)
             except MissingMatplotlib as e:
                 raise UsageError(str(e)) from None
-            print(f"wrote {path}")
+            wrote.append(f"wrote {path}")
+    print(text)
+    for line in wrote:
+        print(line)
     return 0
 
 
@@ -350,6 +420,8 @@ def _byte_text(p, off: int) -> str:
     start = off * bits
     if bits % 8 == 0 and start % 8 == 0:
         return f"byte offset {start // 8}"
+    if bits == 1:
+        return f"byte offset {start // 8}, bit {start % 8}"
     return f"byte offset {start // 8}, bits {start % 8}-{start % 8 + bits - 1} (low bits first)"
 
 
@@ -504,7 +576,9 @@ class HloSummary:
         if not totals:
             out.append("  (no arrays)")
         if skipped:
-            out.append(f"  ({len(skipped)} fusion bodies / reducer computations left out: "
+            what = ("fusion body / reducer computation" if len(skipped) == 1
+                    else "fusion bodies / reducer computations")
+            out.append(f"  ({len(skipped)} {what} left out: "
                        "their values are not materialized in memory)")
         items = []
         for comp, heap in self.heaps.items():
@@ -613,6 +687,10 @@ def cmd_hlo(args) -> int:
                     ops = _operands_of(ins, on_warning)
                     if ops is None:
                         write(f"      operands: {ins.operands_text.strip()}\n")
+                    elif not ops and ins.opcode == "parameter":
+                        write(f"      parameter number: {ins.argument}\n")
+                    elif not ops and ins.opcode == "constant":
+                        write(f"      literal: {ins.argument}\n")
                     elif ops or ins.argument:
                         text = ", ".join(f"{shape_text(o.shape)} %{o.name}" if o.shape is not None
                                          else f"%{o.name}" for o in ops) or ins.argument

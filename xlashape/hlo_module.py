@@ -83,7 +83,7 @@ _INSTR_START = re.compile(r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*")
 # begin a shape (or nothing yet). Attribute lines of a multi-line instruction
 # ("kind=kLoop, calls=...") never look like this.
 _LOOKS_LIKE_INSTR = re.compile(
-    r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|[a-z][a-z0-9]*\[|$)")
+    r"\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|b\(|[a-z][a-z0-9]*\[|$)")
 # The common case in one C-level match: name, a plain array shape, opcode, '('.
 _FAST_INSTR = re.compile(
     r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*"
@@ -359,8 +359,7 @@ class Instruction:
             return default
         for m in re.finditer(r"(?:^|,)\s*" + re.escape(key) + r"\s*=\s*", text):
             start = m.start()
-            quotes = text.count('"', 0, start) - text.count('\\"', 0, start)
-            if quotes % 2 or not _balanced(text[:start]):
+            if _open_string(text[:start]) or not _balanced(text[:start]):
                 continue  # inside a string or a block: not a top-level attribute
             vpos = m.end()
             if text.startswith(("{", "("), vpos):
@@ -980,6 +979,16 @@ class HloReader:
 
 
 
+def _open_string(text: str) -> bool:
+    """True if ``text`` ends inside a quoted string. A ``"`` preceded by an odd
+    number of backslashes is escaped and does not open or close a string."""
+    if '"' not in text:
+        return False
+    if "\\" not in text:
+        return text.count('"') % 2 == 1
+    return '"' in _STRING.sub("", text)
+
+
 def _balanced(text: str) -> bool:
     """True if every bracket opened in ``text`` (outside strings) is closed."""
     c = text.count
@@ -987,11 +996,11 @@ def _balanced(text: str) -> bool:
         # Counts that agree are taken as balanced without looking at strings:
         # only a string hiding a bracket that exactly cancels an unclosed one
         # could fool this, and then the next line is reported, not lost.
-        return '"' not in text or text.count('"') % 2 == 0
+        return not _open_string(text)
     if '"' in text:
-        if '"' in _STRING.sub("", text):
-            return False  # an unterminated string
         text = _STRING.sub("", text)
+        if '"' in text:
+            return False  # an unterminated string
     return (text.count("{") == text.count("}") and text.count("(") == text.count(")")
             and text.count("[") == text.count("]"))
 
