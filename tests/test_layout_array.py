@@ -567,3 +567,104 @@ def test_byte_order_and_dynamic_shapes():
         LayoutArray("f32[?,3]{1,0}")
     bounded = LayoutArray("f32[<=4,3]{1,0}")     # storage for the bound
     assert bounded.shape == (4, 3) and bounded.physical_nbytes == 48
+
+
+# -- conversion to Python scalars follows numpy 2 (regression: int(la) parsed raw bytes) --
+
+@pytest.mark.parametrize("value", [
+    np.array(55, np.uint8), np.array(-7, np.int32), np.array(2.75, np.float32),
+    np.array([1.5], np.float64), np.array([[-3]], np.int64), np.array(0, np.int8),
+    np.array(True), np.array(False), np.array(1.25, P.BF16.dtype),
+])
+def test_int_float_bool_match_numpy(value):
+    la = LayoutArray.from_numpy(value)
+    x0 = value.reshape(())      # numpy's result without its size-1 DeprecationWarning
+    assert int(la) == int(x0) and type(int(la)) is int
+    assert float(la) == float(x0) and type(float(la)) is float
+    assert complex(la) == complex(x0)
+    assert bool(la) is bool(x0)
+
+
+def test_int_of_uint8_55_is_55():
+    assert int(LayoutArray.from_numpy(np.array(55, np.uint8))) == 55
+
+
+def test_complex_and_tiled_single_element():
+    assert complex(LayoutArray.from_numpy(np.array(1 + 2j, np.complex64))) == 1 + 2j
+    la = LayoutArray("f32[1,1]{1,0:T(8,128)}")
+    la[0, 0] = 4.5
+    assert float(la) == 4.5 and int(la) == 4
+
+
+def test_index_only_for_integer_0d():
+    import operator
+    assert operator.index(LayoutArray.from_numpy(np.array(5, np.int16))) == 5
+    assert [10, 11, 12][LayoutArray.from_numpy(np.array(2, np.uint32))] == 12
+    for bad in [np.array(2.0, np.float32), np.array(True), np.array([2], np.int32)]:
+        with pytest.raises(TypeError, match="only integer scalar arrays"):
+            operator.index(bad)          # numpy agrees
+        with pytest.raises(TypeError, match="only integer scalar arrays"):
+            operator.index(LayoutArray.from_numpy(bad))
+
+
+@pytest.mark.parametrize("conv", [int, float, complex])
+def test_scalar_conversion_needs_one_element(conv):
+    for text in ["f32[2]", "f32[0]", "f32[2,3]{0,1:T(2,2)}"]:
+        with pytest.raises(TypeError, match="only 0-d or size-1 LayoutArrays"):
+            conv(LayoutArray(text))
+
+
+def test_bool_of_many_or_no_elements_is_ambiguous():
+    with pytest.raises(ValueError, match="more than one element is ambiguous"):
+        bool(np.zeros(2))                # numpy agrees
+    with pytest.raises(ValueError, match="more than one element is ambiguous"):
+        bool(LayoutArray("f32[2]"))
+    with pytest.raises(ValueError, match="empty array is ambiguous"):
+        bool(np.zeros(0))
+    with pytest.raises(ValueError, match="empty array is ambiguous"):
+        bool(LayoutArray("f32[0]"))
+
+
+def test_scalar_conversion_after_release():
+    la = LayoutArray("f32[]")
+    la.release()
+    for conv in (int, float, complex, bool):
+        with pytest.raises(ValueError, match="released LayoutArray"):
+            conv(la)
+
+
+# -- sizes past int64 are a MemoryError, not a C-level OverflowError (regression) --
+
+@pytest.mark.parametrize("text, fragment", [
+    ("f32[4611686018427387904,4]", r"needs 73786976294838206464 bytes, more than"),
+    ("f32[1]{0:T(9223372036854775807)}", r"needs 36893488147419103228 bytes, more than"),
+])
+def test_sizes_past_int64_raise_memory_error(text, fragment):
+    # 2**62 * 4 elements * 4 bytes = 2**66; 9223372036854775807 * 4 bytes = 2**65 - 4
+    assert 4611686018427387904 * 4 * 4 == 73786976294838206464
+    assert 9223372036854775807 * 4 == 36893488147419103228
+    with pytest.raises(MemoryError, match=fragment):
+        LayoutArray(text)
+    with pytest.raises(MemoryError, match=fragment):
+        LayoutArray.frombuffer(b"", text)
+
+
+def test_compiled_plan_refuses_sizes_past_int64():
+    from xlashape._core import CompiledPlan
+    with pytest.raises(MemoryError, match="a 64-bit offset can address"):
+        CompiledPlan(tiling.plan("f32[4611686018427387904,4]"))
+
+
+# -- from_numpy accepts layout text, like relayout (regression) ---------------------
+
+def test_from_numpy_accepts_layout_text():
+    x = np.arange(12, dtype=np.int32).reshape(3, 4)
+    la = LayoutArray.from_numpy(x, "{0,1:T(2,2)}")
+    assert la.layout == Layout((0, 1), tiles=[Tile(2, 2)])
+    assert la.xla_shape == Shape(P.S32, (3, 4), Layout((0, 1), tiles=[Tile(2, 2)]))
+    assert np.array_equal(la.to_numpy(), x)
+    assert LayoutArray.from_numpy(x, "  {0,1}").layout == Layout((0, 1))
+    # column-major bytes of x, computed independently of the code under test
+    assert bytes(LayoutArray.from_numpy(x, "{0,1}").physical) == x.T.tobytes()
+    with pytest.raises(ValueError, match="minor_to_major"):
+        LayoutArray.from_numpy(x, "{0}")

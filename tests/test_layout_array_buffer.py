@@ -319,3 +319,80 @@ def test_release_during_a_kernel_in_another_thread_is_refused():
             outcomes.append(str(e))
     t.join()
     assert all("released LayoutArray" in o or "buffer export" in o for o in outcomes)
+
+
+# -- every numpy view of the storage holds a counted export (regression) -------------
+# numpy's np.ndarray(buffer=obj) releases the buffer at once, so views built that
+# way were not counted and release() freed memory they still used (segfault).
+
+def _make_owned(text):
+    return LayoutArray(text)
+
+
+def _make_wrapped(text):
+    return LayoutArray.frombuffer(bytearray(LayoutArray(text).physical_nbytes), text)
+
+
+_VIEW_MAKERS = {
+    "physical_array": lambda la: la.physical_array(),
+    "array_copy_false": lambda la: la.__array__(copy=False),
+    "asarray": lambda la: np.asarray(la),
+    "physical": lambda la: la.physical,
+}
+
+
+@pytest.mark.parametrize("make", [_make_owned, _make_wrapped], ids=["owned", "frombuffer"])
+@pytest.mark.parametrize("text, view", [
+    ("f32[64,256]{1,0:T(8,128)}", "physical_array"),
+    ("f32[64,256]{1,0}", "physical_array"),
+    ("f32[64,256]{0,1}", "array_copy_false"),
+    ("bf16[64,256]{1,0}", "asarray"),            # no PEP 3118 code: goes through __array__
+    ("bf16[64,256]{1,0}", "array_copy_false"),
+    ("f32[64,256]{1,0}", "asarray"),
+    ("f32[64,256]{1,0:T(8,128)}", "physical"),
+])
+def test_views_pin_the_storage_against_release(make, text, view):
+    la = make(text)
+    v = _VIEW_MAKERS[view](la)
+    assert la.exports == 1
+    with pytest.raises(xs.ShapeBufferError, match="while 1 buffer export"):
+        la.release()
+    # the storage is still there and still shared with the LayoutArray
+    arr = np.frombuffer(v, np.uint8) if isinstance(v, memoryview) else v
+    arr[...] = 1
+    assert np.count_nonzero(arr == 1) == arr.size
+    del arr, v
+    gc.collect()
+    assert la.exports == 0
+    la.release()
+
+
+@pytest.mark.parametrize("view", ["physical_array", "array_copy_false", "asarray"])
+def test_views_keep_the_storage_after_del(view):
+    text = "f32[64,256]{1,0}"
+    la = LayoutArray.from_numpy(np.full((64, 256), 3.0, np.float32), text)
+    ref = weakref.ref(la)
+    v = _VIEW_MAKERS[view](la)
+    del la
+    gc.collect()
+    assert ref() is not None
+    v[...] = 2.0
+    assert float(v.sum()) == 2.0 * 64 * 256
+    del v
+    gc.collect()
+    assert ref() is None
+
+
+def test_physical_array_of_frombuffer_pins_the_wrapped_buffer():
+    ba = bytearray(4 * 8 * 128)
+    la = LayoutArray.frombuffer(ba, "f32[8,128]{1,0:T(8,128)}")
+    pa = la.physical_array()
+    del la
+    gc.collect()
+    pa[0, 0, 0, 5] = 1.5      # writes through to the bytearray
+    assert np.frombuffer(ba, np.float32)[5] == 1.5
+    with pytest.raises(BufferError):
+        ba.extend(b"x")        # still exported: the bytearray cannot move
+    del pa
+    gc.collect()
+    ba.extend(b"x")

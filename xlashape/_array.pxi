@@ -124,6 +124,18 @@ def _basic_selection(key, shape):
     return sels, tuple(post)
 
 
+def _layout_text_to_layout(obj):
+    """Layout text ("{0,1:T(2,2)}") -> a Layout; anything else unchanged.
+
+    Shared by from_numpy and relayout, which both accept a bare layout to
+    apply to a known element type and dimensions.
+    """
+    if isinstance(obj, str) and obj.lstrip().startswith("{"):
+        from .hlo_text import parse_layout
+        return parse_layout(obj)
+    return obj
+
+
 def _as_plan(shape):
     """A LayoutPlan from a Shape or HLO text, checked for LayoutArray."""
     if isinstance(shape, str):
@@ -408,7 +420,8 @@ cdef class LayoutArray:
 
         ``shape_or_layout`` is a :class:`~xlashape.Shape` or HLO text (its
         dimensions must equal ``array.shape``), a :class:`~xlashape.Layout`
-        (the element type comes from the array's dtype), or None for the
+        or layout text such as ``"{0,1:T(2,2)}"`` (the element type and
+        dimensions come from the array), or None for the
         default layout. Any strides are accepted (negative, non-contiguous,
         0-d). The dtype must be the shape's element type; with
         ``dtype_cast=True`` the array is first converted (numpy's
@@ -425,6 +438,7 @@ cdef class LayoutArray:
         cdef Side dst, src
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
+        shape_or_layout = _layout_text_to_layout(shape_or_layout)
         if shape_or_layout is None or isinstance(shape_or_layout, _Layout):
             try:
                 et = _ptype_from_dtype(array.dtype)
@@ -631,12 +645,53 @@ cdef class LayoutArray:
                 f"{self._shape} packs {8 // self.di.packed_bits} elements per byte; no "
                 f"numpy dtype can view that: use la.physical (bytes) instead")
         dims = tuple(self._plan.physical_dimensions)
-        return np.ndarray(dims, dtype=self._dtype, buffer=_PhysicalExporter(self))
+        return np.ndarray(dims, dtype=self._dtype, buffer=self._counted_bytes())
 
     def __len__(self):
         if self.prog.rank == 0:
             raise TypeError("len() of unsized object")
         return self.c_shape[0]
+
+    # -- conversion to Python scalars (numpy 2's rules) ----------------------
+    # Without these, int(la)/float(la) would fall back to the buffer protocol
+    # and parse the raw bytes as text.
+    cdef object _one_element(self):
+        """The single logical element as a 0-d numpy array (a copy)."""
+        self._check_alive()
+        if self.logical_size != 1:
+            raise TypeError(
+                f"only 0-d or size-1 LayoutArrays can be converted to Python scalars; "
+                f"this one has shape {self._pyshape} ({self.logical_size} elements)")
+        return self.to_numpy().reshape(())
+
+    def __int__(self):
+        return int(self._one_element())
+
+    def __float__(self):
+        return float(self._one_element())
+
+    def __complex__(self):
+        return complex(self._one_element())
+
+    def __index__(self):
+        self._check_alive()
+        if self.prog.rank != 0 or not self._plan.element_type.is_integral:
+            raise TypeError(
+                f"only integer scalar arrays can be converted to a scalar index; "
+                f"this LayoutArray is {self._shape.to_string(False)}")
+        return int(self._one_element())
+
+    def __bool__(self):
+        self._check_alive()
+        if self.logical_size == 0:
+            raise ValueError(
+                f"The truth value of an empty array is ambiguous (shape "
+                f"{self._pyshape}). Use `la.size > 0` to check that it is not empty")
+        if self.logical_size > 1:
+            raise ValueError(
+                f"The truth value of an array with more than one element is ambiguous "
+                f"(shape {self._pyshape}). Use np.asarray(la).any() or .all()")
+        return bool(self._one_element())
 
     def __iter__(self):
         cdef Py_ssize_t i
@@ -693,8 +748,20 @@ cdef class LayoutArray:
     cdef object _view(self):
         """Zero-copy numpy view of the logical array (strided layouts only)."""
         return np.ndarray(self._pyshape, dtype=self._dtype,
-                          buffer=_PhysicalExporter(self),
+                          buffer=self._counted_bytes(),
                           strides=self._plan.strides)
+
+    cdef object _counted_bytes(self):
+        """The physical buffer as a uint8 ndarray that holds a counted export.
+
+        numpy's ``np.ndarray(buffer=obj)`` releases the buffer at once (and
+        unwraps a memoryview to its exporter), so a view built on
+        `_PhysicalExporter` directly would not count in `exports` and
+        release() would free memory under it. ``np.frombuffer`` keeps the
+        memoryview as the base, which holds the export while any view built
+        on this array lives.
+        """
+        return np.frombuffer(memoryview(_PhysicalExporter(self)), dtype=np.uint8)
 
     def __array__(self, dtype=None, copy=None):
         """numpy 2 semantics: a view when the layout allows one and copy is
@@ -1016,9 +1083,7 @@ cdef class LayoutArray:
         cdef LayoutArray la
         cdef Side dst, src
         self._check_alive()
-        if isinstance(layout, str) and layout.lstrip().startswith("{"):
-            from .hlo_text import parse_layout
-            layout = parse_layout(layout)
+        layout = _layout_text_to_layout(layout)
         if isinstance(layout, _Layout):
             shape = self._shape.with_layout(layout)
         elif isinstance(layout, (str, _Shape)):

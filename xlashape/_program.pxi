@@ -39,10 +39,39 @@ cdef struct Program:
     int64_t out_stride[MAX_OUT]
 
 
+cdef object _INT64_MAX = 2 ** 63 - 1
+
+
+cdef int _check_int64_fits(object plan) except -1:
+    """MemoryError (not a C-level OverflowError) when a figure of the plan
+    cannot be an int64: such a buffer could never be allocated or addressed."""
+    limit = _INT64_MAX
+    if plan.size_in_bytes > limit:
+        raise MemoryError(
+            f"{plan.shape} needs {plan.size_in_bytes} bytes, more than the {limit} "
+            f"a 64-bit offset can address")
+    if plan.element_count > limit:
+        raise MemoryError(
+            f"{plan.shape} needs {plan.element_count} elements (padding included), "
+            f"more than the {limit} a 64-bit offset can address")
+    for v in plan.out_strides:
+        if not -limit <= v <= limit:
+            raise MemoryError(
+                f"{plan.shape} has an element stride of {v}, more than the {limit} "
+                f"a 64-bit offset can address")
+    for op in plan.ops:
+        if not -limit - 1 <= op[4] <= limit:
+            raise MemoryError(
+                f"{plan.shape} needs an offset constant of {op[4]}, more than the "
+                f"{limit} a 64-bit offset can address")
+    return 0
+
+
 cdef int program_from_plan(Program* p, object plan) except -1:
     """Fill `p` from a tiling.LayoutPlan; ValueError if it is too big."""
     cdef int i
     ops = plan.ops
+    _check_int64_fits(plan)
     if plan.rank > MAX_RANK:
         raise ValueError(f"rank {plan.rank} exceeds the compiled core's limit of {MAX_RANK}")
     if len(ops) > MAX_OPS or plan.num_registers > MAX_REGS or len(plan.out_registers) > MAX_OUT:
