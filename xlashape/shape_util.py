@@ -35,6 +35,7 @@ from .layout_util import (
     _layout_or_default,
     _linear_index_unchecked,
     _check_m2m_permutation,
+    _static_dims as _check_bounded,  # every dimension must have a size
     validate_layout_in_shape,
 )
 from .primitive_types import PrimitiveType, as_primitive_type
@@ -544,17 +545,6 @@ def validate_shape_with_optional_layout(shape) -> None:
 # =============================================================================
 # Element counts and sizes (spec §8)
 # =============================================================================
-def _check_bounded(shape: Shape, what: str) -> None:
-    for d, (size, dyn) in enumerate(zip(shape.dimensions, shape.dynamic_dimensions)):
-        if dyn and size == UNBOUNDED_SIZE:
-            raise InvalidShapeError(
-                f"{what} needs a size for every dimension, but dimension {d} of "
-                f"{shape.human_string()} is unbounded ('?')")
-        if size < 0:
-            raise InvalidShapeError(
-                f"{what}: dimension {d} of {shape.human_string()} has negative size {size}")
-
-
 def elements_in(shape) -> int:
     """``ShapeUtil::ElementsIn``: the product of the dimensions (1 for a
     scalar, 0 if any dimension is 0). A bounded dynamic dimension counts with
