@@ -541,3 +541,17 @@ def test_vectorized_accepts_read_only_and_strided_inputs():
     out, pad = multidimensional_indices(s, lin)
     assert [None if p else tuple(o) for o, p in zip(out.tolist(), pad)] == [
         multidimensional_index(s, int(x)) for x in lin]
+
+
+def test_absurd_tile_level_counts_are_refused_quickly():
+    # 64 levels of T(1) still work: the first turns [3] into [3,1], each
+    # later one tiles the trailing 1 and appends another, so the physical
+    # dims are 3 followed by 64 ones and the elements stay at 0, 1, 2.
+    ok = Shape("f32", (3,), Layout((0,), tiles=[Tile(1)] * 64))
+    assert tiling.physical_dimensions(ok) == (3,) + (1,) * 64
+    assert tiling.physical_element_count(ok) == 3
+    assert [tiling.linear_index(ok, (i,)) for i in range(3)] == [0, 1, 2]
+    # Far more levels would take quadratic time: refused with a clear error.
+    many = Shape("f32", (3,), Layout((0,), tiles=[Tile(1)] * 100000))
+    with pytest.raises(InvalidShapeError, match="100000 tile levels.*at most 64"):
+        tiling.physical_size_in_bytes(many)

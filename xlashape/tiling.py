@@ -672,9 +672,19 @@ def _prod(values) -> int:
     return out
 
 
+#: Tile levels the model accepts (XLA's TPU layouts use one to three).
+MAX_TILE_LEVELS = 64
+
+
 def _check_layout(shape: Shape, layout: Layout) -> None:
     """The checks without which the model is meaningless (a subset of
     ``ValidateShape``, with messages that say what to fix)."""
+    if len(layout.tiles) > MAX_TILE_LEVELS:
+        # Each level adds physical dimensions, so the model's cost grows with
+        # the square of the level count; real layouts use one to three.
+        raise InvalidShapeError(
+            f"layout has {len(layout.tiles)} tile levels; xlashape's tiling model "
+            f"supports at most {MAX_TILE_LEVELS}")
     n = len(shape.dimensions)
     m2m = layout.minor_to_major
     if len(m2m) != n:
