@@ -175,3 +175,24 @@ def mutated(texts):
 
     return _mutate()
 
+
+
+@st.composite
+def tiled_layout_parts(draw, dims):
+    """(minor_to_major, tiles, padded_dimensions, tail_padding) for arrays of
+    ``dims`` that the tiling model accepts: repeated tiles, tiles with more
+    dimensions than the shape, ``*`` entries (never last), legacy padding."""
+    rank = len(dims)
+    m2m = tuple(draw(st.permutations(range(rank))))
+    tiles = []
+    for _ in range(draw(st.integers(0, 3))):
+        k = draw(st.integers(1, rank + 2))
+        entries = draw(st.lists(st.sampled_from([1, 2, 3, 4, 8, "*"]), min_size=k, max_size=k))
+        if entries[-1] == "*":
+            entries[-1] = draw(st.sampled_from([1, 2, 3, 4]))
+        tiles.append(tuple(entries))
+    padded = ()
+    if rank and draw(st.booleans()):
+        padded = tuple(d + draw(st.integers(0, 3)) for d in dims)
+    align = draw(st.sampled_from([1, 1, 2, 3, 8]))
+    return m2m, tiles, padded, align

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from xlashape import Layout, LayoutArray, PrimitiveType as P, Shape, tiling
 
+from strategies import tiled_layout_parts
 from test_layout_array import TYPES, _pad_value, check_physical, python_value, random_array, same
 
 SETTINGS = settings(max_examples=int(os.environ.get("XLASHAPE_EXAMPLES", "150")), deadline=None,
@@ -19,25 +20,13 @@ SETTINGS = settings(max_examples=int(os.environ.get("XLASHAPE_EXAMPLES", "150"))
 
 @st.composite
 def layouts_for(draw, t, dims):
-    rank = len(dims)
-    m2m = tuple(draw(st.permutations(range(rank))))
-    tiles = []
-    for _ in range(draw(st.integers(0, 3))):
-        k = draw(st.integers(1, rank + 2))
-        entries = draw(st.lists(st.sampled_from([1, 2, 3, 4, 8, "*"]), min_size=k, max_size=k))
-        if entries[-1] == "*":
-            entries[-1] = draw(st.sampled_from([1, 2, 3, 4]))
-        tiles.append(tuple(entries))
-    padded = ()
-    if rank and draw(st.booleans()):
-        padded = tuple(d + draw(st.integers(0, 3)) for d in dims)
+    m2m, tiles, padded, align = draw(tiled_layout_parts(dims))
     bits = 0
     if t.bit_width < 8 and t != P.PRED or (t == P.PRED and draw(st.booleans())):
         bits = draw(st.sampled_from([0, t.bit_width]))
     pv = draw(st.sampled_from([0, _pad_value(t)]))
     return Layout(m2m, tiles=tiles, padded_dimensions=padded, element_size_in_bits=bits,
-                  tail_padding_alignment_in_elements=draw(st.sampled_from([1, 1, 2, 3, 8])),
-                  padding_value=pv)
+                  tail_padding_alignment_in_elements=align, padding_value=pv)
 
 
 @st.composite

@@ -24,6 +24,7 @@ from xlashape.tiling import (
     padding_report,
     plan,
 )
+from strategies import tiled_layout_parts
 
 
 # -- the oracle ---------------------------------------------------------------------
@@ -74,18 +75,7 @@ def memory_order(dims, m2m, tiles, padded=None, align=1):
 def shapes(draw, max_elements=3000):
     rank = draw(st.integers(0, 4))
     dims = tuple(draw(st.lists(st.integers(0, 6), min_size=rank, max_size=rank)))
-    m2m = tuple(draw(st.permutations(range(rank))))
-    tiles = []
-    for _ in range(draw(st.integers(0, 3))):
-        k = draw(st.integers(1, rank + 2))
-        entries = draw(st.lists(st.sampled_from([1, 2, 3, 4, 8, "*"]), min_size=k, max_size=k))
-        if entries[-1] == "*":
-            entries[-1] = draw(st.sampled_from([1, 2, 3, 4]))
-        tiles.append(tuple(entries))
-    padded = ()
-    if rank and draw(st.booleans()):
-        padded = tuple(d + draw(st.integers(0, 3)) for d in dims)
-    align = draw(st.sampled_from([1, 1, 2, 3, 8]))
+    m2m, tiles, padded, align = draw(tiled_layout_parts(dims))
     et, ebits = draw(st.sampled_from([("f32", 0), ("bf16", 0), ("s8", 0), ("s4", 0),
                                       ("s4", 4), ("pred", 1), ("u2", 2), ("f32", 64)]))
     layout = Layout(m2m, tiles=tiles, padded_dimensions=padded,
