@@ -686,7 +686,7 @@ def test_hlo_negative_top_is_a_usage_error():
 def test_progress_is_drawn_on_a_terminal_and_erased(monkeypatch, capsys):
     # in-process: the display logic of `hlo` progress (shown only when stderr is
     # a terminal and the input is large, which a subprocess test cannot fake)
-    from xlashape import cli
+    from xlashape.cli import hlo as cli
 
     clock = iter(range(0, 10_000))
     monkeypatch.setattr(cli.time, "monotonic", lambda: next(clock))
@@ -701,7 +701,7 @@ def test_progress_is_drawn_on_a_terminal_and_erased(monkeypatch, capsys):
 
 
 def test_progress_is_silent_when_disabled(capsys):
-    from xlashape import cli
+    from xlashape.cli import hlo as cli
 
     p = cli._Progress(iter(["a\n"] * 40000), 80000, enabled=False)
     assert sum(1 for _ in p) == 40000
@@ -889,3 +889,52 @@ def test_describe_warns_about_a_layout_xla_rejects():
     assert r.stderr.startswith("xlashape: warning: XLA would reject this shape: ")
     assert "minor_to_major" in r.stderr
     assert field(r.stdout, "physical bytes").startswith("unknown")
+
+
+# -- the package structure ---------------------------------------------------------
+
+
+def test_every_command_module_has_the_documented_interface():
+    import argparse
+
+    from xlashape import cli
+
+    names = [c.NAME for c in cli.COMMANDS]
+    assert names == ["describe", "explain", "show", "index", "hlo"]
+    for c in cli.COMMANDS:
+        assert c.__name__ == f"xlashape.cli.{c.NAME}"
+        assert callable(c.add_parser) and callable(c.run)
+    sub = cli.build_parser()._subparsers._group_actions[0]
+    assert isinstance(sub, argparse._SubParsersAction)
+    assert list(sub.choices) == names
+
+
+def test_pyproject_packages_every_package_directory():
+    tomllib = pytest.importorskip("tomllib")
+    root = Path(__file__).resolve().parent.parent
+    if not (root / "pyproject.toml").exists():
+        pytest.skip("not run from a checkout")
+    packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    found = sorted(".".join(p.parent.relative_to(root).parts)
+                   for p in (root / "xlashape").rglob("__init__.py"))
+    assert "xlashape.cli" in found
+    assert sorted(packages) == found
+
+
+def test_the_cli_imports_no_private_name_of_another_module():
+    # `from ..hlo_module import _open_text` and the like: the CLI uses public API
+    pkg = Path(__file__).resolve().parent.parent / "xlashape" / "cli"
+    if not pkg.exists():
+        pytest.skip("not run from a checkout")
+    bad = []
+    for path in pkg.glob("*.py"):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            m = re.match(r"\s*from \.\.([\w.]*) import (.*)", line)
+            if not m:
+                continue
+            names = [x.strip().split(" ")[0] for x in m.group(2).strip("()").split(",")]
+            private = [x for x in names + m.group(1).split(".")
+                       if x.startswith("_") and not x.endswith("__")]
+            if private:
+                bad.append(f"{path.name}:{n}: {line.strip()}")
+    assert bad == []

@@ -19,6 +19,8 @@ MODULES = [
     "xlashape.hlo_module",
     "xlashape.render",
     "xlashape.cli",
+    "xlashape.cli._common",
+    "xlashape.cli._output",
     "xlashape._core",
 ]
 

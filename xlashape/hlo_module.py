@@ -67,6 +67,7 @@ __all__ = [
     "OOM_REPORT",
     "parse_hlo_module",
     "read_hlo_file",
+    "open_text",
     "iter_instructions",
     "memory_footprint",
     "shape_text",
@@ -1073,11 +1074,13 @@ def parse_hlo_module(source, *, on_warning: Optional[Callable[[HloWarning], None
 
 def read_hlo_file(path, **kwargs) -> HloModule:
     """:func:`parse_hlo_module` on a file (``.gz`` files are decompressed)."""
-    with _open_text(path) as f:
+    with open_text(path) as f:
         return parse_hlo_module(f, **kwargs)
 
 
-def _open_text(path):
+def open_text(path):
+    """Open an HLO text file (or out-of-memory report) for reading as text:
+    UTF-8, undecodable bytes replaced by U+FFFD, ``.gz`` files decompressed."""
     path = str(path)
     if path.endswith(".gz"):
         import gzip

@@ -1,0 +1,152 @@
+"""The writers every command prints through: text lines, tables, JSON, CSV.
+
+Everything a command prints goes through this module, so two promises hold in
+one place:
+
+- **Printable.** Text and CSV output pass through :func:`printable`: a control
+  character, a bidirectional override or an unpaired surrogate that came from
+  the input (a file, an argument, standard input) is written as its Python
+  escape (``\\x1b``, ``\\u202e``), never raw, so input cannot send terminal
+  control sequences. JSON output is ASCII with ``\\uXXXX`` escapes (the
+  values read back unchanged).
+- **Consistent.** JSON documents are written by :func:`write_json` (indented,
+  one document) or :class:`JsonArrayWriter` (a streamed list, one item per
+  line); CSV by :class:`CsvWriter` (header first); fixed-width tables by
+  :class:`Table`; ``key  value`` blocks by :func:`field`.
+
+Output goes to ``sys.stdout`` as it is when the writer is made (so tests can
+redirect it).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from typing import Iterable, Optional, Sequence, Tuple
+
+__all__ = [
+    "printable",
+    "json_str",
+    "write_json",
+    "write_lines",
+    "field",
+    "Table",
+    "JsonArrayWriter",
+    "CsvWriter",
+]
+
+#: A string as a JSON string literal, ASCII only (C-accelerated when available).
+json_str = json.encoder.encode_basestring_ascii
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (controls such as
+    ESC, C1 controls, bidirectional overrides, unpaired surrogates from
+    undecodable arguments) replaced by its Python escape; tabs and ordinary
+    letters of any script are kept.
+
+    >>> printable("f32[2] \\x1b[31mred\\x1b[0m")
+    'f32[2] \\\\x1b[31mred\\\\x1b[0m'
+    >>> printable("caf\\u00e9\\tok")
+    'café\\tok'
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c == "\t" else _escape(c) for c in text)
+
+
+def _escape(c: str) -> str:
+    n = ord(c)
+    if n < 0x100:
+        return {"\n": "\\n", "\r": "\\r"}.get(c, f"\\x{n:02x}")
+    if n < 0x10000:
+        return f"\\u{n:04x}"
+    return f"\\U{n:08x}"
+
+
+def write_json(obj) -> None:
+    """One JSON document, indented, ASCII only, then a newline."""
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=True) + "\n")
+
+
+def write_lines(lines: Iterable[str]) -> None:
+    """Text lines, each made :func:`printable`."""
+    sys.stdout.write("".join(printable(line) + "\n" for line in lines))
+
+
+def field(key: str, value: str, indent: str = "", width: int = 15) -> str:
+    """One ``key   value`` line of a description block (keys left-aligned in
+    ``width`` columns)."""
+    return f"{indent}{key:<{width}} {value}"
+
+
+class Table:
+    """A fixed-width table: ``columns`` is a list of ``(title, width, align)``
+    (``align`` ``"<"`` or ``">"``; width 0 for a last, free column) and
+    ``gaps`` the text before each column (default one space, two before a
+    free last column).
+
+    >>> t = Table([("name", 6, "<"), ("bytes", 5, ">"), ("shape", 0, "<")], indent="  ")
+    >>> t.header()
+    '  name   bytes  shape'
+    >>> t.format("x", "96B", "f32[24]")
+    '  x        96B  f32[24]'
+    """
+
+    def __init__(self, columns: Sequence[Tuple[str, int, str]], indent: str = "",
+                 gaps: Optional[Sequence[str]] = None):
+        self.titles = [c[0] for c in columns]
+        if gaps is None:
+            gaps = [""] + [("  " if w == 0 else " ") for _, w, _ in columns[1:]]
+        parts = [indent]
+        for gap, (_, width, align) in zip(gaps, columns):
+            parts.append(gap.replace("{", "{{").replace("}", "}}"))
+            parts.append("{}" if width == 0 else "{:" + align + str(width) + "}")
+        self._template = "".join(parts)
+
+    def format(self, *values) -> str:
+        """One row as text (not yet made printable: :meth:`row` does that)."""
+        return self._template.format(*values)
+
+    def header(self) -> str:
+        return self._template.format(*self.titles)
+
+    def row(self, *values) -> None:
+        """Write one row to standard output, made printable."""
+        sys.stdout.write(printable(self._template.format(*values)) + "\n")
+
+
+class JsonArrayWriter:
+    """A JSON list streamed to standard output, one item per line: call
+    :meth:`item` (an object to encode) or :meth:`raw` (already encoded JSON,
+    for hot loops), then :meth:`close`."""
+
+    def __init__(self):
+        self._write = sys.stdout.write
+        self._first = True
+        self._write("[")
+
+    def raw(self, encoded: str) -> None:
+        self._write(("\n" if self._first else ",\n") + encoded)
+        self._first = False
+
+    def item(self, obj) -> None:
+        self.raw(json.dumps(obj, ensure_ascii=True))
+
+    def close(self) -> None:
+        self._write("]\n" if self._first else "\n]\n")
+
+
+class CsvWriter:
+    """CSV rows on standard output, the header first; text cells are made
+    :func:`printable`, ``None`` is an empty cell."""
+
+    def __init__(self, header: Sequence[str]):
+        self._w = csv.writer(sys.stdout, lineterminator="\n")
+        self._w.writerow(header)
+
+    def row(self, values: Sequence) -> None:
+        self._w.writerow(["" if v is None else printable(v) if isinstance(v, str) else v
+                          for v in values])
+

@@ -1,0 +1,387 @@
+"""``xlashape hlo FILE|-``: every instruction of an HLO module (or every
+allocation of a TPU out-of-memory report) with its shape, logical and padded
+bytes, padding waste and memory space; totals per memory space and the top N
+values by padding waste. Streams: a dump of any size is read line by line."""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import sys
+import time
+from typing import List, Optional
+
+from ..errors import HloParseError
+from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
+from ._output import CsvWriter, JsonArrayWriter, Table, json_str, write_lines
+
+NAME = "hlo"
+
+_PROGRESS_MIN_BYTES = 16 << 20
+
+# The instruction table of the text output, and the totals table.
+_ROWS = Table([("name", 28, "<"), ("opcode", 18, "<"), ("bytes", 9, ">"), ("padded", 9, ">"),
+               ("waste", 9, ">"), ("mem", 4, ">"), ("shape", 0, "<")], indent="  ")
+_TOTALS = Table([("memory space", 42, "<"), ("results", 7, ">"), ("bytes", 9, ">"),
+                 ("padded", 9, ">"), ("waste", 9, ">")], indent="  ")
+_CSV_HEADER = ["computation", "name", "opcode", "shape", "bytes", "padded_bytes",
+               "waste", "memory_space", "line"]
+
+
+def add_parser(subparsers):
+    p = add_command(
+        subparsers, NAME,
+        "Read an HLO module (a dump file, or - for stdin) or the text of a TPU "
+        "out-of-memory error, and report every instruction's shape, logical and padded "
+        "bytes, padding waste and memory space, with totals and the top N by waste",
+        f"{PROG} hlo module.after_optimizations.txt --top 5\n"
+        f"  {PROG} hlo - --json < oom_message.txt")
+    p.add_argument("file", metavar="FILE", help="HLO text file (.gz ok), or - for stdin")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true",
+                     help="print a JSON list of instructions (computation, name, opcode, shape, "
+                          "bytes, padded_bytes, waste, memory_space, line, ...)")
+    fmt.add_argument("--csv", action="store_true", help="print CSV rows (header first)")
+    p.add_argument("--top", type=int64, default=10, metavar="N",
+                   help="list the N values with the most padding waste (default 10; 0: none)")
+    p.add_argument("--summary", action="store_true",
+                   help="print only the totals and the top N, not every instruction")
+    p.add_argument("--details", action="store_true",
+                   help="also give each instruction's operands (with their shapes when written "
+                        "inline) and attributes (kind=, calls=, metadata={...}, ...)")
+    p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
+                   help="print at most N skipped-line warnings (default 20)")
+    p.add_argument("--no-progress", action="store_true", help="never print progress")
+    return p
+
+
+class _Progress:
+    """Counts characters read; on a terminal, prints progress for big inputs."""
+
+    def __init__(self, lines, total: Optional[int], enabled: bool):
+        self.lines = lines
+        self.total = total
+        self.enabled = enabled
+        self.read = 0
+        self.shown = False
+
+    def __iter__(self):
+        if not self.enabled:
+            yield from self.lines
+            return
+        last = time.monotonic()
+        n = 0
+        for line in self.lines:
+            self.read += len(line)
+            n += 1
+            if n & 0x3FFF == 0:
+                now = time.monotonic()
+                if now - last > 0.5:
+                    last = now
+                    mb = self.read / 1e6
+                    if self.total:
+                        msg = f"{mb:.1f} of {self.total / 1e6:.1f} MB ({100 * self.read / self.total:.0f}%)"
+                    else:
+                        msg = f"{mb:.1f} MB"
+                    sys.stderr.write(f"\r{PROG}: reading {msg} ")
+                    sys.stderr.flush()
+                    self.shown = True
+            yield line
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+
+
+_JSON_SHAPES: dict = {}
+
+
+def _json_int(v) -> str:
+    return "null" if v is None else str(v)
+
+
+def _json_shape(shape, shape_text) -> str:
+    hit = _JSON_SHAPES.get(id(shape))
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    text = json_str(shape_text(shape))
+    if len(_JSON_SHAPES) > 1 << 16:
+        _JSON_SHAPES.clear()
+    _JSON_SHAPES[id(shape)] = (shape, text)
+    return text
+
+
+def _operands_of(ins, on_warning):
+    """The instruction's operands, or None (with a warning) if an inline
+    operand shape does not parse."""
+    from ..hlo_module import HloWarning
+
+    try:
+        return ins.operands
+    except HloParseError as e:
+        on_warning(HloWarning(ins.line, e.message))
+        return None
+
+
+class HloSummary:
+    """Totals per memory space and the top instructions by padding waste,
+    kept per computation so that fusion bodies and reducers (not materialized
+    in memory) can be left out once the whole module has been read."""
+
+    def __init__(self, top: int):
+        self.top = top
+        self.per_comp = {}   # computation -> {space: [bytes, padded, count]}
+        self.heaps = {}      # computation -> heap of (waste, seq, record)
+        self.count = 0
+        self.unknown = 0
+        self._seq = 0
+
+    def add(self, ins, fp) -> None:
+        self.count += 1
+        if fp.bytes is None:
+            self.unknown += 1
+            return
+        spaces = self.per_comp.setdefault(ins.computation, {})
+        for sp, b, pb in fp.by_space:
+            acc = spaces.setdefault(sp, [0, 0, 0])
+            acc[0] += b
+            acc[1] += pb
+            acc[2] += 1
+        waste = fp.padded_bytes - fp.bytes
+        if waste > 0 and self.top > 0:
+            heap = self.heaps.setdefault(ins.computation, [])
+            self._seq += 1
+            item = (waste, -self._seq, (ins.computation, ins.name, ins.opcode, ins.shape,
+                                        fp.bytes, fp.padded_bytes, ins.line))
+            if len(heap) < self.top:
+                heapq.heappush(heap, item)
+            elif item > heap[0]:
+                heapq.heapreplace(heap, item)
+
+    def report(self, excluded: set) -> List[str]:
+        from ..layout import memory_space_name
+
+        totals = {}
+        for comp, spaces in self.per_comp.items():
+            if comp in excluded:
+                continue
+            for sp, (b, pb, c) in spaces.items():
+                acc = totals.setdefault(sp, [0, 0, 0])
+                acc[0] += b
+                acc[1] += pb
+                acc[2] += c
+        out = []
+        skipped = sorted(c for c in self.per_comp if c in excluded)
+        out.append("totals per memory space (sums of result shapes; aliasing not modelled):")
+        out.append(_TOTALS.header())
+        for sp in sorted(totals):
+            b, pb, c = totals[sp]
+            out.append(_TOTALS.format(f"S({sp}) " + memory_space_name(sp), c, fmt_bytes(b),
+                                      fmt_bytes(pb), fmt_bytes(pb - b)))
+        if not totals:
+            out.append("  (no arrays)")
+        if skipped:
+            what = ("fusion body / reducer computation" if len(skipped) == 1
+                    else "fusion bodies / reducer computations")
+            out.append(f"  ({len(skipped)} {what} left out: "
+                       "their values are not materialized in memory)")
+        items = []
+        for comp, heap in self.heaps.items():
+            if comp not in excluded:
+                items.extend(heap)
+        items.sort(reverse=True)
+        items = items[: self.top]
+        if items:
+            out.append(f"top {len(items)} by padding waste:")
+            for rank, (waste, _, rec) in enumerate(items, 1):
+                comp, name, opcode, shape, b, pb, line = rec
+                where = f"{comp}, line {line}" if comp else f"line {line}"
+                exp = f"{pb / b:.1f}x" if b else "inf"
+                out.append(f"  {rank:>2}. {name} = {opcode} ({where}): waste {fmt_bytes(waste)}, "
+                           f"{fmt_bytes(b)} -> {fmt_bytes(pb)} ({exp})")
+                out.append(f"      {shape}")
+        elif self.top > 0:
+            out.append("no padding waste found")
+        if self.unknown:
+            out.append(f"{self.unknown} values of unknown size (unbounded '?' dimensions or "
+                       "invalid layouts) are not counted")
+        return out
+
+
+def run(args) -> int:
+    from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, shape_text
+
+    if args.json and args.csv:
+        raise UsageError("choose one of --json and --csv")
+    at_least(args.top, 0, "--top")
+    warnings = []
+
+    def on_warning(w):
+        warnings.append(w)
+        if len(warnings) <= args.max_warnings:
+            warn(str(w))
+
+    if args.file == "-":
+        import io
+
+        stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        total = None
+        closer = None
+        source_name = "<stdin>"
+    else:
+        stream = open_text(args.file)
+        closer = stream
+        source_name = args.file
+        try:
+            total = os.path.getsize(args.file)
+        except OSError:
+            total = None
+    big = total is None or total >= _PROGRESS_MIN_BYTES
+    progress = _Progress(stream, total, enabled=(not args.no_progress and big and sys.stderr.isatty()))
+    reader = HloReader(on_warning)
+    summary = HloSummary(args.top)
+    mode = "json" if args.json else "csv" if args.csv else "text"
+    csvw = jsonw = None
+    if mode == "csv":
+        csvw = CsvWriter(_CSV_HEADER + (["operands", "attributes"] if args.details else []))
+    elif mode == "json":
+        jsonw = JsonArrayWriter()
+    last_comp = object()
+    show_table = mode != "text" or not args.summary
+    try:
+        for ins in reader.read(progress):
+            fp = memory_footprint(ins.shape)
+            summary.add(ins, fp)
+            if not show_table:
+                continue
+            waste = None if fp.bytes is None else fp.padded_bytes - fp.bytes
+            if mode == "text":
+                if ins.computation != last_comp:
+                    last_comp = ins.computation
+                    if ins.computation is None:
+                        title = "instructions outside any computation"
+                    elif ins.computation == OOM_REPORT:
+                        title = "allocations listed in the out-of-memory report"
+                    else:
+                        c = reader.computations.get(ins.computation)
+                        title = ("ENTRY computation " if c is not None and c.is_entry
+                                 else "computation ") + ins.computation
+                    write_lines([title, _ROWS.header()])
+                sp = "-" if fp.memory_space is None else str(fp.memory_space)
+                if fp.memory_space is None and len(fp.by_space) > 1:
+                    sp = "mix"
+                root = "ROOT " if ins.is_root else ""
+                _ROWS.row(root + ins.name, ins.opcode, fmt_bytes(fp.bytes),
+                          fmt_bytes(fp.padded_bytes), fmt_bytes(waste), sp, shape_text(ins.shape))
+                lines = []
+                if ins.computation == OOM_REPORT:
+                    a = ins.attributes
+                    bits = [f"{k.replace('_', ' ')} {a[k]}" for k in ("size", "unpadded_size", "allocation_type")
+                            if k in a]
+                    if bits:
+                        lines.append(f"  {'':<28} report: " + ", ".join(bits))
+                elif args.details:
+                    ops = _operands_of(ins, on_warning)
+                    if ops is None:
+                        lines.append(f"      operands: {ins.operands_text.strip()}")
+                    elif not ops and ins.opcode == "parameter":
+                        lines.append(f"      parameter number: {ins.argument}")
+                    elif not ops and ins.opcode == "constant":
+                        lines.append(f"      literal: {ins.argument}")
+                    elif ops or ins.argument:
+                        text = ", ".join(f"{shape_text(o.shape)} %{o.name}" if o.shape is not None
+                                         else f"%{o.name}" for o in ops) or ins.argument
+                        lines.append(f"      operands: {text}")
+                    if ins.attributes_text:
+                        lines.append(f"      attributes: {ins.attributes_text}")
+                if lines:
+                    write_lines(lines)
+            elif mode == "csv":
+                row = [ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
+                       fp.bytes, fp.padded_bytes, waste, fp.memory_space, ins.line]
+                if args.details:
+                    ops = _operands_of(ins, on_warning)
+                    row.append(ins.operands_text.strip() if ops is None
+                               else " ".join(o.name for o in ops))
+                    row.append(ins.attributes_text)
+                csvw.row(row)
+            else:
+                jsonw.raw(_json_row(ins, fp, waste, args.details, on_warning, shape_text, OOM_REPORT))
+    finally:
+        progress.done()
+        if closer is not None:
+            closer.close()
+    if jsonw is not None:
+        jsonw.close()
+    if len(warnings) > args.max_warnings:
+        warn(f"{len(warnings) - args.max_warnings} more skipped lines not shown (see --max-warnings)")
+    if summary.count == 0:
+        raise UsageError(f"no HLO instructions or out-of-memory allocations found in {source_name}"
+                         + (f" ({len(warnings)} lines skipped)" if warnings else ""))
+    if mode == "text":
+        excluded = reader.fused_computations | reader.applied_computations
+        head = []
+        if reader.module_name:
+            head.append(f"module {reader.module_name}: ")
+        ncomp = len(reader.computations)
+        n = summary.count
+        head.append(f"{n} instruction{'s' if n != 1 else ''}" if reader.mode != "oom"
+                    else f"{n} allocation{'s' if n != 1 else ''} from an out-of-memory report")
+        if ncomp:
+            head.append(f" in {ncomp} computation{'s' if ncomp != 1 else ''}")
+        head.append(f", {reader.lines_read} line{'s' if reader.lines_read != 1 else ''}")
+        skipped = len(reader.warnings)
+        if skipped:
+            head.append(f", {skipped} line{'s' if skipped != 1 else ''} skipped")
+        if len(warnings) > skipped:
+            head.append(f", {len(warnings) - skipped} other warning"
+                        + ("s" if len(warnings) - skipped != 1 else ""))
+        write_lines(([""] if show_table else []) + ["".join(head)] + summary.report(excluded))
+    return 0
+
+
+def _json_row(ins, fp, waste, details, on_warning, shape_text, oom_report) -> str:
+    """One instruction as a JSON object. Built by hand: json.dumps on a dict
+    per instruction was the slowest step of `hlo --json` on big dumps. Strings
+    go through json's own (C) string encoder; numbers are ints or null."""
+    comp = ins.computation
+    parts = [
+        '{"computation": ', "null" if comp is None else json_str(comp),
+        ', "name": ', json_str(ins.name),
+        ', "opcode": ', json_str(ins.opcode),
+        ', "shape": ', _json_shape(ins.shape, shape_text),
+        ', "bytes": ', _json_int(fp.bytes),
+        ', "padded_bytes": ', _json_int(fp.padded_bytes),
+        ', "waste": ', _json_int(waste),
+        ', "memory_space": ', _json_int(fp.memory_space),
+        ', "line": ', str(ins.line),
+        ', "is_root": ', "true" if ins.is_root else "false",
+    ]
+    if len(fp.by_space) > 1:
+        parts += [', "memory_spaces": ', json.dumps(
+            [{"memory_space": sp_, "bytes": b, "padded_bytes": pb}
+             for sp_, b, pb in fp.by_space])]
+    if comp == oom_report:
+        parts += [', "report": ', json.dumps(dict(ins.attributes))]
+    else:
+        if details:
+            ops = _operands_of(ins, on_warning)
+            if ops is not None:
+                parts += [', "operands": ', json.dumps(
+                    [{"name": o.name,
+                      "shape": None if o.shape is None else shape_text(o.shape)}
+                     for o in ops])]
+            if ins.opcode in ("parameter", "constant"):
+                parts += [', "argument": ', json_str(ins.argument)]
+            parts += [', "attributes": ', json.dumps(ins.attributes)]
+        at = ins.attributes_text
+        if "kind=" in at:
+            kind = ins.kind
+            parts += [', "kind": ', "null" if kind is None else json_str(kind)]
+        if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
+                or "branch_computations=" in at):
+            parts += [', "called_computations": ', json.dumps(list(ins.called_computations))]
+    parts.append("}")
+    return "".join(parts)

@@ -1,0 +1,51 @@
+"""``xlashape show SHAPE``: the pictures of XLA's shapes documentation for any
+layout: the logical array with letters, the memory order, and the offset of
+every element with tile boundaries; optionally a PNG/SVG drawing."""
+
+from __future__ import annotations
+
+from ._common import PROG, UsageError, add_command, add_shape_args, int64, load_shape
+from ._output import write_lines
+
+NAME = "show"
+
+
+def add_parser(subparsers):
+    p = add_command(
+        subparsers, NAME,
+        "Draw the pictures of XLA's shapes documentation: the logical array with letters, "
+        "the memory order (padding as 0), and the offset of every element with tile boundaries",
+        f"{PROG} show 'f32[2,3]{{0,1}}' --pad 3,5     # a d 0 b e 0 c f 0 0 0 0 0 0 0")
+    add_shape_args(p)
+    p.add_argument("--rows", type=int64, default=12, help="rows of each grid to draw (default 12)")
+    p.add_argument("--cols", type=int64, default=16, help="columns of each grid (default 16)")
+    p.add_argument("--slices", type=int64, default=2, help="2-D slices of a 3-D+ array (default 2)")
+    p.add_argument("--slots", type=int64, default=128, help="memory slots to list (default 128)")
+    p.add_argument("--no-offsets", action="store_true", help="leave out the offset grid")
+    p.add_argument("--png", metavar="FILE", help="also draw the picture to a PNG file (needs matplotlib)")
+    p.add_argument("--svg", metavar="FILE", help="also draw the picture to an SVG file (needs matplotlib)")
+    return p
+
+
+def run(args) -> int:
+    from ..render import MissingMatplotlib, PictureLimits, save_picture, show_text
+    from ..tiling import plan
+
+    shape = load_shape(args)
+    try:
+        limits = PictureLimits(args.rows, args.cols, args.slices, args.slots)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    plan(shape)  # validate before drawing anything
+    text = show_text(shape, limits, offsets=not args.no_offsets)
+    # Files first: a bad path or a missing matplotlib fails before any output.
+    wrote = []
+    for path, fmt in ((args.png, "png"), (args.svg, "svg")):
+        if path:
+            try:
+                save_picture(shape, path, fmt)
+            except MissingMatplotlib as e:
+                raise UsageError(str(e)) from None
+            wrote.append(f"wrote {path}")
+    write_lines(text.split("\n") + wrote)
+    return 0
