@@ -183,7 +183,7 @@ def test_out_of_bounds_index_raises():
         iu.multidimensional_index_to_linear_index(s, (0, 7))
     with pytest.raises(IndexError, match="index -1 is out of bounds for axis 0 with size 3"):
         iu.multidimensional_index_to_linear_index(s, (-1, 0))
-    with pytest.raises(ShapeIndexError, match="has 1 entries but f32\\[3,4\\] has 2 dimensions"):
+    with pytest.raises(ShapeIndexError, match="index \\[0\\] has 1 entries but the shape f32\\[3,4\\] has 2 dimensions"):
         iu.multidimensional_index_to_linear_index(s, (0,))
     with pytest.raises(ShapeIndexError, match="out of bounds for axis 1"):
         iu.bump_indices(s, (0, 4))

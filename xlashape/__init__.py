@@ -25,6 +25,7 @@ from .errors import (
     ShapeIndexError,
     ShapeTypeError,
     ShapeBufferError,
+    ReadOnlyBufferError,
 )
 from .primitive_types import (
     PrimitiveType,
@@ -62,7 +63,7 @@ from .layout_util import (
     make_layout_from_major_to_minor,
     get_default_layout_for_rank,
 )
-from ._core import LayoutArray, ReadOnlyBufferError
+from ._core import LayoutArray
 
 __version__ = "0.1.0"
 

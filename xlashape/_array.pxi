@@ -21,18 +21,12 @@ try:
 except ImportError:  # numpy < 2
     from numpy import byte_bounds as _byte_bounds
 
-from .errors import (InvalidShapeError, ShapeBufferError, ShapeIndexError,
-                     ShapeTypeError)
+from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeBufferError,
+                     ShapeIndexError, ShapeTypeError)
 from .layout import Layout as _Layout
 from .shape import Shape as _Shape
 from . import tiling as _tiling
 from .primitive_types import primitive_type_from_dtype as _ptype_from_dtype
-
-cdef extern from "Python.h":
-    PyObject* PyTuple_GET_ITEM_PTR "PyTuple_GET_ITEM" (object t, Py_ssize_t i)
-    bint PyLong_CheckExact_ptr "PyLong_CheckExact" (PyObject* o)
-    long long PyLong_AsLongLongAndOverflow_ptr "PyLong_AsLongLongAndOverflow" (
-        PyObject* o, int* overflow) except? -1
 
 cdef extern from *:
     """
@@ -52,13 +46,6 @@ cdef enum:
 cdef char* _FORMAT_B = "B"
 
 _RELEASED = "operation on a released LayoutArray (release() was called)"
-
-
-class ReadOnlyBufferError(ShapeBufferError, ValueError):
-    """A write to a LayoutArray that wraps a read-only buffer.
-
-    Also a ``ValueError``, which is what numpy raises for the same mistake.
-    """
 
 
 def _is_index_item(x):

@@ -9,7 +9,6 @@ from typing import Any, Iterator, Optional, Tuple, Union
 import numpy as np
 import numpy.typing as npt
 
-from .errors import ShapeBufferError
 from .layout import Layout
 from .shape import Shape
 from .tiling import LayoutPlan
@@ -36,10 +35,6 @@ class IndexMaps:
     def multidimensional_indices(
         self, linear: npt.NDArray[np.int64]
     ) -> Tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]: ...
-
-
-class ReadOnlyBufferError(ShapeBufferError, ValueError):
-    """A write to a LayoutArray that wraps a read-only buffer."""
 
 
 class LayoutArray:

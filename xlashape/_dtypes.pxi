@@ -7,7 +7,6 @@
 # doubles built once at import from ml_dtypes (so the values are ml_dtypes').
 
 cimport numpy as cnp
-from cpython.ref cimport PyObject
 from libc.math cimport ldexp, isinf, isnan, fabs, HUGE_VAL, NAN
 from libc.stdint cimport int8_t, int16_t, int32_t, uint16_t, uint32_t, uint64_t
 from libc.float cimport FLT_MAX
@@ -16,45 +15,9 @@ import numpy as np
 
 cnp.import_array()
 
-cdef extern from "Python.h":
-    object PyBool_FromLong(long v)
-    object PyLong_FromLongLong(long long v)
-    object PyLong_FromUnsignedLongLong(unsigned long long v)
-    object PyFloat_FromDouble(double v)
-    object PyComplex_FromDoubles(double re, double im)
-    bint PyLong_CheckExact(object o)
-    bint PyFloat_CheckExact(object o)
-    bint PyBool_Check(object o)
-    long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
-    double PyFloat_AS_DOUBLE(object o)
-
-cdef enum:
-    K_BOOL = 0
-    K_SINT = 1
-    K_UINT = 2
-    K_F16 = 3
-    K_BF16 = 4
-    K_F32 = 5
-    K_F64 = 6
-    K_TABLE = 7     # floats of 8 bits or fewer: table lookup
-    K_C64 = 8
-    K_C128 = 9
-
-cdef enum:
-    MAX_TABLES = 16
-
 # One 256-entry table per small float type; filled by _build_float_tables().
 cdef double _tables[MAX_TABLES][256]
 _table_index = {}   # PrimitiveType -> row of _tables
-
-
-cdef struct DInfo:
-    int kind
-    int itemsize      # numpy itemsize (bytes of one element on the numpy side)
-    int value_bits    # the type's bit width (1, 2, 4, 8, 16, ...)
-    int packed_bits   # 0: byte-addressable storage; else E(n) = n bits per element
-    uint64_t mask     # (1 << value_bits) - 1 for sub-byte types
-    const double* table
 
 
 cdef inline double half_to_double(uint16_t h) noexcept nogil:

@@ -49,16 +49,6 @@ cdef extern from *:
     void xs_store_fence() noexcept nogil
 
 
-cdef struct Side:
-    char* base
-    const Program* prog     # NULL: a strided side
-    int64_t** tabs          # per-dim offset tables of a separable program, or NULL
-    int64_t itemsize        # bytes per element (byte-addressable sides)
-    int packed_bits         # n for E(n)-packed elements (prog sides only), else 0
-    int minor_dim           # the dimension along which runs are longest
-    int64_t bstride[MAX_RANK]   # byte strides of a strided side
-
-
 cdef inline int64_t side_offset(const Side* s, const int64_t* idx, int rank) noexcept nogil:
     """Byte offset of a logical index (element offset for a packed side)."""
     cdef int64_t off = 0

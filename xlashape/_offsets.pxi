@@ -20,20 +20,6 @@ from libc.string cimport memset
 
 cdef enum:
     BLOCK = 256        # rows evaluated together, one op at a time
-    BOP_MULADD = 0
-    BOP_DIV = 1
-    BOP_MOD = 2
-    BOP_SHR = 3        # division by a power of two (registers are >= 0)
-    BOP_AND = 4        # remainder by a power of two
-    BOP_CHECK = 5      # inverse only: padding unless r[a] < c
-
-
-cdef struct BlockOp:
-    int code
-    int dst
-    int a
-    int b
-    int64_t c
 
 
 cdef inline int _log2_exact(int64_t c) noexcept nogil:
@@ -54,19 +40,19 @@ cdef inline void _block_op(const BlockOp* op, int64_t* regs, int64_t n,
     cdef const int64_t* y = regs + <Py_ssize_t>op.b * BLOCK
     cdef int64_t c = op.c
     cdef int64_t i
-    if op.code == BOP_MULADD:
+    if op.code == OPC_MULADD:
         for i in range(n):
             d[i] = x[i] * c + y[i]
-    elif op.code == BOP_SHR:
+    elif op.code == OPC_SHR:
         for i in range(n):
             d[i] = x[i] >> c
-    elif op.code == BOP_AND:
+    elif op.code == OPC_AND:
         for i in range(n):
             d[i] = x[i] & c
-    elif op.code == BOP_DIV:
+    elif op.code == OPC_DIV:
         for i in range(n):
             d[i] = x[i] // c
-    elif op.code == BOP_MOD:
+    elif op.code == OPC_MOD:
         for i in range(n):
             d[i] = x[i] % c
     else:
@@ -84,37 +70,20 @@ cdef int _to_block_ops(BlockOp* out, int nops, const int64_t* code, const int64_
         out[i].b = <int>b[i]
         out[i].c = c[i]
         if code[i] == OPC_MULADD:
-            out[i].code = BOP_MULADD
+            out[i].code = OPC_MULADD
         elif code[i] == OPC_DIV or code[i] == OPC_MOD:
             k = _log2_exact(c[i])
             if k < 0:
-                out[i].code = BOP_DIV if code[i] == OPC_DIV else BOP_MOD
+                out[i].code = OPC_DIV if code[i] == OPC_DIV else OPC_MOD
             elif code[i] == OPC_DIV:
-                out[i].code = BOP_SHR
+                out[i].code = OPC_SHR
                 out[i].c = k
             else:
-                out[i].code = BOP_AND
+                out[i].code = OPC_AND
                 out[i].c = c[i] - 1
         else:
-            out[i].code = BOP_CHECK
+            out[i].code = OPC_CHECK
     return 0
-
-
-cdef enum:
-    MAX_INV_REGS = 65536
-
-
-cdef struct InvProgram:
-    int rank
-    int nops
-    int nregs
-    int64_t element_count
-    int64_t* op_code       # nops entries each, malloc'ed (freed by IndexMaps)
-    int64_t* op_dst
-    int64_t* op_a
-    int64_t* op_b
-    int64_t* op_c
-    int64_t out_reg[MAX_RANK]
 
 
 cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
@@ -142,7 +111,7 @@ cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
     p.op_c = p.op_b + (nops + 1)
     for i in range(p.nops):
         op = ops[i]
-        p.op_code[i] = op[0]
+        p.op_code[i] = c_opcode(op[0])
         p.op_dst[i] = op[1]
         p.op_a[i] = op[2]
         p.op_b[i] = op[3]
@@ -194,14 +163,9 @@ cdef class IndexMaps:
         """Offset of one index via ``program_offset`` (bounds-checked; for tests)."""
         cdef int64_t idx[MAX_RANK]
         cdef int i
-        if len(index) != self.prog.rank:
-            raise _ShapeIndexError(
-                f"index has {len(index)} entries but the shape has {self.prog.rank} dimensions")
+        index = _check_index(index, self.plan.shape)
         for i in range(self.prog.rank):
             idx[i] = index[i]
-            if idx[i] < 0 or idx[i] >= self.prog.dims[i]:
-                raise _ShapeIndexError(f"index {idx[i]} is out of bounds for axis {i} "
-                                       f"with size {self.prog.dims[i]}")
         return program_offset(&self.prog, idx)
 
     def linear_indices(self, const int64_t[:, ::1] indices not None):

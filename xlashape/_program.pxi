@@ -1,45 +1,28 @@
-# The compiled offset program (DESIGN.md decision 5): a LayoutPlan's ops,
-# copied into C arrays once, evaluated with no Python objects.
-#
-# Registers 0..rank-1 hold the logical index, register `rank` is the constant
-# 0, the rest are temporaries written by the ops (see xlashape/tiling.py).
+# The compiled offset program: a LayoutPlan's ops (xlashape/tiling.py),
+# copied into C arrays once and evaluated with no Python objects. The structs,
+# limits and C op codes are declared in _core.pxd.
 
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
 
-cdef enum:
-    MAX_RANK = 64
-    MAX_REGS = 320
-    MAX_OPS = 256
-    MAX_OUT = 192
+from xlashape import tiling as _tiling_ops
+from xlashape._base import INT64_MAX as _INT64_MAX, check_index as _check_index
 
-cdef enum:
-    OPC_MULADD = 0
-    OPC_DIV = 1
-    OPC_MOD = 2
-
-cdef struct Program:
-    int rank
-    int nops
-    int nregs
-    int nout
-    int minor_dim          # logical dim of the bulk runs (-1 for scalars)
-    int64_t minor_run      # run length promised by the plan (1 = none)
-    int64_t minor_stride   # element stride inside a run
-    int64_t element_count  # elements in the buffer incl. padding
-    int64_t element_bits
-    int64_t size_in_bytes
-    int64_t dims[MAX_RANK]
-    int64_t op_code[MAX_OPS]
-    int64_t op_dst[MAX_OPS]
-    int64_t op_a[MAX_OPS]
-    int64_t op_b[MAX_OPS]
-    int64_t op_c[MAX_OPS]
-    int64_t out_reg[MAX_OUT]
-    int64_t out_stride[MAX_OUT]
+# The plan's opcodes (defined once, in tiling.py) and the C code of each.
+_C_OPCODES = {
+    _tiling_ops.OP_MULADD: OPC_MULADD,
+    _tiling_ops.OP_DIV: OPC_DIV,
+    _tiling_ops.OP_MOD: OPC_MOD,
+    _tiling_ops.OP_CHECK: OPC_CHECK,
+}
 
 
-cdef object _INT64_MAX = 2 ** 63 - 1
+cdef int64_t c_opcode(object op) except -1:
+    """The C code (OPC_*) of one of the plan's opcodes (tiling.OP_*)."""
+    try:
+        return _C_OPCODES[op]
+    except KeyError:
+        raise ValueError(f"unknown offset-program opcode {op!r}") from None
 
 
 cdef int _check_int64_fits(object plan) except -1:
@@ -91,7 +74,7 @@ cdef int program_from_plan(Program* p, object plan) except -1:
         p.dims[i] = plan.dimensions[i]
     for i in range(p.nops):
         op = ops[i]
-        p.op_code[i] = op[0]
+        p.op_code[i] = c_opcode(op[0])
         p.op_dst[i] = op[1]
         p.op_a[i] = op[2]
         p.op_b[i] = op[3]
@@ -133,14 +116,10 @@ cdef class CompiledPlan:
         program_from_plan(&self.prog, plan)
 
     def offset(self, index):
-        """Offset of an already-validated index (for tests)."""
+        """Offset of one logical index, bounds-checked (for tests)."""
         cdef int64_t idx[MAX_RANK]
         cdef int i
-        if len(index) != self.prog.rank:
-            raise IndexError(f"index has {len(index)} entries, expected {self.prog.rank}")
+        index = _check_index(index, self.plan.shape)
         for i in range(self.prog.rank):
             idx[i] = index[i]
-            if idx[i] < 0 or idx[i] >= self.prog.dims[i]:
-                raise IndexError(f"index {idx[i]} is out of bounds for axis {i} "
-                                 f"with size {self.prog.dims[i]}")
         return program_offset(&self.prog, idx)

@@ -15,6 +15,7 @@ __all__ = [
     "ShapeIndexError",
     "ShapeTypeError",
     "ShapeBufferError",
+    "ReadOnlyBufferError",
 ]
 
 
@@ -39,6 +40,13 @@ class ShapeTypeError(XlaShapeError, TypeError):
 
 class ShapeBufferError(XlaShapeError, BufferError):
     """A buffer that cannot be exported, wrapped or reallocated."""
+
+
+class ReadOnlyBufferError(ShapeBufferError, ValueError):
+    """A write to a LayoutArray that wraps a read-only buffer.
+
+    Also a ``ValueError``, which is what numpy raises for the same mistake.
+    """
 
 
 class HloParseError(XlaShapeError, ValueError):

@@ -49,8 +49,9 @@ import functools
 import re
 from typing import List, Optional, Tuple
 
+from ._base import INT64_MAX, INT64_MIN, UINT64_MAX
 from .errors import HloParseError, ShapeIndexError, ShapeTypeError, XlaShapeError
-from .layout import COMBINE_DIMENSION, INT64_MIN, Layout, SplitConfig, Tile, _trusted_layout, _trusted_tile
+from .layout import COMBINE_DIMENSION, Layout, SplitConfig, Tile, _trusted_layout, _trusted_tile
 from .primitive_types import PrimitiveType
 from .shape import Shape, UNBOUNDED_SIZE, _trusted_shape
 
@@ -64,9 +65,6 @@ P = PrimitiveType
 MAX_NESTING_DEPTH = 200
 # A physical shape P(...) inside a layout counts as this many levels.
 _PHYSICAL_SHAPE_DEPTH = 4
-
-_UINT64_MAX = 2**64 - 1
-_INT64_MAX = 2**63 - 1
 
 # ---------------------------------------------------------------------------
 # Tokens. The names are XLA's TokKindToString spellings, used in messages.
@@ -376,10 +374,10 @@ class _Lexer:
                 self.pos = pos + 1
                 return K_ERROR
         else:
-            if value > _UINT64_MAX:
+            if value > UINT64_MAX:
                 self.pos = pos + 1
                 return K_ERROR
-            if value > _INT64_MAX:  # XLA bit-casts uint64 to int64
+            if value > INT64_MAX:  # XLA bit-casts uint64 to int64
                 value -= 2**64
         self.int_val = value
         self.pos = end
@@ -550,7 +548,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             return _trusted_shape(ptype, (), (), None)
         # Numbers above INT64_MAX are bit-cast or refused by the lexer (a
         # text of fewer than 19 characters cannot hold such a number).
-        if len(dims_text) > 18 and max(dims) > _INT64_MAX:
+        if len(dims_text) > 18 and max(dims) > INT64_MAX:
             return None
         # _non_layout_problem (tuple elements): element count and byte size fit
         # in int64. Dimensions written in at most 17 characters multiply to
@@ -560,9 +558,9 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             for d in dims:
                 if d != UNBOUNDED_SIZE:
                     product *= d
-                    if product > _INT64_MAX:
+                    if product > INT64_MAX:
                         return None
-            if product * ptype.byte_width > _INT64_MAX:
+            if product * ptype.byte_width > INT64_MAX:
                 return None
         if layout_text is None:
             return _trusted_shape(ptype, dims, dyn, _default_layout(n))
@@ -570,7 +568,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             m2m = tuple(map(int, m2m_text.split(",")))
             if len(m2m) != n:
                 return None  # "Dimensions size is n, but minor to major size is m."
-            if len(m2m_text) > 18 and max(m2m) > _INT64_MAX:
+            if len(m2m_text) > 18 and max(m2m) > INT64_MAX:
                 return None
             if in_tuple and (max(m2m) >= n or len(set(m2m)) != n):
                 return None  # _layout_problem: not a permutation
@@ -589,7 +587,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
                 # ValueError for 'T()', 'T((1))', 'T(1,)', 'T(1)()': not plain tiles.
                 tile_dims = [tuple(map(int, t.split(",")))
                              for t in tiles_text[1:-1].split(")(")]
-            if len(tiles_text) > 18 and max(map(max, tile_dims)) > _INT64_MAX:
+            if len(tiles_text) > 18 and max(map(max, tile_dims)) > INT64_MAX:
                 return None
             if in_tuple and any(0 in t for t in tile_dims):
                 return None  # _layout_problem: invalid tiles
@@ -599,19 +597,19 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             tail = 1
         else:
             tail = int(tail_text)
-            if tail < 1 or tail > _INT64_MAX:
+            if tail < 1 or tail > INT64_MAX:
                 return None  # L(0): refused by the full parser
         if bits_text is None:
             bits = 0
         else:
             bits = int(bits_text)
-            if bits > _INT64_MAX:
+            if bits > INT64_MAX:
                 return None
         if space_text is None:
             space = 0
         else:
             space = int(space_text)
-            if space > _INT64_MAX:
+            if space > INT64_MAX:
                 return None
             space = ((space + 128) & 0xFF) - 128  # XLA keeps memory_space in an int8
     except ValueError:
@@ -1093,11 +1091,11 @@ def _non_layout_problem(shape: Shape) -> Optional[str]:
         if d == UNBOUNDED_SIZE:
             continue
         product *= d
-        if product > _INT64_MAX:
+        if product > INT64_MAX:
             overflow = True
     if overflow:
         return f"Dimensions overflow. Shape: {shape.human_string()}"
-    if product * et.byte_width > _INT64_MAX:
+    if product * et.byte_width > INT64_MAX:
         return f"Shape {shape.human_string()} size may overflow int64_t."
     return None
 

@@ -21,13 +21,12 @@ as having the default layout (XLA requires one). Shapes may be
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence, Tuple
+from typing import Sequence, Tuple
 
-from .errors import ShapeIndexError, ShapeTypeError
+from ._base import as_int, check_index, int_tuple
+from .errors import ShapeIndexError
 from .layout_util import (
     _array_shape,
-    _as_int,
-    _check_index,
     _check_m2m_permutation,
     _layout_or_default,
     _static_dims,
@@ -52,12 +51,6 @@ def _prepare(shape, what: str) -> Tuple[Shape, tuple]:
     return shape, layout.minor_to_major
 
 
-def _index_tuple(index, what: str = "index") -> tuple:
-    if isinstance(index, (str, bytes)) or not isinstance(index, Iterable):
-        raise ShapeTypeError(f"{what} must be a sequence of ints, got {type(index).__name__}")
-    return tuple(_as_int(i, f"{what} entry") for i in index)
-
-
 def multidimensional_index_to_linear_index(shape, multi_index: Sequence[int]) -> int:
     """``IndexUtil::MultidimensionalIndexToLinearIndex``.
 
@@ -70,7 +63,7 @@ def multidimensional_index_to_linear_index(shape, multi_index: Sequence[int]) ->
     1945
     """
     shape, m2m = _prepare(shape, "multidimensional_index_to_linear_index")
-    idx = _check_index(shape, multi_index)
+    idx = check_index(multi_index, shape)
     lin = 0
     scale = 1
     for d in m2m:
@@ -90,7 +83,7 @@ def linear_index_to_multidimensional_index(shape, linear_index: int) -> tuple:
     (3, 5)
     """
     shape, m2m = _prepare(shape, "linear_index_to_multidimensional_index")
-    lin = _as_int(linear_index, "linear_index")
+    lin = as_int(linear_index, "linear_index")
     total = 1
     for d in shape.dimensions:
         total *= d
@@ -125,7 +118,7 @@ def bump_indices(shape, indices: Sequence[int]) -> Tuple[bool, tuple]:
     (False, (1, 1))
     """
     shape, _ = _prepare(shape, "bump_indices")
-    idx = list(_check_index(shape, indices))
+    idx = list(check_index(indices, shape))
     for d in range(len(idx) - 1, -1, -1):
         if idx[d] + 1 < shape.dimensions[d]:
             idx[d] += 1
@@ -144,7 +137,7 @@ def get_dimension_stride(shape, dimension: int) -> int:
     20
     """
     shape, m2m = _prepare(shape, "get_dimension_stride")
-    dim = _as_int(dimension, "dimension")
+    dim = as_int(dimension, "dimension")
     n = len(shape.dimensions)
     if not 0 <= dim < n:
         raise ShapeIndexError(
@@ -168,7 +161,7 @@ def index_in_bounds(shape, index: Sequence[int]) -> bool:
     (True, False)
     """
     shape = _array_shape(shape, "index_in_bounds")
-    idx = _index_tuple(index)
+    idx = int_tuple(index, "index")
     if len(idx) != len(shape.dimensions):
         return False
     return all(i < d for i, d in zip(idx, shape.dimensions))
@@ -184,8 +177,8 @@ def compare_indices(lhs: Sequence[int], rhs: Sequence[int]) -> int:
     >>> compare_indices((1, 2), (1, 3)), compare_indices((2, 0), (1, 9))
     (-1, 1)
     """
-    a = _index_tuple(lhs, "lhs")
-    b = _index_tuple(rhs, "rhs")
+    a = int_tuple(lhs, "lhs")
+    b = int_tuple(rhs, "rhs")
     if len(a) != len(b):
         raise ShapeIndexError(
             f"cannot compare indices of different lengths: {list(a)} has {len(a)} "

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
+from ._base import INT64_MAX, INT64_MIN, Frozen, as_int, int_tuple
 from .errors import ShapeTypeError, InvalidShapeError
 from .primitive_types import PrimitiveType, as_primitive_type
 
@@ -33,9 +34,7 @@ __all__ = [
 ]
 
 #: ``Tile::kCombineDimension``: a ``*`` entry in a tile (INT64_MIN in XLA's code).
-COMBINE_DIMENSION = -(2**63)
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
+COMBINE_DIMENSION = INT64_MIN
 
 MEMORY_SPACE_DEFAULT = 0  # device memory (HBM on TPU/GPU)
 MEMORY_SPACE_FAST = 1  # kGenericFastMemorySpace (VMEM on TPU)
@@ -53,38 +52,7 @@ def memory_space_name(space: int) -> str:
     return _MEMORY_SPACE_NAMES.get(int(space), f"device-specific memory space {int(space)}")
 
 
-def _as_int(value, what: str) -> int:
-    if type(value) is int:  # the common case, without the ABC machinery
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ShapeTypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    return int(value)
-
-
-def _int_tuple(values, what: str) -> tuple:
-    if type(values) is not tuple:
-        if type(values) is not list and (
-                isinstance(values, (str, bytes)) or not isinstance(values, Iterable)):
-            raise ShapeTypeError(
-                f"{what} must be a sequence of ints, got {type(values).__name__}")
-        values = tuple(values)
-    for v in values:
-        if type(v) is not int:
-            return tuple(_as_int(v, f"{what} entry") for v in values)
-    return values
-
-
-class _Frozen:
-    __slots__ = ()
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"{type(self).__name__} is immutable; use replace()")
-
-    def __delattr__(self, name):
-        raise AttributeError(f"{type(self).__name__} is immutable")
-
-
-class Tile(_Frozen):
+class Tile(Frozen):
     """One tile of a tiled layout: bounds listed major to minor.
 
     An entry may be ``'*'`` (or :data:`COMBINE_DIMENSION`): combine that
@@ -108,7 +76,7 @@ class Tile(_Frozen):
                             and int(d) == COMBINE_DIMENSION):
                 dims.append(COMBINE_DIMENSION)
                 continue
-            d = _as_int(d, "tile dimension")
+            d = as_int(d, "tile dimension")
             if d < 0:
                 # LayoutUtil::MakeLayout aborts on these; we refuse them.
                 raise InvalidShapeError(
@@ -163,7 +131,7 @@ class Tile(_Frozen):
         return (Tile, self._dims)
 
 
-class SplitConfig(_Frozen):
+class SplitConfig(Frozen):
     """``SplitConfig(dimension, split_indices)``; ``dimension`` is physical (0 = major-most).
 
     >>> str(SplitConfig(1, (0, 4)))
@@ -173,8 +141,8 @@ class SplitConfig(_Frozen):
     __slots__ = ("_dimension", "_split_indices")
 
     def __init__(self, dimension: int, split_indices: Sequence[int] = ()):
-        object.__setattr__(self, "_dimension", _as_int(dimension, "split dimension"))
-        object.__setattr__(self, "_split_indices", _int_tuple(split_indices, "split_indices"))
+        object.__setattr__(self, "_dimension", as_int(dimension, "split dimension"))
+        object.__setattr__(self, "_split_indices", int_tuple(split_indices, "split_indices"))
 
     @property
     def dimension(self) -> int:
@@ -227,7 +195,7 @@ _FIELDS = (
 )
 
 
-class Layout(_Frozen):
+class Layout(Frozen):
     """An XLA ``Layout``: dimension order, tiling, element size, memory space.
 
     Parameters follow XLA's field names. ``padded_dimensions`` and
@@ -258,22 +226,22 @@ class Layout(_Frozen):
         padding_value=0,
     ):
         s = object.__setattr__
-        s(self, "_minor_to_major", _int_tuple(minor_to_major, "minor_to_major"))
+        s(self, "_minor_to_major", int_tuple(minor_to_major, "minor_to_major"))
         tl = []
         if isinstance(tiles, (Tile, str)):
             raise ShapeTypeError("tiles must be a sequence of Tile (or of sequences of ints)")
         for t in tiles:
             tl.append(t if isinstance(t, Tile) else Tile(*t))
         s(self, "_tiles", tuple(tl))
-        tp = _as_int(tail_padding_alignment_in_elements, "tail_padding_alignment_in_elements")
+        tp = as_int(tail_padding_alignment_in_elements, "tail_padding_alignment_in_elements")
         if tp < 1:
             raise InvalidShapeError(
                 f"tail_padding_alignment_in_elements must be >= 1, got {tp}")
         s(self, "_tail_padding_alignment_in_elements", tp)
         s(self, "_index_primitive_type", as_primitive_type(index_primitive_type))
         s(self, "_pointer_primitive_type", as_primitive_type(pointer_primitive_type))
-        s(self, "_element_size_in_bits", _as_int(element_size_in_bits, "element_size_in_bits"))
-        ms = _as_int(memory_space, "memory_space")
+        s(self, "_element_size_in_bits", as_int(element_size_in_bits, "element_size_in_bits"))
+        ms = as_int(memory_space, "memory_space")
         if not -128 <= ms <= 127:
             # XLA stores memory_space as int8_t; refuse rather than wrap silently.
             raise InvalidShapeError(
@@ -289,9 +257,9 @@ class Layout(_Frozen):
             if not isinstance(physical_shape, Shape):
                 raise ShapeTypeError("physical_shape must be a Shape or None")
         s(self, "_physical_shape", physical_shape)
-        mb = _as_int(dynamic_shape_metadata_prefix_bytes, "dynamic_shape_metadata_prefix_bytes")
+        mb = as_int(dynamic_shape_metadata_prefix_bytes, "dynamic_shape_metadata_prefix_bytes")
         s(self, "_dynamic_shape_metadata_prefix_bytes", mb)
-        pd = _int_tuple(padded_dimensions, "padded_dimensions")
+        pd = int_tuple(padded_dimensions, "padded_dimensions")
         if pd and len(pd) != len(self._minor_to_major):
             raise InvalidShapeError(
                 f"padded_dimensions has {len(pd)} entries but the layout has "

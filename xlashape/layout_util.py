@@ -18,9 +18,9 @@ text (``"f32[2,3]{0,1}"``).
 
 from __future__ import annotations
 
-import numbers
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
+from ._base import as_int, check_index, int_list
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
 from .layout import COMBINE_DIMENSION, Layout, SplitConfig
 from .primitive_types import PrimitiveType, as_primitive_type
@@ -98,18 +98,6 @@ def _as_layout(layout) -> Layout:
     raise ShapeTypeError(f"expected a Layout or HLO layout text, got {type(layout).__name__}")
 
 
-def _as_int(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ShapeTypeError(f"{what} must be an int, got {type(value).__name__} {value!r}")
-    return int(value)
-
-
-def _int_list(values, what: str) -> list:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
-        raise ShapeTypeError(f"{what} must be a sequence of ints, got {type(values).__name__}")
-    return [_as_int(v, f"{what} entry") for v in values]
-
-
 def _array_shape(shape, what: str = "this function") -> Shape:
     """Accept an array shape (a buffer is unwrapped to its array)."""
     shape = _as_shape(shape)
@@ -178,7 +166,7 @@ def make_layout(
 
 
 def _rank(rank) -> int:
-    rank = _as_int(rank, "rank")
+    rank = as_int(rank, "rank")
     if rank < 0:
         raise InvalidShapeError(f"rank must be >= 0, got {rank}")
     return rank
@@ -209,7 +197,7 @@ def make_layout_from_major_to_minor(major_to_minor: Sequence[int]) -> Layout:
     >>> str(make_layout_from_major_to_minor([0, 2, 1]))
     '{1,2,0}'
     """
-    return Layout(tuple(reversed(_int_list(major_to_minor, "major_to_minor"))))
+    return Layout(tuple(reversed(int_list(major_to_minor, "major_to_minor"))))
 
 
 def get_default_layout_for_rank(rank: int) -> Layout:
@@ -468,7 +456,7 @@ def minor_to_major(shape_or_layout) -> tuple:
 
 
 def _position(layout: Layout, physical: int, what: str) -> int:
-    physical = _as_int(physical, what)
+    physical = as_int(physical, what)
     n = len(layout.minor_to_major)
     if not 0 <= physical < n:
         raise ShapeIndexError(
@@ -572,7 +560,7 @@ def has_ascending_layout(layout) -> bool:
 
 
 def _dim_in_layout(layout: Layout, dim) -> int:
-    dim = _as_int(dim, "dimension")
+    dim = as_int(dim, "dimension")
     if dim not in layout.minor_to_major:
         raise ShapeIndexError(f"dimension {dim} is not in layout {layout}")
     return dim
@@ -630,7 +618,7 @@ def are_dimensions_consecutive(layout, dims: Sequence[int]) -> bool:
     True
     """
     layout = _as_layout(layout)
-    positions = sorted(position_in_container(layout.minor_to_major, _as_int(d, "dimension"))
+    positions = sorted(position_in_container(layout.minor_to_major, as_int(d, "dimension"))
                        for d in dims)
     return all(b - a == 1 for a, b in zip(positions, positions[1:]))
 
@@ -643,8 +631,8 @@ def byte_strides_is_major_to_minor(byte_strides: Sequence[int], dims: Sequence[i
     >>> byte_strides_is_major_to_minor([3960, 440, 44, 4], [8, 9, 10, 11], "f32")
     True
     """
-    strides = _int_list(byte_strides, "byte_strides")
-    dims = _int_list(dims, "dims")
+    strides = int_list(byte_strides, "byte_strides")
+    dims = int_list(dims, "dims")
     if len(strides) != len(dims):
         raise InvalidShapeError(
             f"byte_strides has {len(strides)} entries but dims has {len(dims)}; "
@@ -720,21 +708,6 @@ def _static_dims(shape: Shape, what: str) -> None:
                 f"{what}: dimension {d} of {shape.human_string()} has negative size {size}")
 
 
-def _check_index(shape: Shape, index, what: str = "index") -> tuple:
-    if isinstance(index, (str, bytes)) or not isinstance(index, Iterable):
-        raise ShapeTypeError(f"{what} must be a sequence of ints, got {type(index).__name__}")
-    idx = tuple(_as_int(i, f"{what} entry") for i in index)
-    dims = shape.dimensions
-    if len(idx) != len(dims):
-        raise ShapeIndexError(
-            f"{what} {list(idx)} has {len(idx)} entries but {shape.human_string()} has "
-            f"{len(dims)} dimensions")
-    for axis, (i, size) in enumerate(zip(idx, dims)):
-        if not 0 <= i < size:
-            raise ShapeIndexError(f"index {i} is out of bounds for axis {axis} with size {size}")
-    return idx
-
-
 def linear_index(shape, index: Sequence[int]) -> int:
     """``LayoutUtil::LinearIndex``: element offset using the **first tile only**.
 
@@ -759,7 +732,7 @@ def linear_index(shape, index: Sequence[int]) -> int:
     layout = _layout_or_default(shape)
     _check_m2m_permutation(shape, layout)
     _static_dims(shape, "linear_index")
-    idx = _check_index(shape, index)
+    idx = check_index(index, shape)
     return _linear_index_unchecked(shape, layout, idx)
 
 
@@ -806,7 +779,7 @@ def max_split_size(shape, dim: int) -> int:
     """
     shape = _array_shape(shape, "max_split_size")
     n = len(shape.dimensions)
-    d = _as_int(dim, "dimension")
+    d = as_int(dim, "dimension")
     if not 0 <= d < n:
         raise ShapeIndexError(f"dimension {d} is out of range for {shape.human_string()} "
                               f"with {n} dimensions")

@@ -16,8 +16,9 @@ from __future__ import annotations
 import numbers
 from typing import Optional, Sequence
 
+from ._base import INT64_MIN, Frozen
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
-from .layout import INT64_MIN, Layout, _Frozen
+from .layout import Layout
 from .primitive_types import PrimitiveType, as_primitive_type
 
 __all__ = ["Shape", "UNBOUNDED_SIZE"]
@@ -28,7 +29,7 @@ UNBOUNDED_SIZE = INT64_MIN
 P = PrimitiveType
 
 
-class Shape(_Frozen):
+class Shape(Frozen):
     """An XLA shape.
 
     ``Shape(element_type, dimensions, layout=None, dynamic_dimensions=None)``

@@ -26,12 +26,11 @@ from typing import Callable, Iterable, Optional, Sequence
 
 from . import layout_util
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
-from .layout import COMBINE_DIMENSION, INT64_MAX, Layout
+from ._base import INT64_MAX, as_int, int_list
+from .layout import COMBINE_DIMENSION, Layout
 from .layout_util import (
     _array_shape,
-    _as_int,
     _as_shape,
-    _int_list,
     _layout_or_default,
     _linear_index_unchecked,
     _check_m2m_permutation,
@@ -117,12 +116,12 @@ def is_permutation(permutation: Sequence[int]) -> bool:
     >>> is_permutation([2, 0, 1]), is_permutation([0, 0])
     (True, False)
     """
-    p = _int_list(permutation, "permutation")
+    p = int_list(permutation, "permutation")
     return sorted(p) == list(range(len(p)))
 
 
 def _check_permutation(permutation, n: Optional[int] = None) -> list:
-    p = _int_list(permutation, "permutation")
+    p = int_list(permutation, "permutation")
     if sorted(p) != list(range(len(p))):
         raise InvalidShapeError(f"{p} is not a permutation of 0..{len(p) - 1}")
     if n is not None and len(p) != n:
@@ -171,7 +170,7 @@ def is_identity_permutation(permutation: Sequence[int]) -> bool:
     >>> is_identity_permutation([0, 1, 2])
     True
     """
-    p = _int_list(permutation, "permutation")
+    p = int_list(permutation, "permutation")
     return p == list(range(len(p)))
 
 
@@ -209,7 +208,7 @@ def make_validated_shape(element_type, dimensions: Sequence[int] = (),
     's32[2,?]{1,0}'
     """
     et = as_primitive_type(element_type)
-    dims = _int_list(dimensions, "dimensions")
+    dims = int_list(dimensions, "dimensions")
     if dynamic_dimensions is None:
         dyn = [d == UNBOUNDED_SIZE for d in dims]
     else:
@@ -278,15 +277,15 @@ def make_shape_with_dense_layout(element_type, dimensions: Sequence[int],
     'bf16[16,256]{1,0:T(8,128)(2,1)}'
     """
     et = as_primitive_type(element_type)
-    dims = _int_list(dimensions, "dimensions")
-    m2m = _int_list(minor_to_major, "minor_to_major")
+    dims = int_list(dimensions, "dimensions")
+    m2m = int_list(minor_to_major, "minor_to_major")
     if len(dims) != len(m2m):
         raise InvalidShapeError(
             f"Dimensions size is {len(dims)}, but layout size is {len(m2m)}.")
     if not et.is_array_type:
         raise InvalidShapeError(f"Unsupported element type: {_type_name(et)}")
     shape = make_validated_shape(et, dims)
-    bits = _as_int(element_size_in_bits, "element_size_in_bits")
+    bits = as_int(element_size_in_bits, "element_size_in_bits")
     if bits == et.byte_width * 8:
         bits = 0  # only a non-default width is stored
     layout = layout_util.make_layout(
@@ -303,7 +302,7 @@ def make_shape_with_descending_layout(element_type, dimensions: Sequence[int]) -
     >>> str(make_shape_with_descending_layout("s8", [3, 4]))
     's8[3,4]{1,0}'
     """
-    dims = _int_list(dimensions, "dimensions")
+    dims = int_list(dimensions, "dimensions")
     return make_shape_with_dense_layout(element_type, dims, list(range(len(dims) - 1, -1, -1)))
 
 
@@ -638,7 +637,7 @@ def byte_size_of_tuple_index_table(shape, pointer_size: int) -> int:
     if not shape.is_tuple:
         raise InvalidShapeError(
             f"byte_size_of_tuple_index_table needs a tuple shape, got {shape.human_string()}")
-    pointer_size = _as_int(pointer_size, "pointer_size")
+    pointer_size = as_int(pointer_size, "pointer_size")
     if pointer_size <= 0:
         raise InvalidShapeError(
             f"the size of a tuple ({shape.human_string()}) needs pointer_size > 0, "
@@ -659,7 +658,7 @@ def byte_size_of(shape, pointer_size: int = -1) -> int:
     (800, 16)
     """
     shape = _as_shape(shape)
-    pointer_size = _as_int(pointer_size, "pointer_size")
+    pointer_size = as_int(pointer_size, "pointer_size")
     if shape.is_tuple:
         return byte_size_of_tuple_index_table(shape, pointer_size)
     if shape.is_buffer:
@@ -975,7 +974,7 @@ def element_has_bit_width(shape, bits: int) -> bool:
     True
     """
     shape = _as_shape(shape)
-    return shape.is_array and shape.element_type.bit_width == _as_int(bits, "bits")
+    return shape.is_array and shape.element_type.bit_width == as_int(bits, "bits")
 
 
 def same_rank(lhs, rhs) -> bool:
@@ -1047,7 +1046,7 @@ def is_effectively_most_major_dimension(shape, dimension: int) -> bool:
     True
     """
     shape = _array_shape(shape, "is_effectively_most_major_dimension")
-    dimension = _as_int(dimension, "dimension")
+    dimension = as_int(dimension, "dimension")
     layout = _layout_or_default(shape)
     _check_m2m_permutation(shape, layout)
     for d in reversed(layout.minor_to_major):
@@ -1191,7 +1190,7 @@ def get_dimension_number(shape, dimension_number: int) -> int:
     1
     """
     shape = _array_shape(shape, "get_dimension_number")
-    i = _as_int(dimension_number, "dimension_number")
+    i = as_int(dimension_number, "dimension_number")
     n = len(shape.dimensions)
     j = i + n if i < 0 else i
     if not 0 <= j < n:
@@ -1316,7 +1315,7 @@ def delete_dimension(dim_to_delete: int, shape) -> Shape:
     'f32[5,2]{1,0}'
     """
     shape = _array_shape(shape, "delete_dimension")
-    return _delete_dims(shape, [_as_int(dim_to_delete, "dimension")])
+    return _delete_dims(shape, [as_int(dim_to_delete, "dimension")])
 
 
 def delete_dimensions(dims_to_delete: Sequence[int], shape) -> Shape:
@@ -1326,7 +1325,7 @@ def delete_dimensions(dims_to_delete: Sequence[int], shape) -> Shape:
     'f32[5,9]{0,1}'
     """
     shape = _array_shape(shape, "delete_dimensions")
-    return _delete_dims(shape, _int_list(dims_to_delete, "dims_to_delete"))
+    return _delete_dims(shape, int_list(dims_to_delete, "dims_to_delete"))
 
 
 def filter_dimensions(predicate: Callable[[int], bool], shape) -> Shape:
@@ -1353,7 +1352,7 @@ def drop_degenerate_dimensions(shape) -> Shape:
 
 
 def _bound(bound) -> int:
-    b = _as_int(bound, "bound")
+    b = as_int(bound, "bound")
     if b < 0:
         raise InvalidShapeError(f"Invalid dimension size {b}, is_dynamic=false")
     return b
@@ -1438,10 +1437,10 @@ def insert_dimensions_at_index(shape, dim_idx: int, bounds: Sequence[int]) -> Sh
     """
     shape = _array_shape(shape, "insert_dimensions_at_index")
     n = len(shape.dimensions)
-    i = _as_int(dim_idx, "dim_idx")
+    i = as_int(dim_idx, "dim_idx")
     if not 0 <= i <= n:
         raise ShapeIndexError(f"dim_idx {i} is out of range 0..{n} for {shape.human_string()}")
-    new = [_bound(b) for b in _int_list(bounds, "bounds")]
+    new = [_bound(b) for b in int_list(bounds, "bounds")]
     k = len(new)
     dims = shape.dimensions[:i] + tuple(new) + shape.dimensions[i:]
     dyn = shape.dynamic_dimensions[:i] + (False,) * k + shape.dynamic_dimensions[i:]
@@ -1486,7 +1485,7 @@ def move_dim_to_major(shape, dim: int) -> Shape:
     if shape.is_tuple:
         return Shape.tuple([move_dim_to_major(s, dim) for s in shape.tuple_shapes])
     shape = _array_shape(shape, "move_dim_to_major")
-    dim = _as_int(dim, "dimension")
+    dim = as_int(dim, "dimension")
     layout = _layout_or_default(shape)
     m2m = [d for d in layout.minor_to_major if d != dim]
     if len(m2m) == len(layout.minor_to_major):
@@ -1540,7 +1539,7 @@ def get_subshape(shape, index: Sequence[int]) -> Shape:
     's8[]'
     """
     shape = _as_shape(shape)
-    path = _int_list(index, "shape index")
+    path = int_list(index, "shape index")
     cur = shape
     for depth, i in enumerate(path):
         if not cur.is_tuple or not 0 <= i < len(cur.tuple_shapes):

@@ -49,6 +49,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+from ._base import INT64_MAX, check_index
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
 from .layout import COMBINE_DIMENSION, Layout
 from .primitive_types import PrimitiveType
@@ -614,28 +615,9 @@ class LayoutPlan:
         return tuple(index)
 
     def check_index(self, index) -> tuple:
-        """Validate a logical index: ints, right length, 0 <= i < dim."""
-        if isinstance(index, numbers.Integral) and not isinstance(index, bool):
-            index = (index,)
-        try:
-            index = tuple(index)
-        except TypeError:
-            raise ShapeTypeError(
-                f"index must be a sequence of ints, got {type(index).__name__}") from None
-        if len(index) != self.rank:
-            raise ShapeIndexError(
-                f"index has {len(index)} entries but the shape has {self.rank} dimensions")
-        out = []
-        for axis, (i, size) in enumerate(zip(index, self.dimensions)):
-            if isinstance(i, bool) or not isinstance(i, numbers.Integral):
-                raise ShapeTypeError(
-                    f"index entries must be ints, got {type(i).__name__} at axis {axis}")
-            i = int(i)
-            if not 0 <= i < size:
-                raise ShapeIndexError(
-                    f"index {i} is out of bounds for axis {axis} with size {size}")
-            out.append(i)
-        return tuple(out)
+        """Validate a logical index: ints (a bare int for rank 1), right length,
+        ``0 <= i < dim``."""
+        return check_index(index, self.shape, scalar_ok=True)
 
     def linear_index(self, index) -> int:
         index = self.check_index(index)
@@ -775,8 +757,6 @@ def multidimensional_index(shape, linear: int) -> Optional[tuple]:
 
 # -- vectorized maps (compiled) ---------------------------------------------
 
-_INT64_MAX = 2**63 - 1
-
 
 def _as_int64_array(values, what: str):
     """``values`` as an int64 numpy array; ShapeTypeError for non-integers,
@@ -791,14 +771,14 @@ def _as_int64_array(values, what: str):
             if isinstance(v, bool) or not isinstance(v, numbers.Integral):
                 raise ShapeTypeError(
                     f"{what} must be integers, got {type(v).__name__} at position {pos}")
-            if not -_INT64_MAX - 1 <= v <= _INT64_MAX:
+            if not -INT64_MAX - 1 <= v <= INT64_MAX:
                 raise ShapeIndexError(
                     f"{what} entry {v} at position {pos} does not fit in int64")
         return np.array(flat.tolist(), dtype=np.int64).reshape(arr.shape)
     if kind not in "iu":
         raise ShapeTypeError(f"{what} must be an integer array, got dtype {arr.dtype}")
     if kind == "u" and arr.dtype.itemsize >= 8 and arr.size:
-        too_big = arr > _INT64_MAX
+        too_big = arr > INT64_MAX
         if too_big.any():
             pos = int(np.flatnonzero(too_big.ravel())[0])
             raise ShapeIndexError(
@@ -807,7 +787,7 @@ def _as_int64_array(values, what: str):
 
 
 def _check_int64_plan(p: LayoutPlan) -> None:
-    if p.element_count > _INT64_MAX:
+    if p.element_count > INT64_MAX:
         raise InvalidShapeError(
             f"{p.shape} has {p.element_count} elements with padding; offsets beyond "
             "int64 cannot be computed by the compiled core")
