@@ -1,4 +1,5 @@
-"""Pictures of where an array's elements live: the seeds' drawings, for any layout.
+"""Pictures of where an array's elements live, for any layout: the drawings of
+XLA's shapes documentation.
 
 The XLA "Shapes and layout" page explains a layout with three small pictures of
 a ``[2 x 3]`` array: the logical array with letters, the linear memory order,
@@ -91,8 +92,8 @@ def memory_order(shape, limit: Optional[int] = None) -> List[Optional[Tuple[int,
 
 
 def memory_order_line(shape, limit: Optional[int] = None) -> str:
-    """The seeds' one-line picture of memory: element labels in offset order,
-    padding as ``0`` (or the layout's ``padding_value``).
+    """The one-line picture of memory of XLA's shapes documentation: element
+    labels in offset order, padding as ``0`` (or the layout's ``padding_value``).
 
     >>> print(memory_order_line("f32[2,3]{1,0}"))
     a b c d e f
@@ -202,8 +203,9 @@ def _slices(ext: Sequence[int], max_slices: int):
 
 
 def show_text(shape, limits: Optional[PictureLimits] = None, *, offsets: bool = True) -> str:
-    """The seeds' pictures for ``shape`` as text: logical array with letters,
-    memory order, and the offset of every element (with tile boundaries).
+    """The pictures of XLA's shapes documentation for ``shape``, as text: the
+    logical array with letters, the memory order, and the offset of every
+    element (with tile boundaries).
 
     >>> print(show_text("f32[2,3]{0,1}", offsets=False))  # doctest: +NORMALIZE_WHITESPACE
     f32[2,3]{0,1}: 6 elements in 6 slots (no padding)
@@ -405,8 +407,7 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
     fig.suptitle(f"{p.shape}\n{p.element_count} slots, "
                  f"{p.element_count - n_logical} padding",
                  fontsize=11)
-    cmap = plt.get_cmap("viridis").copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap("viridis").with_extremes(bad="#dddddd")
     ax1.imshow(np.ma.masked_invalid(np.where(is_pad, np.nan, grid)), cmap=cmap,
                interpolation="nearest", aspect="auto")
     for r in range(nr):

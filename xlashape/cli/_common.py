@@ -95,7 +95,11 @@ def int_list(text: str, what: str) -> List[int]:
     for part in t.split(","):
         if not _INT.match(part):
             raise UsageError(f"{what} must be integers separated by commas, got {text!r}")
-        out.append(parse_int(part, what))
+        n = int(part)
+        if not INT64_MIN <= n <= INT64_MAX:
+            raise UsageError(f"{what} {text.strip()}: {part.strip()} is outside the 64-bit "
+                             f"integer range [{INT64_MIN}, {INT64_MAX}]")
+        out.append(n)
     return out
 
 
@@ -264,6 +268,7 @@ def error_text(e: BaseException) -> str:
             # under its character once escapes make the line longer
             head, src, caret = str(e).rsplit("\n", 2)
             col = len(caret) - 1
+            src = src.replace("\t", " ")  # a terminal would widen a tab past the caret
             return "\n".join((printable(head), printable(src),
                               " " * len(printable(src[:col])) + "^"))
         return printable(str(e))

@@ -66,8 +66,26 @@ def _escape(c: str) -> str:
 
 
 def write_json(obj) -> None:
-    """One JSON document, indented, ASCII only, then a newline."""
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=True) + "\n")
+    """One JSON document, indented, ASCII only, then a newline. A float that
+    is not finite (a NaN padding value) is written as the string ``"NaN"``,
+    ``"Infinity"`` or ``"-Infinity"`` (``float()`` reads each back), so the
+    output stays strict JSON."""
+    sys.stdout.write(json.dumps(_finite(obj), indent=2, ensure_ascii=True, allow_nan=False)
+                     + "\n")
+
+
+def _finite(obj):
+    if isinstance(obj, float):
+        if obj != obj:
+            return "NaN"
+        if obj in (float("inf"), float("-inf")):
+            return "Infinity" if obj > 0 else "-Infinity"
+        return obj
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite(v) for v in obj]
+    return obj
 
 
 def write_lines(lines: Iterable[str]) -> None:

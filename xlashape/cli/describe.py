@@ -7,7 +7,7 @@ from typing import List
 
 from ..errors import XlaShapeError
 from ._common import EXAMPLE_SHAPE, PROG, add_command, add_shape_args, fmt_bytes, load_shape
-from ._output import field, write_lines
+from ._output import field, write_json, write_lines
 
 NAME = "describe"
 
@@ -19,6 +19,10 @@ def add_parser(subparsers):
         "memory space, logical and physical bytes, physical dimensions",
         f"{PROG} describe '{EXAMPLE_SHAPE}'")
     add_shape_args(p)
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object (shape, kind, element_type, dimensions, layout "
+                        "fields, tile_levels, unpadded_bytes, padded_bytes, "
+                        "physical_dimensions, ...; a tuple lists its elements)")
     return p
 
 
@@ -27,6 +31,9 @@ def run(args) -> int:
     from ..layout import memory_space_name
 
     shape = load_shape(args, need_array=False, always_warn=True)
+    if args.json:
+        write_json(describe_json(shape))
+        return 0
     out: List[str] = []
     if shape.is_array:
         _describe_array(shape, out)
@@ -74,7 +81,6 @@ def _dim_text(shape, i: int) -> str:
 
 
 def _describe_array(shape, out: List[str], indent: str = "") -> None:
-    from ..layout import COMBINE_DIMENSION
     from ..shape import UNBOUNDED_SIZE
     from ..shape_util import byte_size_of
     from ..tiling import plan
@@ -121,27 +127,25 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
     if lay.tiles:
         row("tiles", "T" + "".join(str(t) for t in lay.tiles))
         try:
-            p = plan(shape)
-            phys = [d for d in reversed(m2m)]
-            for i, lv in enumerate(p.levels):
-                parts = []
-                for grp, gs, t in zip(lv.groups, lv.group_sizes, lv.tile):
-                    if i == 0:
-                        names = []
-                        for j in grp:
-                            a = len(phys) + lv.prepend - lv.k + j - lv.prepend
-                            names.append(f"dim {phys[a]}" if 0 <= a < len(phys) else "a new size-1 dim")
-                        what = "*".join(names)
-                        what = f"{what} ({gs})"
-                    else:
-                        what = str(gs)
-                    parts.append(f"{what} by {t} -> {-(-gs // t)} x {t}")
-                tile = "(" + ",".join("*" if x == COMBINE_DIMENSION else str(x)
-                                      for x in lay.tiles[i].dimensions) + ")"
-                where = "the minor-most physical dims" if i == 0 else "the result of the previous level"
-                row(f"  level {i + 1}", f"{tile} on {where}: " + "; ".join(parts))
+            levels = tile_levels(shape, plan(shape))
         except XlaShapeError as e:
             row("  (tiles)", f"cannot apply: {e}")
+        else:
+            for i, lv in enumerate(levels):
+                parts = []
+                for dims, gs, t, count in zip(lv["dimensions"] or [None] * len(lv["group_sizes"]),
+                                              lv["group_sizes"], lv["group_tiles"],
+                                              lv["tile_counts"]):
+                    if i == 0:
+                        names = "*".join("a new size-1 dim" if d is None else f"dim {d}"
+                                         for d in dims)
+                        what = f"{names} ({gs})"
+                    else:
+                        what = str(gs)
+                    parts.append(f"{what} by {t} -> {count} x {t}")
+                tile = "(" + ",".join(map(str, lv["tile"])) + ")"
+                where = "the minor-most physical dims" if i == 0 else "the result of the previous level"
+                row(f"  level {i + 1}", f"{tile} on {where}: " + "; ".join(parts))
     if lay.tail_padding_alignment_in_elements != 1:
         row("tail padding", f"L({lay.tail_padding_alignment_in_elements}): element count rounded "
             f"up to a multiple of {lay.tail_padding_alignment_in_elements}")
@@ -173,3 +177,121 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
     row("physical dims", "[" + ",".join(map(str, p.physical_dimensions)) + "]"
         + f"  (major to minor, after tiling; {p.element_count} slot"
         + ("" if p.element_count == 1 else "s") + ")")
+
+
+def _tile_text(shape) -> list:
+    from ..layout import COMBINE_DIMENSION
+
+    return [["*" if x == COMBINE_DIMENSION else x for x in t.dimensions]
+            for t in shape.layout.tiles]
+
+
+def tile_levels(shape, p) -> list:
+    """Each tile level of ``p`` (the plan of ``shape``) as a dict: ``tile``
+    (as written, ``"*"`` for a combined dimension), then per group of
+    dimensions the tile covers (``*`` combines a dimension into the next):
+    ``dimensions`` (first level only: the logical dimensions in each group,
+    ``None`` for a size-1 dimension the level adds; ``None`` for later
+    levels, which tile the result of the previous one), ``group_sizes``
+    (combined size), ``group_tiles`` (the tile's bound) and ``tile_counts``
+    (tiles along the group, rounded up)."""
+    written = _tile_text(shape)
+    phys = list(reversed(shape.layout.minor_to_major))
+    out = []
+    # TODO(structure): read the plan's public per-level description once it exists
+    for i, lv in enumerate(p.levels):
+        dims = None
+        if i == 0:
+            dims = []
+            for grp in lv.groups:
+                names = []
+                for j in grp:
+                    a = len(phys) - lv.k + j
+                    names.append(phys[a] if 0 <= a < len(phys) else None)
+                dims.append(names)
+        out.append({"tile": written[i], "dimensions": dims,
+                    "group_sizes": list(lv.group_sizes), "group_tiles": list(lv.tile),
+                    "tile_counts": [-(-gs // t) for gs, t in zip(lv.group_sizes, lv.tile)]})
+    return out
+
+
+def describe_json(shape) -> dict:
+    """The JSON object of ``describe --json``."""
+    from ..hlo_module import memory_footprint
+
+    if shape.is_array:
+        return _array_json(shape)
+    if shape.is_buffer:
+        inner = _array_json(shape.buffer_shape)
+        return {"shape": str(shape), "kind": "buffer", "buffer_shape": inner,
+                "unpadded_bytes": inner["unpadded_bytes"], "padded_bytes": inner["padded_bytes"]}
+    if shape.is_token:
+        return {"shape": str(shape), "kind": "token", "unpadded_bytes": 0, "padded_bytes": 0}
+    if shape.is_opaque:
+        return {"shape": str(shape), "kind": "opaque", "unpadded_bytes": None,
+                "padded_bytes": None}
+    fp = memory_footprint(shape)
+    return {"shape": str(shape), "kind": "tuple",
+            "elements": [describe_json(sub) for sub in shape.tuple_shapes],
+            "unpadded_bytes": fp.bytes, "padded_bytes": fp.padded_bytes,
+            "memory_spaces": [{"memory_space": sp, "unpadded_bytes": b, "padded_bytes": pb}
+                              for sp, b, pb in fp.by_space]}
+
+
+def _array_json(shape) -> dict:
+    from ..shape import UNBOUNDED_SIZE
+    from ..shape_util import byte_size_of
+    from ..tiling import plan
+
+    et = shape.element_type
+    lay = shape.layout
+    unbounded = shape.is_unbounded_dynamic
+    count = None
+    if not unbounded:
+        count = 1
+        for d in shape.dimensions:
+            count *= d
+    obj = {
+        "shape": str(shape),
+        "kind": "array",
+        "element_type": et.hlo_name,
+        "bit_width": et.bit_width,
+        "byte_width": et.byte_width,
+        "numpy_dtype": None if et.dtype is None else str(et.dtype),
+        "dimensions": [None if d == UNBOUNDED_SIZE else d for d in shape.dimensions],
+        "dynamic_dimensions": list(shape.dynamic_dimensions),
+        "elements": count,
+        "layout": None if lay is None else str(lay),
+    }
+    p = error = None
+    if lay is not None:
+        obj.update({
+            "minor_to_major": list(lay.minor_to_major),
+            "major_to_minor": list(lay.major_to_minor),
+            "tiles": _tile_text(shape),
+            "tile_levels": [],
+            "element_size_in_bits": lay.element_size_in_bits,
+            "tail_padding_alignment_in_elements": lay.tail_padding_alignment_in_elements,
+            "memory_space": lay.memory_space,
+            "memory_space_name": lay.memory_space_name,
+            "split_configs": [str(c) for c in lay.split_configs],
+            "dynamic_shape_metadata_prefix_bytes": lay.dynamic_shape_metadata_prefix_bytes,
+        })
+        if lay.padded_dimensions:
+            obj["padded_dimensions"] = list(lay.padded_dimensions)
+            obj["padding_value"] = lay.padding_value
+        if not unbounded:
+            try:
+                p = plan(shape)
+            except XlaShapeError as e:
+                error = str(e)
+            else:
+                obj["tile_levels"] = tile_levels(shape, p)
+    obj["unpadded_bytes"] = None if unbounded else byte_size_of(shape)
+    obj["padded_bytes"] = None if p is None else p.size_in_bytes
+    obj["physical_dimensions"] = None if p is None else list(p.physical_dimensions)
+    obj["slots"] = None if p is None else p.element_count
+    obj["bits_per_element"] = None if p is None else p.element_bits
+    if error is not None:
+        obj["error"] = error
+    return obj

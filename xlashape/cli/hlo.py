@@ -51,7 +51,7 @@ def add_parser(subparsers):
                    help="also give each instruction's operands (with their shapes when written "
                         "inline) and attributes (kind=, calls=, metadata={...}, ...)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
-                   help="print at most N skipped-line warnings (default 20)")
+                   help="print at most N skipped-line warnings (default 20; 0: none)")
     p.add_argument("--no-progress", action="store_true", help="never print progress")
     return p
 
@@ -216,6 +216,7 @@ def run(args) -> int:
     if args.json and args.csv:
         raise UsageError("choose one of --json and --csv")
     at_least(args.top, 0, "--top")
+    at_least(args.max_warnings, 0, "--max-warnings", " (0 shows none)")
     warnings = []
 
     def on_warning(w):

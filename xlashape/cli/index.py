@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from ._common import PROG, UsageError, add_command, add_shape_args, int64, int_list, load_shape
-from ._output import write_lines
+from ._output import write_json, write_lines
 
 NAME = "index"
 
@@ -24,6 +24,10 @@ def add_parser(subparsers):
     p.add_argument("index", nargs="*", metavar="I,J,...", help="logical indices, comma-separated")
     p.add_argument("--offset", type=int64, action="append", metavar="N",
                    help="element offset to map back (repeatable)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object: shape, bits_per_element, slots, and for each index "
+                        "and offset its element_offset, byte_offset, bit_offset and index "
+                        "(null for a padding slot)")
     return p
 
 
@@ -53,6 +57,9 @@ def run(args) -> int:
     p = plan(shape)
     if not args.index and args.offset is None:
         raise UsageError("give a logical index (e.g. 2,3) or --offset N")
+    if args.json:
+        write_json(_json(shape, p, args))
+        return 0
     out = [str(shape)]
     for text in args.index:
         idx = tuple(int_list(text, "an index"))
@@ -64,3 +71,22 @@ def run(args) -> int:
         out.append(f"element offset {off} ({_byte_text(p, off)}) -> {where}")
     write_lines(out)
     return 0
+
+
+def _position(p, off: int) -> dict:
+    start = off * p.element_bits
+    return {"element_offset": off, "byte_offset": start // 8, "bit_offset": start % 8}
+
+
+def _json(shape, p, args) -> dict:
+    indices = []
+    for text in args.index:
+        idx = int_list(text, "an index")
+        indices.append({"index": idx, **_position(p, p.linear_index(tuple(idx)))})
+    offsets = []
+    for off in args.offset or ():
+        ix = p.multidimensional_index(off)
+        offsets.append({**_position(p, off), "index": None if ix is None else list(ix),
+                        "padding": ix is None})
+    return {"shape": str(shape), "bits_per_element": p.element_bits, "slots": p.element_count,
+            "indices": indices, "offsets": offsets}

@@ -5,7 +5,7 @@ every element with tile boundaries; optionally a PNG/SVG drawing."""
 from __future__ import annotations
 
 from ._common import PROG, UsageError, add_command, add_shape_args, int64, load_shape
-from ._output import write_lines
+from ._output import write_json, write_lines
 
 NAME = "show"
 
@@ -24,6 +24,11 @@ def add_parser(subparsers):
     p.add_argument("--no-offsets", action="store_true", help="leave out the offset grid")
     p.add_argument("--png", metavar="FILE", help="also draw the picture to a PNG file (needs matplotlib)")
     p.add_argument("--svg", metavar="FILE", help="also draw the picture to an SVG file (needs matplotlib)")
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object: shape, elements, slots, padding_slots, "
+                        "padding_value, memory_order (the logical index in each of the first "
+                        "--slots slots, null for padding) and offsets (of the elements in the "
+                        "--rows x --cols corner of the first --slices slices)")
     return p
 
 
@@ -36,8 +41,8 @@ def run(args) -> int:
         limits = PictureLimits(args.rows, args.cols, args.slices, args.slots)
     except ValueError as e:
         raise UsageError(str(e)) from None
-    plan(shape)  # validate before drawing anything
-    text = show_text(shape, limits, offsets=not args.no_offsets)
+    p = plan(shape)  # validate before drawing anything
+    text = None if args.json else show_text(shape, limits, offsets=not args.no_offsets)
     # Files first: a bad path or a missing matplotlib fails before any output.
     wrote = []
     for path, fmt in ((args.png, "png"), (args.svg, "svg")):
@@ -46,6 +51,40 @@ def run(args) -> int:
                 save_picture(shape, path, fmt)
             except MissingMatplotlib as e:
                 raise UsageError(str(e)) from None
-            wrote.append(f"wrote {path}")
-    write_lines(text.split("\n") + wrote)
+            wrote.append(path)
+    if args.json:
+        obj = _json(shape, p, limits, offsets=not args.no_offsets)
+        obj["files"] = wrote
+        write_json(obj)
+    else:
+        write_lines(text.split("\n") + [f"wrote {path}" for path in wrote])
     return 0
+
+
+def _json(shape, p, limits, offsets: bool) -> dict:
+    import itertools
+
+    from ..render import memory_order
+
+    dims = p.dimensions
+    n = 1
+    for d in dims:
+        n *= d
+    shown = min(p.element_count, limits.slots)
+    obj = {"shape": str(shape), "elements": n, "slots": p.element_count,
+           "padding_slots": p.element_count - n}
+    if shape.layout.padded_dimensions:
+        obj["padded_dimensions"] = list(shape.layout.padded_dimensions)
+    obj["padding_value"] = shape.layout.padding_value
+    obj["memory_order"] = [None if ix is None else list(ix) for ix in memory_order(p, shown)]
+    obj["memory_order_complete"] = shown == p.element_count
+    if offsets:
+        rows = min(dims[-2], limits.rows) if len(dims) >= 2 else 1
+        cols = min(dims[-1], limits.cols) if dims else 1
+        lead = itertools.islice(itertools.product(*(range(d) for d in dims[:-2])), limits.slices)
+        obj["offsets"] = [
+            {"slice": list(s),
+             "rows": [[p.linear_index(s + ((r, c) if len(dims) >= 2 else (c,) if dims else ()))
+                       for c in range(cols)] for r in range(rows)]}
+            for s in lead]
+    return obj
