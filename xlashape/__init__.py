@@ -26,6 +26,7 @@ from .errors import (
     ShapeTypeError,
     ShapeBufferError,
     ReadOnlyBufferError,
+    UnreadableInputError,
 )
 from .primitive_types import (
     PrimitiveType,
@@ -69,7 +70,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
-    "ShapeTypeError", "ShapeBufferError",
+    "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
     "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",
     "Tile", "SplitConfig", "Layout", "COMBINE_DIMENSION",
     "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",

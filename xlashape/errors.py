@@ -16,6 +16,7 @@ __all__ = [
     "ShapeTypeError",
     "ShapeBufferError",
     "ReadOnlyBufferError",
+    "UnreadableInputError",
 ]
 
 
@@ -47,6 +48,12 @@ class ReadOnlyBufferError(ShapeBufferError, ValueError):
 
     Also a ``ValueError``, which is what numpy raises for the same mistake.
     """
+
+
+class UnreadableInputError(XlaShapeError, ValueError):
+    """A file or text that is not what the reader was asked to read: empty,
+    binary, cut off before anything readable, or of another kind (e.g. not
+    an HLO module, dump directory or out-of-memory report)."""
 
 
 class HloParseError(XlaShapeError, ValueError):

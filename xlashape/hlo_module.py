@@ -64,7 +64,19 @@ __all__ = [
     "HloReader",
     "HloWarning",
     "Footprint",
+    "EntryComputationLayout",
+    "Alias",
+    "BufferDonor",
     "OOM_REPORT",
+    "COMPUTATION_KINDS",
+    "EMBEDDED_KINDS",
+    "VIEW_OPCODES",
+    "RESULT_KINDS",
+    "call_kind",
+    "scan_calls",
+    "parse_entry_computation_layout",
+    "parse_input_output_alias",
+    "parse_buffer_donor",
     "parse_hlo_module",
     "read_hlo_file",
     "open_text",
@@ -103,9 +115,16 @@ _SIG_COMMA = re.compile(r"[()\[\]{},\"]|/\*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _META_ITEM = re.compile(r'([A-Za-z_]\w*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
-_CALLS = re.compile(r"(?:^|,)\s*(calls|to_apply)=(\{[^}]*\}|%?[\w.\-]+)")
+_CALLS = re.compile(r"(?:^|,)\s*(calls|to_apply|body|condition|branch_computations|true_computation"
+                    r"|false_computation|called_computations|select|scatter)\s*=\s*"
+                    r"(\{[^}]*\}|%?[\w.\-]+)")
 _NAME_REF = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 _STACK_SECTIONS = frozenset(("FileNames", "FunctionNames", "FileLocations", "StackFrames"))
+# An entry of a stack-frame section: a number, then a quoted name or a {...} record.
+_SECTION_ENTRY = re.compile(r"\s*\d+\s+[\"{]")
+# A comment other than the /*index=N*/ XLA prints inside long tuples.
+_OTHER_COMMENT = re.compile(r"/\*(?!index=\d+\*/)")
+_QUOTE_OR_COMMENT = re.compile(r'"|/\*')
 
 # Out-of-memory report lines (TPU "Largest program allocations" listing).
 _OOM_MARKERS = ("Ran out of memory", "RESOURCE_EXHAUSTED", "Largest program allocations")
@@ -263,10 +282,132 @@ def _strip_line_comment(line: str) -> str:
         i = s.end()
 
 
+def _blank_comments(line: str, in_comment: bool) -> Tuple[str, bool]:
+    """``line`` with every ``/* ... */`` comment (outside quoted strings)
+    replaced by spaces, so columns stay where they were. ``in_comment``: the
+    line starts inside a comment opened on an earlier line. Returns the new
+    line and whether a comment is still open at its end."""
+    out = []
+    i = 0
+    n = len(line)
+    if in_comment:
+        j = line.find("*/")
+        if j < 0:
+            return " " * n, True
+        out.append(" " * (j + 2))
+        i = j + 2
+    while i < n:
+        m = _QUOTE_OR_COMMENT.search(line, i)
+        if m is None:
+            out.append(line[i:])
+            break
+        j = m.start()
+        if m.group() == '"':
+            sm = _STRING.match(line, j)
+            end = n if sm is None else sm.end()
+            out.append(line[i:end])
+            i = end
+            continue
+        out.append(line[i:j])
+        k = line.find("*/", j + 2)
+        if k < 0:
+            out.append(" " * (n - j))
+            return "".join(out), True
+        out.append(" " * (k + 2 - j))
+        i = k + 2
+    return "".join(out), False
+
+
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
         return re.sub(r"\\(.)", r"\1", value[1:-1])
     return value
+
+
+# -- how computations are used --------------------------------------------------
+
+#: Computation kinds: how the instructions that call a computation use it.
+#: ``entry`` (the ENTRY computation), ``fusion`` (a fusion body, ``calls=`` of a
+#: fusion), ``to_apply`` (the reducer / comparator / map function of reduce,
+#: reduce-window, all-reduce, reduce-scatter, scatter, select-and-scatter,
+#: sort, map), ``while_body`` / ``while_condition``, ``conditional_branch``,
+#: ``call`` (``to_apply=`` of a call), ``async`` (the computation an
+#: async-start wraps), ``custom_call`` (``called_computations=`` of a
+#: custom-call), ``called`` (another caller). ``None``: never called.
+COMPUTATION_KINDS = ("entry", "fusion", "to_apply", "while_body", "while_condition",
+                     "conditional_branch", "call", "async", "custom_call", "called")
+
+#: Kinds whose instructions are not materialized in memory: they run inside
+#: the calling instruction (XLA's "embedded" call context), so their values
+#: get no buffers of their own.
+EMBEDDED_KINDS = frozenset(("fusion", "to_apply", "custom_call"))
+
+# Opcodes that may call computations (the others are not searched for calls).
+_CALLER_OPCODES = frozenset((
+    "fusion", "call", "while", "conditional", "reduce", "reduce-window", "map", "sort",
+    "scatter", "select-and-scatter", "all-reduce", "all-reduce-start", "reduce-scatter",
+    "custom-call", "async-start", "async-update", "async-done", "topk"))
+
+# Results that share the buffer of an operand (or of the caller's operand):
+# XLA allocates nothing new for them (a tuple only its small index table).
+VIEW_OPCODES = frozenset((
+    "get-tuple-element", "bitcast", "tuple", "while", "call", "conditional",
+    "optimization-barrier", "domain", "add-dependency", "copy-done", "async-done",
+    "async-update", "send-done", "recv-done", "all-gather-done", "all-reduce-done",
+    "collective-permute-done"))
+
+#: What an instruction's result is in memory (:attr:`Instruction.result`).
+RESULT_KINDS = ("buffer", "view", "embedded", "none")
+
+
+def call_kind(opcode: str, attribute: str) -> str:
+    """The kind of a computation named in ``attribute`` (``calls``,
+    ``to_apply``, ``body``, ...) of an instruction with ``opcode``.
+
+    >>> call_kind("fusion", "calls"), call_kind("while", "body"), call_kind("reduce", "to_apply")
+    ('fusion', 'while_body', 'to_apply')
+    """
+    if opcode == "fusion":
+        return "fusion"
+    if opcode == "while":
+        if attribute == "body":
+            return "while_body"
+        if attribute == "condition":
+            return "while_condition"
+        return "called"
+    if opcode == "conditional":
+        return "conditional_branch"
+    if opcode == "call":
+        return "call"
+    if opcode == "custom-call":
+        return "custom_call"
+    if opcode.startswith("async-") or (attribute == "calls" and opcode.endswith(
+            ("-start", "-update", "-done"))):
+        return "async"
+    if attribute in ("to_apply", "select", "scatter"):
+        return "to_apply"
+    return "called"
+
+
+_KIND_ORDER = {k: i for i, k in enumerate(
+    ("entry", "while_body", "while_condition", "conditional_branch", "call", "async",
+     "called", "fusion", "to_apply", "custom_call"))}
+
+
+def _main_kind(kinds) -> Optional[str]:
+    """One kind for a computation used in several ways: a use that
+    materializes values wins over an embedded one."""
+    if not kinds:
+        return None
+    return min(kinds, key=lambda k: _KIND_ORDER.get(k, 99))
+
+
+def _calls_in(opcode: str, attrs: str):
+    """``(callee, kind)`` for every computation an instruction's attribute text names."""
+    for km in _CALLS.finditer(attrs):
+        kind = call_kind(opcode, km.group(1))
+        for name in _NAME_REF.findall(km.group(2).strip("{}")):
+            yield name, kind
 
 
 # -- the data model ------------------------------------------------------------
@@ -292,10 +433,12 @@ class Instruction:
 
     __slots__ = ("computation", "name", "shape", "opcode", "is_root", "line",
                  "operands_text", "attributes_text", "_operands", "_attributes",
-                 "_reader")
+                 "_reader", "_comp")
 
     def __init__(self, computation, name, shape, opcode, *, is_root=False, line=0,
-                 operands_text="", attributes_text="", attributes=None, reader=None):
+                 operands_text="", attributes_text="", attributes=None, reader=None,
+                 comp=None):
+        self._comp = comp
         self.computation = computation
         self.name = name
         self.shape = shape
@@ -316,6 +459,49 @@ class Instruction:
         if self._operands is None:
             self._operands = self._parse_operands()
         return self._operands
+
+    @property
+    def operand_names(self) -> Tuple[str, ...]:
+        """The operands' names (without ``%``), in order."""
+        if self.opcode in ("parameter", "constant") or self.computation == OOM_REPORT:
+            return ()
+        t = self.operands_text
+        if "[" not in t and "(" not in t and "/" not in t and '"' not in t:
+            return tuple(x.strip().lstrip("%") for x in t.split(",") if x.strip())
+        return tuple(o.name for o in self.operands)
+
+    @property
+    def computation_kind(self) -> Optional[str]:
+        """How this instruction's computation is used: one of
+        :data:`COMPUTATION_KINDS`, or ``None`` (outside any computation, a
+        computation nothing calls, or a caller not read yet)."""
+        c = self._comp
+        return None if c is None else c.kind
+
+    @property
+    def result(self) -> str:
+        """What the result is in memory: ``"buffer"`` (XLA allocates new
+        memory for it), ``"view"`` (it is the buffer of an operand or of the
+        caller's operand: get-tuple-element, bitcast, tuple, a parameter of a
+        computation other than the entry, while, call, conditional, the
+        ``*-done`` half of an asynchronous pair, ...), ``"embedded"`` (inside
+        a fusion body, reducer or other computation that runs within one
+        instruction: no buffer of its own), ``"none"`` (a token: no data).
+
+        A tuple's elements are its operands' buffers; XLA only adds a small
+        table of pointers to them, which counts as the tuple's own memory
+        (see :func:`xlashape.memory.tuple_table_size`)."""
+        c = self._comp
+        if c is not None and c.kinds and c.is_embedded:
+            return "embedded"
+        if not _has_data(self.shape):
+            return "none"
+        op = self.opcode
+        if op == "parameter":
+            return "view" if c is not None and not c.is_entry else "buffer"
+        if op in VIEW_OPCODES:
+            return "view"
+        return "buffer"
 
     @property
     def argument(self) -> str:
@@ -430,7 +616,7 @@ class Computation:
     """A named computation: its instructions in order, whether it is the
     ``ENTRY``, its signature text ``(p: f32[2]) -> f32[2]`` and its line."""
 
-    __slots__ = ("name", "is_entry", "signature", "line", "instructions")
+    __slots__ = ("name", "is_entry", "signature", "line", "instructions", "kinds")
 
     def __init__(self, name, is_entry=False, signature="", line=0):
         self.name = name
@@ -438,6 +624,21 @@ class Computation:
         self.signature = signature
         self.line = line
         self.instructions: List[Instruction] = []
+        #: every way the module uses this computation (see :data:`COMPUTATION_KINDS`)
+        self.kinds: set = {"entry"} if is_entry else set()
+
+    @property
+    def kind(self) -> Optional[str]:
+        """How the computation is used (:data:`COMPUTATION_KINDS`); when it is
+        used in several ways, a use that materializes values wins. ``None``
+        if nothing calls it (or its caller has not been read yet)."""
+        return _main_kind(self.kinds)
+
+    @property
+    def is_embedded(self) -> bool:
+        """True if every use runs it inside one instruction (fusion body,
+        reducer, ...): its values are not materialized in memory."""
+        return bool(self.kinds) and all(k in EMBEDDED_KINDS for k in self.kinds)
 
     @property
     def root(self) -> Optional[Instruction]:
@@ -468,10 +669,95 @@ class HloWarning(NamedTuple):
         return f"line {self.line}: {self.message}"
 
 
+class EntryComputationLayout(NamedTuple):
+    """The ``entry_computation_layout={(P0, P1, ...)->R}`` of a module header:
+    the entry parameters' shapes and the result shape, with the layouts (and
+    memory spaces) the caller sees."""
+
+    parameters: Tuple[Shape, ...]
+    result: Shape
+
+
+class Alias(NamedTuple):
+    """One entry of ``input_output_alias={ {1}: (0, {}, may-alias) }``: output
+    element ``output_index`` shares the buffer of parameter
+    ``parameter_number`` at ``parameter_index`` (``kind`` ``may-alias`` or
+    ``must-alias``)."""
+
+    output_index: Tuple[int, ...]
+    parameter_number: int
+    parameter_index: Tuple[int, ...]
+    kind: str
+
+
+class BufferDonor(NamedTuple):
+    """One entry of ``buffer_donor={ (0, {}) }``: a parameter buffer the
+    program may reuse for any output."""
+
+    parameter_number: int
+    parameter_index: Tuple[int, ...]
+
+
+_ALIAS_ENTRY = re.compile(
+    r"\{([\d,\s]*)\}\s*:\s*\(\s*(\d+)\s*(?:,\s*\{([\d,\s]*)\}\s*)?(?:,\s*([\w\-]+)\s*)?\)")
+_DONOR_ENTRY = re.compile(r"\(\s*(\d+)\s*(?:,\s*\{([\d,\s]*)\}\s*)?\)")
+
+
+def _index(text: Optional[str]) -> Tuple[int, ...]:
+    return tuple(int(x) for x in (text or "").replace(" ", "").split(",") if x)
+
+
+def parse_entry_computation_layout(text: str) -> EntryComputationLayout:
+    """``{(f32[2]{0}, s32[]{:T(128)})->f32[2]{0}}`` (the attribute's value, as
+    the header prints it) as an :class:`EntryComputationLayout`.
+
+    >>> ecl = parse_entry_computation_layout("{(f32[2]{0}, s32[])->(f32[2]{0})}")
+    >>> [str(p) for p in ecl.parameters], str(ecl.result)
+    (['f32[2]{0}', 's32[]'], '(f32[2]{0})')
+    """
+    hlo_text = _hlo_text()
+    t = text.strip()
+    if t.startswith("{") and t.endswith("}"):
+        t = t[1:-1].strip()
+    if not t.startswith("("):
+        raise HloParseError("entry_computation_layout must be '{(parameters)->result}'", text, 0)
+    params, end = hlo_text.parse_shape_prefix(t, 0)
+    rest = t[end:].lstrip()
+    if not rest.startswith("->"):
+        raise HloParseError("entry_computation_layout must be '{(parameters)->result}': "
+                            "no '->' after the parameters", text, 0)
+    rest = rest[2:].strip()
+    result, end = hlo_text.parse_shape_prefix(rest, 0)
+    if rest[end:].strip():
+        raise HloParseError("unexpected text after the result shape of "
+                            "entry_computation_layout: " + _clip(rest[end:]), text, 0)
+    return EntryComputationLayout(tuple(params.tuple_shapes), result)
+
+
+def parse_input_output_alias(text: str) -> Tuple[Alias, ...]:
+    """``{ {0}: (1, {}, may-alias) }`` as :class:`Alias` entries.
+
+    >>> parse_input_output_alias("{ {0}: (0, {}, may-alias), {1,2}: (3, {0}, must-alias) }")
+    (Alias(output_index=(0,), parameter_number=0, parameter_index=(), kind='may-alias'), Alias(output_index=(1, 2), parameter_number=3, parameter_index=(0,), kind='must-alias'))
+    """
+    return tuple(Alias(_index(m.group(1)), int(m.group(2)), _index(m.group(3)),
+                       m.group(4) or "may-alias")
+                 for m in _ALIAS_ENTRY.finditer(text))
+
+
+def parse_buffer_donor(text: str) -> Tuple[BufferDonor, ...]:
+    """``{ (0, {}), (2, {1}) }`` as :class:`BufferDonor` entries."""
+    return tuple(BufferDonor(int(m.group(1)), _index(m.group(2)))
+                 for m in _DONOR_ENTRY.finditer(text))
+
+
 class HloModule:
     """A parsed module: ``name``, ``attributes`` (raw text after the name on the
     ``HloModule`` line, e.g. ``entry_computation_layout``), ``computations`` in
-    order, and the ``warnings`` for skipped lines."""
+    order, and the ``warnings`` for skipped lines. The header attributes XLA's
+    memory accounting depends on are also given parsed:
+    :attr:`entry_computation_layout`, :attr:`input_output_alias`,
+    :attr:`buffer_donor`."""
 
     def __init__(self, name=None, attributes=None):
         self.name = name
@@ -480,6 +766,26 @@ class HloModule:
         self.warnings: List[HloWarning] = []
         self.fused_computations: set = set()
         self.applied_computations: set = set()
+        self.lines_read = 0
+        self.mode: Optional[str] = None
+
+    @property
+    def entry_computation_layout(self) -> Optional[EntryComputationLayout]:
+        """The header's ``entry_computation_layout``, parsed (``None`` if absent).
+        Raises :class:`~xlashape.HloParseError` if it does not parse."""
+        text = self.attributes.get("entry_computation_layout")
+        return None if text is None else parse_entry_computation_layout(text)
+
+    @property
+    def input_output_alias(self) -> Tuple[Alias, ...]:
+        """The header's ``input_output_alias`` entries (donated parameters
+        whose buffers the outputs reuse); ``()`` if absent."""
+        return parse_input_output_alias(self.attributes.get("input_output_alias", ""))
+
+    @property
+    def buffer_donor(self) -> Tuple[BufferDonor, ...]:
+        """The header's ``buffer_donor`` entries; ``()`` if absent."""
+        return parse_buffer_donor(self.attributes.get("buffer_donor", ""))
 
     @property
     def entry(self) -> Optional[Computation]:
@@ -529,6 +835,13 @@ class Footprint(NamedTuple):
     memory_space: Optional[int]
     by_space: tuple
     problem: Optional[str] = None
+
+
+def _has_data(shape: Shape) -> bool:
+    """True unless the shape holds only tokens (or nothing)."""
+    if shape.is_tuple:
+        return any(_has_data(s) for s in shape.tuple_shapes)
+    return not shape.is_token
 
 
 def _leaves(shape: Shape, out: list) -> list:
@@ -634,15 +947,24 @@ class HloReader:
     After (or during) reading, :attr:`module_name`, :attr:`module_attributes`,
     :attr:`computations` (name -> :class:`Computation` without instructions),
     :attr:`fused_computations` / :attr:`applied_computations` (names called by
-    ``calls=`` of a fusion, or by ``to_apply=``) and :attr:`lines_read` describe
-    what was seen.
+    ``calls=`` of a fusion, or by ``to_apply=``), :attr:`call_kinds` (name ->
+    set of :data:`COMPUTATION_KINDS`) and :attr:`lines_read` describe what was
+    seen.
+
+    XLA prints a computation before the instructions that call it, so while
+    streaming, how a computation is used is known only once its caller has
+    been read. ``call_kinds`` (from :func:`scan_calls`, a fast first pass
+    over the same text) makes it known from the start: then every
+    instruction's :attr:`~Instruction.computation_kind` and
+    :attr:`~Instruction.result` are right the moment it is yielded.
 
     >>> r = HloReader()
     >>> [i.name for i in r.read(["ENTRY e {", "  ROOT x = f32[] constant(1)", "}"])]
     ['x']
     """
 
-    def __init__(self, on_warning: Optional[Callable[[HloWarning], None]] = None):
+    def __init__(self, on_warning: Optional[Callable[[HloWarning], None]] = None, *,
+                 call_kinds: Optional[Dict[str, set]] = None):
         self._on_warning = on_warning
         self.warnings: List[HloWarning] = []
         self._cache: Dict[str, Shape] = {}
@@ -651,6 +973,8 @@ class HloReader:
         self.computations: Dict[str, Computation] = {}
         self.fused_computations: set = set()
         self.applied_computations: set = set()
+        self.call_kinds: Dict[str, set] = {k: set(v) for k, v in (call_kinds or {}).items()}
+        self._in_comment = False
         self.lines_read = 0
         self.mode: Optional[str] = None  # None until known: "hlo" or "oom"
         self._pending_warnings: List[HloWarning] = []
@@ -779,22 +1103,52 @@ class HloReader:
                 raise _Incomplete
             if not _balanced(attrs):
                 raise _Incomplete  # an attribute block continues on the next line
-        ins = Instruction(computation, name, shape, opcode, is_root=is_root, line=line,
-                          operands_text=operands_text, attributes_text=attrs, reader=self)
-        if attrs and ("calls=" in attrs or "to_apply=" in attrs):
-            for km in _CALLS.finditer(attrs):
-                names = _NAME_REF.findall(km.group(2).strip("{}"))
-                if km.group(1) == "calls":
-                    if opcode == "fusion":
-                        self.fused_computations.update(names)
-                else:
-                    self.applied_computations.update(names)
+        ins = Instruction(None if computation is None else computation.name, name, shape,
+                          opcode, is_root=is_root, line=line, operands_text=operands_text,
+                          attributes_text=attrs, reader=self, comp=computation)
+        if attrs and (opcode in _CALLER_OPCODES or opcode.endswith(("-start", "-done"))):
+            self._record_calls(opcode, attrs)
         return ins
+
+    def _record_calls(self, opcode: str, attrs: str) -> None:
+        for km in _CALLS.finditer(attrs):
+            key = km.group(1)
+            kind = call_kind(opcode, key)
+            for callee in _NAME_REF.findall(km.group(2).strip("{}")):
+                if key == "calls" and opcode == "fusion":
+                    self.fused_computations.add(callee)
+                elif key == "to_apply":
+                    self.applied_computations.add(callee)
+                kinds = self.call_kinds.get(callee)
+                if kinds is None:
+                    kinds = self.call_kinds[callee] = set()
+                kinds.add(kind)
+                c = self.computations.get(callee)
+                if c is not None:
+                    c.kinds.add(kind)
+
+    def _new_computation(self, name: str, is_entry: bool, signature: str, line: int) -> Computation:
+        c = Computation(name, is_entry, signature, line)
+        known = self.call_kinds.get(name)
+        if known:
+            c.kinds.update(known)
+        self.computations[name] = c
+        return c
+
+    def _read_header(self, text: str) -> None:
+        m = _MODULE.match(text)
+        self.module_name = m.group(1)
+        attrs = {}
+        for part in _split_top(m.group(2)):
+            k, eq, v = part.strip().partition("=")
+            if k:
+                attrs[k.strip()] = v.strip()
+        self.module_attributes = attrs
 
     # -- the line loop -----------------------------------------------------------
     def read(self, lines: Iterable[str]) -> Iterator[Instruction]:
         """Yield the instructions of the text given as an iterable of lines."""
-        current: Optional[str] = None
+        current: Optional[Computation] = None
         pending: Optional[list] = None      # [start_line, [parts]]
         ready: Optional[list] = None        # [instruction, start_line, stmt]
         skipping = False
@@ -822,6 +1176,8 @@ class HloReader:
             lineno += 1
             self.lines_read = lineno
             line = raw.rstrip("\r\n")
+            if self._in_comment or ("/*" in line and _OTHER_COMMENT.search(line) is not None):
+                line, self._in_comment = _blank_comments(line, self._in_comment)
             if "//" in line:
                 line = _strip_line_comment(line)
 
@@ -843,7 +1199,8 @@ class HloReader:
                 ready = None
 
             if skipping:
-                if not line.lstrip().startswith("HloModule"):
+                # a stack-frame section: numbered entries until something else
+                if _SECTION_ENTRY.match(line) is not None or not line.strip():
                     continue
                 skipping = False
 
@@ -895,13 +1252,7 @@ class HloReader:
                 m = _MODULE.match(s)
                 if m:
                     self._set_mode("hlo")
-                    self.module_name = m.group(1)
-                    attrs = {}
-                    for part in _split_top(m.group(2)):
-                        k, eq, v = part.strip().partition("=")
-                        if k:
-                            attrs[k.strip()] = v.strip()
-                    self.module_attributes = attrs
+                    self._read_header(s)
                     current = None
                     continue
             if s[0] == "}":
@@ -913,8 +1264,7 @@ class HloReader:
                     is_entry = m.group(1) is not None
                     name = m.group(2)
                     if is_entry or m.group(3).startswith("(") or not m.group(3):
-                        current = name
-                        self.computations[name] = Computation(name, is_entry, m.group(3), lineno)
+                        current = self._new_computation(name, is_entry, m.group(3), lineno)
                         if is_entry and self.mode is None:
                             self._set_mode("hlo")
                         continue
@@ -1022,6 +1372,87 @@ def _default_reader() -> HloReader:
     return HloReader()
 
 
+# -- the call graph in one fast pass -----------------------------------------------
+
+_CALLS_B = re.compile(
+    rb", (calls|to_apply|body|condition|branch_computations|true_computation|false_computation"
+    rb"|called_computations|select|scatter)=(\{[^}\n]*\}|%?[\w.\-]+)")
+_OPCODE_B = re.compile(rb"[\s)\]}]([a-z][a-z0-9_\-]*)\(")
+_NAME_REF_B = re.compile(rb"%?([A-Za-z_][\w.\-]*)")
+_SCAN_CHUNK = 1 << 23
+
+
+def scan_calls(source) -> Dict[str, set]:
+    """How each computation of a module is used, from one fast pass over its
+    text: ``{computation name: {kind, ...}}`` (see :data:`COMPUTATION_KINDS`;
+    the entry computation is not listed). ``source``: a path, or the text as
+    ``str`` or ``bytes``. Give the result to ``HloReader(call_kinds=...)``.
+
+    It looks only at the attributes that name computations (``calls=``,
+    ``to_apply=``, ``body=``, ``condition=``, ``branch_computations=``, ...),
+    in chunks of a few MB, so memory stays flat for a file of any size.
+
+    >>> scan_calls("ENTRY e {\\n  ROOT r = f32[] reduce(a, b), dimensions={0}, to_apply=add\\n}")
+    {'add': {'to_apply'}}
+    """
+    kinds: Dict[str, set] = {}
+    if isinstance(source, str) and ("\n" in source or "{" in source):
+        _scan_chunk(source.encode("utf-8", "replace"), kinds)
+        return kinds
+    if isinstance(source, (bytes, bytearray)):
+        _scan_chunk(bytes(source), kinds)
+        return kinds
+    with _open_binary(source) as f:
+        tail = b""
+        while True:
+            block = f.read(_SCAN_CHUNK)
+            if not block:
+                break
+            block = tail + block
+            cut = block.rfind(b"\n")
+            if cut < 0:
+                tail = block
+                continue
+            tail = block[cut + 1:]
+            _scan_chunk(block[:cut + 1], kinds)
+        if tail:
+            _scan_chunk(tail, kinds)
+    return kinds
+
+
+def _scan_chunk(chunk: bytes, kinds: Dict[str, set]) -> None:
+    last_line = -1
+    opcode = ""
+    rfind = chunk.rfind
+    for m in _CALLS_B.finditer(chunk):
+        pos = m.start()
+        start = rfind(b"\n", 0, pos) + 1
+        if start != last_line:
+            last_line = start
+            eq = chunk.find(b"=", start, pos)
+            om = _OPCODE_B.search(chunk, eq if eq >= 0 else start, pos)
+            while om is not None and om.group(1) == b"b":  # b(...) is a buffer shape
+                om = _OPCODE_B.search(chunk, om.end(), pos)
+            opcode = om.group(1).decode() if om is not None else ""
+        kind = call_kind(opcode, m.group(1).decode())
+        for name in _NAME_REF_B.findall(m.group(2).strip(b"{}")):
+            k = name.decode("utf-8", "replace")
+            got = kinds.get(k)
+            if got is None:
+                kinds[k] = {kind}
+            else:
+                got.add(kind)
+
+
+def _open_binary(path):
+    path = str(path)
+    if path.endswith(".gz"):
+        import gzip
+
+        return gzip.open(path, "rb")
+    return open(path, "rb")
+
+
 # -- entry points --------------------------------------------------------------
 
 
@@ -1053,7 +1484,11 @@ def parse_hlo_module(source, *, on_warning: Optional[Callable[[HloWarning], None
     for ins in reader.read(source):
         c = comps.get(ins.computation)
         if c is None:
-            known = reader.computations.get(ins.computation) if ins.computation else None
+            known = ins._comp
+            if known is None or reader.computations.get(known.name) is not known:
+                # outside any computation, an out-of-memory report, or a name
+                # defined twice: keep the instructions together by name
+                known = reader.computations.get(ins.computation) if ins.computation else None
             c = Computation(ins.computation, line=ins.line) if known is None else known
             comps[ins.computation] = c
             order.append(c)
@@ -1069,6 +1504,8 @@ def parse_hlo_module(source, *, on_warning: Optional[Callable[[HloWarning], None
     module.warnings = reader.warnings
     module.fused_computations = set(reader.fused_computations)
     module.applied_computations = set(reader.applied_computations)
+    module.lines_read = reader.lines_read
+    module.mode = reader.mode
     return module
 
 

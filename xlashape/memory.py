@@ -1,0 +1,1305 @@
+"""XLA's memory accounting, from what XLA writes.
+
+:func:`analyze` takes an HLO module (text or file), an XLA dump directory, a
+TPU out-of-memory report, or a JAX compiled object, and returns the figures
+XLA reports for it, computed the way XLA computes them:
+
+- from HLO text alone, the ``CompiledMemoryStats`` figures the text
+  determines: ``argument_size_in_bytes`` (the entry parameters' buffers in
+  device memory), ``output_size_in_bytes`` (the result's buffers, a tuple's
+  table of pointers included), ``alias_size_in_bytes`` (the parameter
+  buffers ``input_output_alias`` lets outputs reuse) and
+  ``host_argument_size_in_bytes`` / ``host_output_size_in_bytes`` (buffers in
+  host memory, ``S(5)``). Each buffer takes the bytes of its tiled layout
+  (:func:`buffer_size`);
+- from a dump directory, in addition, every allocation of XLA's buffer
+  assignment with its padded and unpadded bytes and the values in it,
+  ``temp_size_in_bytes`` as the buffer assignment gives it (the
+  ``preallocated-temp`` allocations), totals per memory space, and a warning
+  for any value whose size differs from xlashape's size of its shape;
+- from an out-of-memory report, the limit, the excess, the listed
+  allocations, and whether the program would fit without padding.
+
+Every allocation with padding says why (:func:`xlashape.tiling.padding_report`:
+which dimension and tile level) and what would make it smaller.
+
+>>> m = analyze('''HloModule jit_f, input_output_alias={ {0}: (0, {}, may-alias) }, entry_computation_layout={(f32[8,1,1024]{1,2,0:T(8,128)}, f32[]{:T(128)})->(f32[8,1,1024]{1,2,0:T(8,128)}, s32[]{:T(128)})}
+... ENTRY %main (p: f32[8,1,1024], q: f32[]) -> (f32[8,1,1024], s32[]) {
+...   %p = f32[8,1,1024]{1,2,0:T(8,128)} parameter(0)
+...   %q = f32[]{:T(128)} parameter(1)
+...   %c = s32[]{:T(128)} constant(1)
+...   ROOT %t = (f32[8,1,1024]{1,2,0:T(8,128)}, s32[]{:T(128)}) tuple(%p, %c)
+... }''').modules[0]
+>>> m.argument_size_in_bytes, m.output_size_in_bytes, m.alias_size_in_bytes
+(4194816, 4195328, 4194304)
+>>> [(a.kind, a.size_in_bytes, a.unpadded_size_in_bytes) for a in m.allocations]
+[('parameter', 4194304, 32768), ('parameter', 512, 4), ('output', 512, 512), ('output', 512, 4)]
+
+(Dimension 1, of size 1, is tiled by 128 in ``T(8,128)``: the parameter
+takes 128 times its 32K. The output reuses it, as ``input_output_alias``
+says; the tuple's table of two pointers takes 512 bytes on TPU.)
+"""
+
+from __future__ import annotations
+
+import heapq
+import io
+import os
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
+
+from .errors import HloParseError, UnreadableInputError, XlaShapeError
+from .hlo_module import (
+    HloReader,
+    HloWarning,
+    _clip,
+    _open_text,
+    parse_entry_computation_layout,
+    parse_input_output_alias,
+    shape_text,
+)
+from .layout import memory_space_name
+from .shape import Shape
+
+__all__ = [
+    "analyze",
+    "MemoryAnalysis",
+    "ModuleMemory",
+    "Allocation",
+    "ValueInfo",
+    "PaddingExplanation",
+    "OomSummary",
+    "buffer_size",
+    "unpadded_size",
+    "tuple_table_size",
+    "explain_padding",
+    "HOST_MEMORY_SPACE",
+]
+
+#: XLA's ``Layout::kHostMemorySpace``: buffers in ``S(5)`` live in host memory
+#: and count in the ``host_*`` figures.
+HOST_MEMORY_SPACE = 5
+
+_TPU = "tpu"
+
+
+# -- sizes ---------------------------------------------------------------------
+
+
+def tuple_table_size(count: int, platform: Optional[str] = _TPU) -> int:
+    """Bytes of the table of pointers XLA keeps for a tuple of ``count``
+    elements: on TPU 4 bytes per element, rounded up to a multiple of 512
+    (what ``memory_analysis()`` and the out-of-memory reports show: 512
+    bytes for 2 to 128 elements, 1024 for 129 to 256); elsewhere one 8-byte
+    pointer per element.
+
+    >>> tuple_table_size(2), tuple_table_size(129), tuple_table_size(2, "cpu")
+    (512, 1024, 16)
+    """
+    if count <= 0:
+        return 0
+    if platform == _TPU:
+        return -(-4 * count // 512) * 512
+    return 8 * count
+
+
+def buffer_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
+    """Bytes of one buffer of ``shape``, as XLA allocates it: an array takes
+    its tiled size with all padding (:func:`xlashape.tiling.physical_size_in_bytes`),
+    a tuple its table of pointers (:func:`tuple_table_size`; its elements are
+    buffers of their own), a token nothing. ``None`` when the size is unknown
+    (an unbounded ``?`` dimension).
+
+    >>> buffer_size("f32[8,1,1024]{1,2,0:T(8,128)}"), buffer_size("(f32[2]{0}, s32[])")
+    (4194304, 512)
+    """
+    from .tiling import physical_size_in_bytes
+
+    if isinstance(shape, str):
+        from .hlo_text import parse_shape
+
+        shape = parse_shape(shape)
+    if shape.is_tuple:
+        return tuple_table_size(len(shape.tuple_shapes), platform)
+    if shape.is_buffer:
+        shape = shape.buffer_shape
+    if not shape.is_array:
+        return 0
+    if shape.is_unbounded_dynamic:
+        return None
+    return physical_size_in_bytes(shape)
+
+
+def unpadded_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
+    """Bytes of one buffer of ``shape`` without padding: an array's logical
+    bytes (XLA's ``ShapeUtil::ByteSizeOf``, "Unpadded size" in the
+    out-of-memory report), a tuple's table (never padded)."""
+    from .shape_util import byte_size_of
+
+    if isinstance(shape, str):
+        from .hlo_text import parse_shape
+
+        shape = parse_shape(shape)
+    if shape.is_tuple:
+        return tuple_table_size(len(shape.tuple_shapes), platform)
+    if shape.is_buffer:
+        shape = shape.buffer_shape
+    if not shape.is_array:
+        return 0
+    if shape.is_unbounded_dynamic:
+        return None
+    return byte_size_of(shape)
+
+
+def _space(shape: Shape) -> int:
+    if shape.is_buffer:
+        shape = shape.buffer_shape
+    lay = shape.layout if shape.is_array else None
+    return lay.memory_space if lay is not None else 0
+
+
+def _buffers(shape: Shape, index: Tuple[int, ...] = ()) -> Iterator[Tuple[Tuple[int, ...], Shape]]:
+    """``(index, shape)`` of every buffer a value of ``shape`` has: a tuple's
+    table first, then each element's buffers; tokens have none."""
+    if shape.is_tuple:
+        yield index, shape
+        for i, sub in enumerate(shape.tuple_shapes):
+            yield from _buffers(sub, index + (i,))
+    elif shape.is_token:
+        return
+    else:
+        yield index, shape
+
+
+def _sizes_cached(cache: dict, shape: Shape, platform) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    key = (id(shape), platform)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is shape:
+        return hit[1]
+    try:
+        value = (buffer_size(shape, platform), unpadded_size(shape, platform), None)
+    except XlaShapeError as e:
+        value = (None, None, str(e).splitlines()[0])
+    if len(cache) > 1 << 16:
+        cache.clear()
+    cache[key] = (shape, value)
+    return value
+
+
+# -- padding explanations --------------------------------------------------------
+
+
+class PaddingExplanation(NamedTuple):
+    """Why a buffer is padded and what would make it smaller: ``sources``
+    (one sentence per padding source, largest first) and ``fixes`` (layouts
+    or reshapes that would really be smaller, each with the size it would
+    take), from :func:`xlashape.tiling.padding_report`."""
+
+    sources: Tuple[str, ...]
+    fixes: Tuple[str, ...]
+
+
+_EXPLAINED: Dict[str, Optional[PaddingExplanation]] = {}
+
+
+def explain_padding(shape) -> Optional[PaddingExplanation]:
+    """:class:`PaddingExplanation` for an array shape with padding, else
+    ``None`` (no padding, not an array, or a layout xlashape cannot plan)."""
+    from .tiling import padding_report
+
+    key = shape if isinstance(shape, str) else shape_text(shape)
+    if key in _EXPLAINED:
+        return _EXPLAINED[key]
+    result = None
+    try:
+        if isinstance(shape, str):
+            from .hlo_text import parse_shape
+
+            shape = parse_shape(shape)
+        if shape.is_buffer:
+            shape = shape.buffer_shape
+        if shape.is_array and not shape.is_unbounded_dynamic:
+            rep = padding_report(shape)
+            if rep.padded_bytes > rep.unpadded_bytes:
+                result = PaddingExplanation(tuple(s.description for s in rep.sources),
+                                            tuple(str(s) for s in rep.suggestions))
+    except XlaShapeError:
+        result = None
+    if len(_EXPLAINED) > 1 << 14:
+        _EXPLAINED.clear()
+    _EXPLAINED[key] = result
+    return result
+
+
+# -- results ---------------------------------------------------------------------
+
+
+class ValueInfo(NamedTuple):
+    """A value held by an allocation: ``name`` (the instruction; ``label``
+    adds the ``{index}`` into its result when not the whole of it), its
+    ``size_in_bytes`` and ``offset`` in the allocation (``None`` when not
+    known), its ``shape`` text and ``unpadded_size_in_bytes``."""
+
+    name: str
+    label: str
+    size_in_bytes: Optional[int]
+    offset: Optional[int]
+    shape: Optional[str]
+    unpadded_size_in_bytes: Optional[int]
+
+    @property
+    def padding_in_bytes(self) -> int:
+        if self.size_in_bytes is None or self.unpadded_size_in_bytes is None:
+            return 0
+        return max(0, self.size_in_bytes - self.unpadded_size_in_bytes)
+
+
+class Allocation:
+    """One allocation: ``kind`` (``parameter``, ``output``, ``temp``,
+    ``thread-local``, ``constant``; from an out-of-memory report also what
+    the report calls it), ``size_in_bytes`` (padding included),
+    ``unpadded_size_in_bytes``, ``memory_space`` (``S(n)``; XLA's colour in
+    a buffer assignment), ``shape`` (as XLA prints it: the buffer's shape,
+    or for an allocation holding several values the largest one's), and
+    ``values`` (the names of the instructions whose values it holds).
+
+    Also: ``index`` (XLA's allocation number, or the rank in an
+    out-of-memory report), ``maybe_live_out`` (it may hold an output),
+    ``parameter_number`` / ``parameter_index`` (an entry parameter's
+    buffer), ``output_index`` (an output buffer read from HLO text),
+    ``value_details`` (:class:`ValueInfo` per value), ``label`` /
+    ``allocation_type`` / ``op_name`` (from an out-of-memory report),
+    ``size_text`` (the size as a report prints it) and :meth:`explanation`.
+    """
+
+    __slots__ = ("kind", "size_in_bytes", "unpadded_size_in_bytes", "memory_space", "shape",
+                 "values", "index", "maybe_live_out", "parameter_number", "parameter_index",
+                 "output_index", "value_details", "label", "allocation_type", "op_name",
+                 "size_text", "_shape_obj")
+
+    def __init__(self, kind: str, size_in_bytes: Optional[int], unpadded_size_in_bytes: Optional[int],
+                 memory_space: int, shape: Optional[str], values=(), *, index=None,
+                 maybe_live_out=False, parameter_number=None, parameter_index=None,
+                 output_index=None, value_details=(), label=None, allocation_type=None,
+                 op_name=None, size_text=None, shape_obj=None):
+        self.kind = kind
+        self.size_in_bytes = size_in_bytes
+        self.unpadded_size_in_bytes = unpadded_size_in_bytes
+        self.memory_space = memory_space
+        self.shape = shape
+        self.values = list(values)
+        self.index = index
+        self.maybe_live_out = maybe_live_out
+        self.parameter_number = parameter_number
+        self.parameter_index = parameter_index
+        self.output_index = output_index
+        self.value_details = list(value_details)
+        self.label = label
+        self.allocation_type = allocation_type
+        self.op_name = op_name
+        self.size_text = size_text
+        self._shape_obj = shape_obj
+
+    @property
+    def padding_in_bytes(self) -> int:
+        """Bytes lost to padding (``size - unpadded size``; 0 when unknown)."""
+        if self.size_in_bytes is None or self.unpadded_size_in_bytes is None:
+            return 0
+        return max(0, self.size_in_bytes - self.unpadded_size_in_bytes)
+
+    def explanation(self) -> Optional[PaddingExplanation]:
+        """Why it is padded and what would fix it, for an allocation whose
+        padding comes from one array shape (its own, or the most padded
+        value in it); ``None`` without padding."""
+        if self.padding_in_bytes <= 0:
+            return None
+        shape = self.padded_shape()
+        return None if shape is None else explain_padding(shape)
+
+    def padded_shape(self) -> Optional[str]:
+        """The shape whose padding the allocation carries: its own for a
+        single buffer, else the value with the most padding."""
+        if self.value_details:
+            best = max(self.value_details, key=lambda v: v.padding_in_bytes)
+            if best.padding_in_bytes > 0 and best.shape:
+                return best.shape
+        return self.shape
+
+    def to_json(self, explain: bool = True) -> dict:
+        d = {
+            "kind": self.kind,
+            "size_in_bytes": self.size_in_bytes,
+            "unpadded_size_in_bytes": self.unpadded_size_in_bytes,
+            "memory_space": self.memory_space,
+            "shape": self.shape,
+            "values": list(self.values),
+        }
+        if self.index is not None:
+            d["index"] = self.index
+        d["padding_in_bytes"] = self.padding_in_bytes
+        d["maybe_live_out"] = bool(self.maybe_live_out)
+        if self.parameter_number is not None:
+            d["parameter_number"] = self.parameter_number
+            d["parameter_index"] = list(self.parameter_index or ())
+        if self.output_index is not None:
+            d["output_index"] = list(self.output_index)
+        for key in ("label", "allocation_type", "op_name", "size_text"):
+            v = getattr(self, key)
+            if v is not None:
+                d[key] = v
+        if self.value_details:
+            d["value_details"] = [
+                {"name": v.name, "label": v.label, "size_in_bytes": v.size_in_bytes,
+                 "offset": v.offset, "shape": v.shape,
+                 "unpadded_size_in_bytes": v.unpadded_size_in_bytes}
+                for v in self.value_details]
+        if explain:
+            e = self.explanation()
+            if e is not None:
+                d["padding"] = {"shape": self.padded_shape(), "sources": list(e.sources),
+                                "fixes": list(e.fixes)}
+        return d
+
+    def __repr__(self):
+        return (f"<Allocation {self.kind} {self.size_in_bytes} bytes "
+                f"(unpadded {self.unpadded_size_in_bytes}) S({self.memory_space}) {self.shape}>")
+
+
+class SpaceTotals:
+    """Bytes of one memory space, by what they hold."""
+
+    __slots__ = ("memory_space", "name", "arguments", "outputs", "aliased", "temporaries",
+                 "thread_local", "constants", "other", "total", "padding", "reported_total")
+
+    def __init__(self, memory_space: int, name: Optional[str] = None):
+        self.memory_space = memory_space
+        self.name = name or memory_space_name(memory_space)
+        self.arguments = self.outputs = self.aliased = self.temporaries = 0
+        self.thread_local = self.constants = self.other = self.total = self.padding = 0
+        self.reported_total: Optional[int] = None
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in ("memory_space", "name", "arguments", "outputs",
+                                           "aliased", "temporaries", "thread_local",
+                                           "constants", "other", "total", "padding")}
+        if self.reported_total is not None:
+            d["reported_total"] = self.reported_total
+        return d
+
+
+class OomSummary(NamedTuple):
+    """What an out-of-memory report says, and what xlashape concludes:
+    ``form`` (``detailed`` / ``short``), ``memory_space``, ``used`` /
+    ``limit`` / ``excess`` in bytes (as printed, rounded), ``padding_bytes``
+    (the padding the report shows: the HLO temporaries' padded minus
+    unpadded size when it gives them, else the listed allocations' extra
+    memory due to padding; ``None`` when it shows none), ``padding_basis``
+    (which of the two), ``fits_without_padding`` (``None`` if unknown) and
+    ``note`` (one sentence saying so, or where the breakdown is)."""
+
+    form: str
+    memory_space: str
+    used: Optional[int]
+    limit: Optional[int]
+    excess: Optional[int]
+    padding_bytes: Optional[int]
+    padding_basis: Optional[str]
+    fits_without_padding: Optional[bool]
+    note: str
+
+    def to_json(self) -> dict:
+        return dict(self._asdict())
+
+
+class ModuleMemory:
+    """The memory figures of one module (see the module docstring).
+
+    The ``CompiledMemoryStats`` fields have XLA's names:
+    ``argument_size_in_bytes``, ``output_size_in_bytes``,
+    ``alias_size_in_bytes``, ``temp_size_in_bytes`` (``None`` without a
+    buffer assignment), ``host_argument_size_in_bytes``,
+    ``host_output_size_in_bytes``; from an out-of-memory report
+    ``memory_used_bytes`` / ``memory_limit_bytes`` (else ``None``), and
+    there the figures the report prints (rounded), ``None`` where it has none.
+
+    Also: ``name``, ``source`` (``hlo``, ``dump``, ``oom``, ``jax``), ``path``,
+    ``platform`` (``tpu`` when the layouts are tiled), ``memory_spaces``
+    (:class:`SpaceTotals` per ``S(n)``), ``warnings`` (strings),
+    ``largest`` / ``padding_wasters`` (the top allocations by size and by
+    padding), ``oom`` (:class:`OomSummary`), ``memory_analysis`` (XLA's own
+    figures when analysed from a JAX compiled object) and :attr:`allocations`.
+    """
+
+    def __init__(self, name: Optional[str], source: str, path: Optional[str] = None):
+        self.name = name
+        self.source = source
+        self.path = path
+        self.argument_size_in_bytes: Optional[int] = 0
+        self.output_size_in_bytes: Optional[int] = 0
+        self.alias_size_in_bytes: Optional[int] = 0
+        self.temp_size_in_bytes: Optional[int] = None
+        self.host_argument_size_in_bytes: Optional[int] = 0
+        self.host_output_size_in_bytes: Optional[int] = 0
+        self.host_alias_size_in_bytes: Optional[int] = 0
+        self.host_temp_size_in_bytes: Optional[int] = None
+        self.memory_used_bytes: Optional[int] = None
+        self.memory_limit_bytes: Optional[int] = None
+        self.platform: Optional[str] = None
+        self.optimized = True
+        self.memory_spaces: Dict[int, SpaceTotals] = {}
+        self.warnings: List[str] = []
+        self.largest: List[Allocation] = []
+        self.padding_wasters: List[Allocation] = []
+        self.oom: Optional[OomSummary] = None
+        self.memory_analysis: Optional[dict] = None
+        self.allocation_count = 0
+        self.value_count = 0
+        self._allocations: Optional[List[Allocation]] = None
+        self._reread: Optional[Callable[[], Iterator[Allocation]]] = None
+
+    @property
+    def allocations(self) -> List[Allocation]:
+        """Every allocation (a list, built on first use; for a big buffer
+        assignment :meth:`iter_allocations` streams instead)."""
+        if self._allocations is None:
+            self._allocations = list(self.iter_allocations())
+        return self._allocations
+
+    def iter_allocations(self) -> Iterator[Allocation]:
+        """The allocations one by one; for a dump this reads the buffer
+        assignment file again, so memory stays flat."""
+        if self._allocations is not None:
+            return iter(self._allocations)
+        if self._reread is not None:
+            return self._reread()
+        return iter(())
+
+    def space(self, memory_space: int) -> SpaceTotals:
+        t = self.memory_spaces.get(memory_space)
+        if t is None:
+            t = self.memory_spaces[memory_space] = SpaceTotals(memory_space)
+        return t
+
+    def figures(self) -> Dict[str, Optional[int]]:
+        """The ``CompiledMemoryStats`` fields computed here, by XLA's names."""
+        return {k: getattr(self, k) for k in _STATS_FIELDS}
+
+    def header_json(self) -> dict:
+        """The module's JSON object without ``allocations`` (the CLI streams those)."""
+        d = {"name": self.name}
+        for k in _JSON_FIELDS:
+            d[k] = getattr(self, k)
+        return d
+
+    def extra_json(self) -> dict:
+        d = {"source": self.source, "platform": self.platform,
+             "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
+             "warnings": list(self.warnings)}
+        if self.path is not None:
+            d["path"] = self.path
+        if self.oom is not None:
+            d["oom"] = self.oom.to_json()
+        if self.memory_analysis is not None:
+            d["memory_analysis"] = dict(self.memory_analysis)
+        return d
+
+    def to_json(self) -> dict:
+        """The module as ``xlashape memory --json`` prints it."""
+        d = self.header_json()
+        d.update(self.extra_json())
+        d["allocations"] = [a.to_json() for a in self.iter_allocations()]
+        return d
+
+    def __repr__(self):
+        return (f"<ModuleMemory {self.name} ({self.source}): arguments {self.argument_size_in_bytes}, "
+                f"outputs {self.output_size_in_bytes}, temporaries {self.temp_size_in_bytes}>")
+
+
+_STATS_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                 "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+                 "host_alias_size_in_bytes", "host_temp_size_in_bytes")
+_JSON_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+                "memory_used_bytes", "memory_limit_bytes")
+
+
+class MemoryAnalysis:
+    """What :func:`analyze` found: ``modules`` (:class:`ModuleMemory`, one per
+    module or report), ``kind`` of input (``hlo``, ``dump``, ``oom``, ``jax``),
+    ``path``, and ``warnings`` (:class:`~xlashape.hlo_module.HloWarning` with
+    line numbers, for lines that could not be read)."""
+
+    def __init__(self, kind: str, path: Optional[str] = None):
+        self.kind = kind
+        self.path = path
+        self.modules: List[ModuleMemory] = []
+        self.warnings: List = []
+
+    def to_json(self) -> dict:
+        return {"modules": [m.to_json() for m in self.modules]}
+
+    def __iter__(self):
+        return iter(self.modules)
+
+    def __len__(self):
+        return len(self.modules)
+
+    def __getitem__(self, i):
+        return self.modules[i]
+
+    def __repr__(self):
+        return f"<MemoryAnalysis {self.kind}: {len(self.modules)} modules>"
+
+
+# -- input dispatch --------------------------------------------------------------
+
+_SNIFF_BYTES = 1 << 16
+
+
+def analyze(source, *, top: int = 10, on_warning: Optional[Callable[[HloWarning], None]] = None,
+            progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
+    """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
+    too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
+    text of one of those, or a JAX compiled object
+    (``jax.jit(f).lower(...).compile()``: its ``as_text()`` is analysed and
+    its ``memory_analysis()`` kept beside, in ``memory_analysis``).
+
+    ``top``: how many allocations to keep in each module's ``largest`` and
+    ``padding_wasters``. ``on_warning`` receives each
+    :class:`~xlashape.hlo_module.HloWarning` (lines that could not be read);
+    ``progress(bytes_read, total_bytes)`` is called now and then on long
+    inputs.
+
+    Raises :class:`~xlashape.UnreadableInputError` for input that is none of
+    these (empty, binary, a directory without modules, another kind of file),
+    ``OSError`` for a path that cannot be read.
+    """
+    ctx = _Context(top, on_warning, progress)
+    if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
+        return _analyze_jax(source, ctx)
+    if isinstance(source, (bytes, bytearray)):
+        source = _decode(bytes(source), "the given bytes")
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            return _analyze_dump_dir(path, ctx)
+        return _analyze_file(path, ctx)
+    if isinstance(source, str):
+        return _analyze_text(source, ctx, None)
+    raise TypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
+                    f"not {type(source).__name__}")
+
+
+def _looks_like_path(text: str) -> bool:
+    if "\n" in text or len(text) > 4096:
+        return False
+    try:
+        return os.path.exists(text)
+    except (OSError, ValueError):
+        return False
+
+
+class _Context:
+    def __init__(self, top, on_warning, progress):
+        self.top = top
+        self._on_warning = on_warning
+        self.progress = progress
+        self.warnings: List = []
+        self.sizes: dict = {}
+
+    def warn(self, w) -> None:
+        self.warnings.append(w)
+        if self._on_warning is not None:
+            self._on_warning(w)
+
+
+def _decode(data: bytes, what: str) -> str:
+    if b"\0" in data[:_SNIFF_BYTES]:
+        raise UnreadableInputError(f"{what} is a binary file, not text: expected an HLO module, "
+                                   "a buffer assignment or an out-of-memory report")
+    return data.decode("utf-8", "replace")
+
+
+def _sniff_kind(head: str) -> Optional[str]:
+    """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
+    from .oom_report import looks_like_oom_report
+
+    if looks_like_oom_report(head):
+        return "oom"
+    stripped = head.lstrip()
+    if stripped.startswith("BufferAssignment:") or stripped.startswith("allocation 0: size"):
+        return "buffer-assignment"
+    if stripped.startswith("Memory Space:"):
+        return "memory-report"
+    if "HloModule" in head or "ENTRY" in head:
+        return "hlo"
+    import re
+
+    if re.search(r"(?m)^\s*(ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*[(a-z]", head):
+        return "hlo"
+    return None
+
+
+def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
+    size = os.path.getsize(path) if os.path.isfile(path) else None
+    with open(path, "rb") as f:
+        raw = f.read(_SNIFF_BYTES)
+    if path.endswith(".gz"):
+        import gzip
+
+        try:
+            with gzip.open(path, "rb") as f:
+                raw = f.read(_SNIFF_BYTES)
+        except (OSError, EOFError) as e:
+            raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
+    if not raw.strip():
+        raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
+                                   "directory or a TPU out-of-memory report")
+    head = _decode(raw, path)
+    kind = _sniff_kind(head)
+    if kind == "oom":
+        with _open_text(path) as f:
+            return _analyze_oom(f, ctx, path)
+    if kind == "buffer-assignment":
+        return _analyze_buffer_assignment_file(path, ctx)
+    if kind == "memory-report":
+        raise UnreadableInputError(
+            f"{path} is a memory-usage report: give the dump directory it belongs to "
+            "(xlashape reads the buffer assignment and module text next to it)")
+    if kind != "hlo":
+        raise UnreadableInputError(
+            f"{path} is not an HLO module, an XLA dump directory or a TPU out-of-memory report "
+            f"(it starts with {_clip(head.strip().splitlines()[0] if head.strip() else '', 50)!r})")
+    result = MemoryAnalysis("hlo", path)
+    with _open_text(path) as f:
+        mm = _module_from_lines(_with_progress(f, size, ctx), ctx, "hlo", path)
+    result.modules.append(mm)
+    result.warnings = ctx.warnings
+    return result
+
+
+def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
+    if not text.strip():
+        raise UnreadableInputError("the input is empty: expected an HLO module, an XLA dump "
+                                   "directory or a TPU out-of-memory report")
+    if "\0" in text[:_SNIFF_BYTES]:
+        raise UnreadableInputError("the input is binary, not text: expected an HLO module or "
+                                   "a TPU out-of-memory report")
+    kind = _sniff_kind(text[:_SNIFF_BYTES])
+    if kind == "oom":
+        return _analyze_oom(text.splitlines(), ctx, path)
+    if kind == "buffer-assignment":
+        result = MemoryAnalysis("dump", path)
+        result.modules.append(_module_from_buffer_assignment(lambda: io.StringIO(text), None, ctx,
+                                                             None, path))
+        result.warnings = ctx.warnings
+        return result
+    if kind != "hlo":
+        first = text.strip().splitlines()[0]
+        raise UnreadableInputError(
+            "the input is not an HLO module or a TPU out-of-memory report "
+            f"(it starts with {_clip(first, 50)!r})")
+    result = MemoryAnalysis("hlo", path)
+    result.modules.append(_module_from_lines(text.splitlines(), ctx, "hlo", path))
+    result.warnings = ctx.warnings
+    return result
+
+
+def _with_progress(lines, total: Optional[int], ctx: _Context):
+    if ctx.progress is None:
+        return lines
+    return _progress_lines(lines, total, ctx.progress)
+
+
+def _progress_lines(lines, total, progress):
+    done = 0
+    n = 0
+    for line in lines:
+        done += len(line)
+        n += 1
+        if n & 0x3FFF == 0:
+            progress(done, total)
+        yield line
+    progress(done, total)
+
+
+# -- HLO text ----------------------------------------------------------------------
+
+
+class _EntryInfo:
+    """What the memory figures need from a module, collected while streaming."""
+
+    def __init__(self):
+        self.params: Dict[int, Tuple[str, Shape]] = {}
+        self.root = None          # (name, opcode, shape, operand names)
+        self.last = None
+        self.tiled = False
+        self.instructions = 0
+
+
+def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
+                       path: Optional[str]) -> ModuleMemory:
+    """Stream a module's text; keep only the entry's parameters and root."""
+    reader = HloReader(ctx.warn)
+    info = _EntryInfo()
+    loose = _EntryInfo()      # instructions outside any computation (a fragment)
+    for ins in reader.read(lines):
+        info.instructions += 1
+        comp = ins._comp
+        if comp is None:
+            target = loose
+        elif comp.is_entry:
+            target = info
+        else:
+            continue
+        if ins.opcode == "parameter":
+            n = ins.parameter_number
+            if n is not None:
+                target.params[n] = (ins.name, ins.shape)
+        if ins.is_root:
+            target.root = (ins.name, ins.opcode, ins.shape, ins.operand_names if ins.opcode == "tuple" else ())
+        target.last = ins
+    if reader.mode == "oom":
+        raise UnreadableInputError("the input is an out-of-memory report, not an HLO module")
+    if info.instructions == 0 and not reader.module_attributes.get("entry_computation_layout"):
+        where = path or "the input"
+        skipped = len(reader.warnings)
+        raise UnreadableInputError(
+            f"no HLO instructions found in {where}" +
+            (f" ({skipped} lines could not be read; the first: {reader.warnings[0]})" if skipped else ""))
+    entry = info if (info.params or info.root or info.last) else loose
+    if entry.root is None and entry.last is not None:
+        ins = entry.last
+        entry.root = (ins.name, ins.opcode, ins.shape,
+                      ins.operand_names if ins.opcode == "tuple" else ())
+    mm = ModuleMemory(reader.module_name, source, path)
+    _text_figures(mm, reader.module_attributes, entry, ctx)
+    return mm
+
+
+def _platform_of(shapes: Iterable[Shape]) -> Optional[str]:
+    def tiled(s: Shape) -> bool:
+        if s.is_tuple:
+            return any(tiled(x) for x in s.tuple_shapes)
+        if s.is_buffer:
+            s = s.buffer_shape
+        return s.is_array and s.layout is not None and bool(s.layout.tiles)
+
+    shapes = list(shapes)
+    if any(tiled(s) for s in shapes):
+        return _TPU
+    return None
+
+
+def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ctx: _Context) -> None:
+    """The CompiledMemoryStats figures that the module text determines."""
+    params: List[Tuple[Optional[str], Shape]] = []
+    result: Optional[Shape] = None
+    ecl_text = attrs.get("entry_computation_layout")
+    if ecl_text is not None:
+        try:
+            ecl = parse_entry_computation_layout(ecl_text)
+            names = {n: entry.params[n][0] for n in entry.params}
+            params = [(names.get(i), s) for i, s in enumerate(ecl.parameters)]
+            result = ecl.result
+        except HloParseError as e:
+            mm.warnings.append(f"the module's entry_computation_layout does not parse ({e.message}); "
+                               "the entry computation's parameters and root are used instead")
+    if result is None:
+        n = max(entry.params) + 1 if entry.params else 0
+        params = []
+        for i in range(n):
+            if i in entry.params:
+                params.append(entry.params[i])
+            else:
+                mm.warnings.append(f"entry parameter {i} is missing from the text")
+        if entry.root is not None:
+            result = entry.root[2]
+    root_operands = entry.root[3] if entry.root is not None else ()
+    root_name = entry.root[0] if entry.root is not None else None
+    mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
+    platform = mm.platform
+    try:
+        aliases = parse_input_output_alias(attrs.get("input_output_alias", ""))
+    except (ValueError, XlaShapeError):  # pragma: no cover - the regex cannot fail
+        aliases = ()
+    aliased = {(a.parameter_number, tuple(a.parameter_index)): a for a in aliases}
+    by_output = {tuple(a.output_index): a for a in aliases}
+    allocations: List[Allocation] = []
+    param_alloc: Dict[Tuple[int, Tuple[int, ...]], Allocation] = {}
+    sizes = ctx.sizes
+    for number, (name, shape) in enumerate(params):
+        for idx, sub in _buffers(shape):
+            size, unpadded, problem = _sizes_cached(sizes, sub, platform)
+            if problem:
+                mm.warnings.append(f"parameter {number} {shape_text(sub)}: {problem}")
+            sp = _space(sub) if not sub.is_tuple else 0
+            a = Allocation("parameter", size, unpadded, sp, shape_text(sub),
+                           [name] if name else [], parameter_number=number, parameter_index=idx,
+                           shape_obj=sub)
+            allocations.append(a)
+            param_alloc[(number, idx)] = a
+            t = mm.space(sp)
+            t.arguments += size or 0
+            t.total += size or 0
+            t.padding += a.padding_in_bytes
+            if sp == HOST_MEMORY_SPACE:
+                mm.host_argument_size_in_bytes += size or 0
+            else:
+                mm.argument_size_in_bytes += size or 0
+            if (number, idx) in aliased:
+                a.maybe_live_out = True
+                t.aliased += size or 0
+                if sp == HOST_MEMORY_SPACE:
+                    mm.host_alias_size_in_bytes += size or 0
+                else:
+                    mm.alias_size_in_bytes += size or 0
+    for key in aliased:
+        if key not in param_alloc:
+            mm.warnings.append(f"input_output_alias names parameter {key[0]} at index "
+                               f"{{{','.join(map(str, key[1]))}}}, which the entry does not have")
+    if result is not None:
+        for idx, sub in _buffers(result):
+            size, unpadded, problem = _sizes_cached(sizes, sub, platform)
+            if problem:
+                mm.warnings.append(f"output {shape_text(sub)}: {problem}")
+            sp = _space(sub) if not sub.is_tuple else 0
+            if sp == HOST_MEMORY_SPACE:
+                mm.host_output_size_in_bytes += size or 0
+            else:
+                mm.output_size_in_bytes += size or 0
+            t = mm.space(sp)
+            t.outputs += size or 0
+            alias = by_output.get(idx)
+            if alias is not None and (alias.parameter_number, tuple(alias.parameter_index)) in param_alloc:
+                continue  # the output reuses the parameter's allocation
+            if idx == ():
+                values = [root_name] if root_name else []
+            elif len(idx) == 1 and idx[0] < len(root_operands):
+                values = [root_operands[idx[0]]]
+            else:
+                values = []
+            a = Allocation("output", size, unpadded, sp, shape_text(sub), values,
+                           maybe_live_out=True, output_index=idx, shape_obj=sub)
+            allocations.append(a)
+            t.total += size or 0
+            t.padding += a.padding_in_bytes
+    mm._allocations = allocations
+    mm.allocation_count = len(allocations)
+    _rank(mm, allocations, ctx.top)
+
+
+def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None:
+    allocations = list(allocations)
+    mm.largest = heapq.nlargest(top, allocations, key=lambda a: a.size_in_bytes or 0)
+    mm.padding_wasters = [a for a in heapq.nlargest(top, allocations,
+                                                    key=lambda a: a.padding_in_bytes)
+                          if a.padding_in_bytes > 0]
+
+
+# -- dumps -------------------------------------------------------------------------
+
+
+def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
+    from .xla_dump import find_dump_modules
+
+    modules = find_dump_modules(path)
+    if not modules:
+        try:
+            empty = not any(True for _ in os.scandir(path))
+        except OSError:
+            empty = False
+        if empty:
+            raise UnreadableInputError(f"{path} is an empty directory: expected an XLA dump "
+                                       "(XLA_FLAGS=--xla_dump_to=DIR writes one)")
+        raise UnreadableInputError(
+            f"no XLA modules in {path}: a dump directory holds files named "
+            "module_NNNN.NAME...after_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR writes them)")
+    result = MemoryAnalysis("dump", path)
+    for dm in modules:
+        result.modules.append(_module_from_dump(dm, ctx))
+    result.warnings = ctx.warnings
+    return result
+
+
+def _platform_from_key(key: str) -> Optional[str]:
+    import re
+
+    if re.search(r"(?:^|\.)cl_\d+\.$", key):
+        return _TPU
+    if key.endswith("cpu_"):
+        return "cpu"
+    if key.endswith("gpu_") or "sm_" in key:
+        return "gpu"
+    return None
+
+
+def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
+    size = os.path.getsize(dm.hlo_path)
+    if size == 0:
+        mm = ModuleMemory(None, "dump", dm.hlo_path)
+        mm.warnings.append(f"{os.path.basename(dm.hlo_path)} is empty")
+    else:
+        try:
+            with _open_text(dm.hlo_path) as f:
+                mm = _module_from_lines(_with_progress(f, size, ctx), ctx, "dump", dm.hlo_path)
+        except UnreadableInputError as e:
+            mm = ModuleMemory(None, "dump", dm.hlo_path)
+            mm.warnings.append(str(e))
+    mm.source = "dump"
+    mm.optimized = dm.optimized
+    if not dm.optimized:
+        mm.warnings.append("only the module before optimizations is in the dump: its layouts "
+                           "are not yet the ones XLA chose, so sizes may differ from XLA's")
+    key_platform = _platform_from_key(dm.key)
+    if key_platform is not None:
+        mm.platform = key_platform
+    if mm.name is None:
+        mm.name = dm.key.split(".")[1] if dm.key.count(".") >= 1 else dm.key
+    if dm.buffer_assignment_path is None:
+        if dm.optimized:
+            mm.warnings.append("no buffer assignment in the dump for this module: figures from "
+                               "its text only")
+        return mm
+    text_figures = mm.figures()
+    bm = _module_from_buffer_assignment(
+        lambda: _open_text(dm.buffer_assignment_path), dm.memory_report_path, ctx, mm, dm.hlo_path)
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes"):
+        if size and text_figures[k] != getattr(bm, k) and not mm.warnings:
+            bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
+                               f"{text_figures[k]} from the module text")
+    return bm
+
+
+def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
+    """A ``*-buffer-assignment.txt`` given on its own: read it, and the module
+    text and memory report beside it when they are there."""
+    base = os.path.basename(path)
+    d = os.path.dirname(path) or "."
+    mm = None
+    report = None
+    suffix = "after_optimizations-buffer-assignment.txt"
+    if base.endswith(suffix):
+        key = base[: -len(suffix)]
+        hlo = os.path.join(d, key + "after_optimizations.txt")
+        rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
+        report = rep if os.path.exists(rep) else None
+        if os.path.exists(hlo):
+            from .xla_dump import DumpModule, _number
+
+            dm = DumpModule(key, _number(key), hlo, True, path, report)
+            result = MemoryAnalysis("dump", path)
+            result.modules.append(_module_from_dump(dm, ctx))
+            result.warnings = ctx.warnings
+            return result
+    result = MemoryAnalysis("dump", path)
+    result.modules.append(_module_from_buffer_assignment(lambda: _open_text(path), report, ctx,
+                                                         mm, path))
+    result.warnings = ctx.warnings
+    return result
+
+
+def _allocation_from_ba(a, platform, sizes: dict, names: Dict[str, str]) -> Allocation:
+    """An :class:`Allocation` from a :class:`~xlashape.xla_dump.BufferAllocation`."""
+    details = []
+    slots: Dict[Tuple[int, int], int] = {}
+    for v in a.values:
+        unp = None
+        if v.shape is not None:
+            _, unp, _ = _sizes_cached(sizes, v.shape, platform)
+        details.append(ValueInfo(v.name, v.label, v.size, v.offset, v.shape_text, unp))
+        if unp is not None:
+            key = (v.offset, v.size)
+            slots[key] = max(slots.get(key, 0), min(unp, v.size))
+    padding = sum(size - unp for (off, size), unp in slots.items())
+    unpadded = max(0, a.size - padding) if details else None
+    if details and all(v.unpadded_size_in_bytes is None for v in details):
+        unpadded = None
+    if a.parameter_number is not None:
+        own = [v for v in details if not v.label.endswith("}") and v.offset == 0]
+    else:
+        own = []
+    best = max(details, key=lambda v: (v.size_in_bytes or 0)) if details else None
+    shape = (own[0].shape if own else best.shape if best is not None
+             else a.parameter_shape or a.output_shape)
+    values = []
+    seen = set()
+    for v in details:
+        if v.name not in seen:
+            seen.add(v.name)
+            values.append(v.name)
+    return Allocation(a.kind, a.size, unpadded, a.color, shape, values, index=a.index,
+                      maybe_live_out=a.maybe_live_out, parameter_number=a.parameter_number,
+                      parameter_index=a.parameter_index if a.parameter_number is not None else None,
+                      value_details=details)
+
+
+def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
+                                   path: Optional[str]) -> ModuleMemory:
+    from .xla_dump import iter_buffer_assignment, read_memory_usage_report
+
+    mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
+    if text_mm is not None:
+        mm.warnings.extend(text_mm.warnings)
+        mm.optimized = text_mm.optimized
+        mm.platform = text_mm.platform
+    platform = mm.platform
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes",
+              "host_alias_size_in_bytes"):
+        setattr(mm, k, 0)
+    mm.temp_size_in_bytes = 0
+    mm.host_temp_size_in_bytes = 0
+    sizes = ctx.sizes
+    mismatches: Dict[str, list] = {}
+    largest: List = []
+    wasters: List = []
+    top = ctx.top
+    seq = 0
+    ba_warnings: List[HloWarning] = []
+    tiled_seen = False
+
+    def warn(w):
+        ba_warnings.append(w)
+        ctx.warn(w)
+
+    with open_ba() as f:
+        for a in iter_buffer_assignment(f, on_warning=warn):
+            mm.allocation_count += 1
+            mm.value_count += len(a.values)
+            if not tiled_seen and platform is None:
+                for v in a.values:
+                    if v.shape is not None and _platform_of([v.shape]) == _TPU:
+                        platform = mm.platform = _TPU
+                        tiled_seen = True
+                        break
+            host = a.color == HOST_MEMORY_SPACE
+            t = mm.space(a.color)
+            t.total += a.size
+            if a.parameter_number is not None:
+                t.arguments += a.size
+                if host:
+                    mm.host_argument_size_in_bytes += a.size
+                else:
+                    mm.argument_size_in_bytes += a.size
+                if a.maybe_live_out:
+                    t.aliased += a.size
+                    if host:
+                        mm.host_alias_size_in_bytes += a.size
+                    else:
+                        mm.alias_size_in_bytes += a.size
+            if a.maybe_live_out:
+                t.outputs += a.size
+                if host:
+                    mm.host_output_size_in_bytes += a.size
+                else:
+                    mm.output_size_in_bytes += a.size
+            if a.is_preallocated_temp:
+                t.temporaries += a.size
+                if host:
+                    mm.host_temp_size_in_bytes += a.size
+                else:
+                    mm.temp_size_in_bytes += a.size
+            elif a.is_thread_local:
+                t.thread_local += a.size
+            elif a.is_constant:
+                t.constants += a.size
+            elif a.parameter_number is None and not a.maybe_live_out:
+                t.other += a.size
+            # each value's size against xlashape's size of its shape
+            for v in a.values:
+                if v.shape is None:
+                    continue
+                size, _, problem = _sizes_cached(sizes, v.shape, platform)
+                if problem is not None or size != v.size:
+                    rec = mismatches.get(v.shape_text)
+                    if rec is None:
+                        mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
+                    else:
+                        rec[5] += 1
+            alloc = _allocation_from_ba(a, platform, sizes, {})
+            t.padding += alloc.padding_in_bytes
+            seq += 1
+            item = (alloc.size_in_bytes or 0, -seq, alloc)
+            if len(largest) < top:
+                heapq.heappush(largest, item)
+            elif top and item > largest[0]:
+                heapq.heapreplace(largest, item)
+            if alloc.padding_in_bytes > 0:
+                item = (alloc.padding_in_bytes, -seq, alloc)
+                if len(wasters) < top:
+                    heapq.heappush(wasters, item)
+                elif top and item > wasters[0]:
+                    heapq.heapreplace(wasters, item)
+    if mm.allocation_count == 0:
+        raise UnreadableInputError(
+            f"no allocations in the buffer assignment {path or ''}".rstrip()
+            + (f" ({len(ba_warnings)} lines could not be read; the first: {ba_warnings[0]})"
+               if ba_warnings else ""))
+    mm.largest = [x[2] for x in sorted(largest, reverse=True)]
+    mm.padding_wasters = [x[2] for x in sorted(wasters, reverse=True)]
+    for text, (got, ours, problem, label, line, count) in mismatches.items():
+        times = f" ({count} values)" if count > 1 else ""
+        if problem is not None:
+            mm.warnings.append(f"value {label} (line {line}) has shape {text}{times}: XLA gives it "
+                               f"{got} bytes, xlashape cannot size it: {problem}")
+        else:
+            mm.warnings.append(f"value {label} (line {line}) has shape {text}{times}: XLA gives it "
+                               f"{got} bytes, xlashape's size of the shape is {ours} bytes "
+                               "(a layout feature xlashape does not model, or a bug)")
+    if report_path is not None:
+        try:
+            for sp in read_memory_usage_report(report_path):
+                t = mm.space(sp.color)
+                t.name = sp.name
+                t.reported_total = sp.total_bytes
+                if sp.total_bytes != t.total:
+                    mm.warnings.append(f"memory space {sp.name} (color {sp.color}): the memory-usage "
+                                       f"report says {sp.total_bytes} bytes, the buffer assignment's "
+                                       f"allocations add up to {t.total}")
+        except OSError as e:
+            mm.warnings.append(f"the memory-usage report could not be read: {e}")
+
+    def reread():
+        with open_ba() as f:
+            for a in iter_buffer_assignment(f):
+                yield _allocation_from_ba(a, platform, sizes, {})
+
+    mm._reread = reread
+    return mm
+
+
+# -- out-of-memory reports -----------------------------------------------------------
+
+
+_OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overlays": "overlays"}
+
+
+def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
+    from .oom_report import read_oom_reports
+
+    reports = read_oom_reports(lines, on_warning=ctx.warn)
+    if not reports:
+        raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
+    result = MemoryAnalysis("oom", path)
+    for r in reports:
+        result.modules.append(_module_from_oom(r, ctx, path))
+    result.warnings = ctx.warnings
+    return result
+
+
+def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
+    from .oom_report import BREAKDOWN_HINT
+    from .tiling import format_bytes
+
+    mm = ModuleMemory(r.module_name, "oom", path)
+    mm.platform = _TPU
+    mm.memory_used_bytes = r.used_bytes
+    mm.memory_limit_bytes = r.limit_bytes
+    mm.argument_size_in_bytes = r.argument_bytes
+    mm.output_size_in_bytes = r.output_bytes
+    mm.alias_size_in_bytes = r.alias_bytes
+    mm.host_argument_size_in_bytes = None
+    mm.host_output_size_in_bytes = None
+    mm.host_alias_size_in_bytes = None
+    allocations = []
+    sizes = ctx.sizes
+    for e in r.allocations:
+        size = e.size
+        unpadded = e.unpadded_size
+        sp = 0
+        text = e.shape_text
+        if e.shape is not None:
+            text = shape_text(e.shape)
+            sp = _space(e.shape)
+            exact, exact_unpadded, _ = _sizes_cached(sizes, e.shape, _TPU)
+            if exact is not None and format_bytes(exact) == e.size_text:
+                size = exact
+                if exact_unpadded is not None and (
+                        e.unpadded_text is None and e.shape.is_tuple
+                        or e.unpadded_text is not None and format_bytes(exact_unpadded) == e.unpadded_text):
+                    unpadded = exact_unpadded
+            elif exact is not None:
+                mm.warnings.append(
+                    f"allocation {e.rank} ({e.section}, line {e.line}): the report says "
+                    f"{e.size_text}, xlashape's size of {text} is {format_bytes(exact)} ({exact} bytes)")
+        if unpadded is None and e.padding is not None and size is not None:
+            unpadded = size - e.padding
+        label = e.label or ""
+        if e.section == "arguments and outputs":
+            kind = "parameter" if label.startswith("Argument") else (
+                "output" if label.startswith("Output") else "other")
+        else:
+            at = (e.allocation_type or "").strip()
+            kind = _OOM_KINDS.get(at.lower(), at.lower() or "other")
+        name = e.instruction_name
+        allocations.append(Allocation(
+            kind, size, unpadded, sp, text, [name] if name else [], index=e.rank,
+            label=e.label, allocation_type=e.allocation_type, op_name=e.op_name,
+            size_text=e.size_text, shape_obj=e.shape))
+    mm._allocations = allocations
+    mm.allocation_count = len(allocations)
+    _rank(mm, allocations, ctx.top)
+    # would it fit without the padding?
+    padding = None
+    basis = None
+    if r.temp_padded_text is not None and r.temp_unpadded_text is not None:
+        from .oom_report import parse_size
+
+        padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
+        basis = "hlo temp"
+    elif r.form == "detailed":
+        listed = [a.padding_in_bytes for a in allocations]
+        if any(listed):
+            padding = sum(listed)
+            basis = "listed allocations"
+    fits = None
+    used, limit = r.used_bytes, r.limit_bytes
+    if r.form == "short":
+        note = ("the two-line message gives totals only, so how much of it is padding is "
+                "not known: " + BREAKDOWN_HINT)
+    elif padding is None:
+        note = "the report shows no padding: removing padding would not make it fit"
+        fits = False if used is not None and limit is not None and used > limit else None
+    elif used is None or limit is None:
+        note = f"padding shown in the report: {format_bytes(padding)}"
+    else:
+        without = used - padding
+        fits = without <= limit
+        what = ("the HLO temporaries' padding (padded minus unpadded)" if basis == "hlo temp"
+                else "the padding of the allocations the report lists (others may be padded too)")
+        if fits:
+            note = (f"without {what}, {format_bytes(padding)}, it would need "
+                    f"{format_bytes(without)} of {format_bytes(limit)}: it would fit")
+        else:
+            note = (f"without {what}, {format_bytes(padding)}, it would still need "
+                    f"{format_bytes(without)} of {format_bytes(limit)}: "
+                    f"{format_bytes(without - limit)} too much")
+    mm.oom = OomSummary(r.form, r.memory_space, used, limit, r.excess_bytes, padding, basis, fits, note)
+    if r.form == "short":
+        mm.warnings.append("the per-buffer breakdown is not in this message: " + BREAKDOWN_HINT)
+    return mm
+
+
+# -- JAX compiled objects ------------------------------------------------------------
+
+
+def _analyze_jax(compiled, ctx: _Context) -> MemoryAnalysis:
+    text = compiled.as_text()
+    if not isinstance(text, str) or not text.strip():
+        raise UnreadableInputError("the compiled object's as_text() gave no HLO text")
+    result = _analyze_text(text, ctx, None)
+    result.kind = "jax"
+    stats = compiled.memory_analysis()
+    mm = result.modules[0]
+    mm.source = "jax"
+    if stats is not None:
+        mm.memory_analysis = {k: getattr(stats, k) for k in dir(stats)
+                              if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
+        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                  "host_argument_size_in_bytes", "host_output_size_in_bytes"):
+            theirs = mm.memory_analysis.get(k)
+            if theirs is not None and theirs != getattr(mm, k):
+                mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the module text gives "
+                                   f"{getattr(mm, k)}")
+    return result

@@ -1,0 +1,342 @@
+"""Read what ``XLA_FLAGS=--xla_dump_to=DIR`` writes: the modules of a dump
+directory, their buffer assignments and memory-usage reports.
+
+For every compiled module XLA writes, next to the module text
+(``module_0004.jit_f.cl_123.after_optimizations.txt`` on TPU,
+``module_0004.jit_f.cpu_after_optimizations.txt`` on CPU):
+
+- ``...after_optimizations-buffer-assignment.txt``: every allocation of device
+  memory (its size, memory space colour, what kind it is: entry parameter,
+  output, temporary, thread-local, constant) and the values XLA placed in
+  it, each with its offset, size and shape::
+
+      allocation 3: size 20480, page 0, parameter 0, shape |bf16[8,1,1280]| at ShapeIndex {}, maybe-live-out:
+       value: <26 fusion.20 @0> (size=20480,offset=0): bf16[8,1,1280]{2,0,1:T(8,128)(2,1)}
+
+- ``...after_optimizations-memory-usage-report.txt``: per memory space
+  ("Memory Space: vmem (color=1)") the total bytes and the allocations again.
+
+Everything here streams: a buffer assignment is read one allocation at a
+time (:func:`iter_buffer_assignment`), so a dump of any size is read in
+constant memory. Lines that cannot be read are reported with their line
+numbers, never fatal.
+
+>>> text = '''BufferAssignment:
+... allocation 0: size 2048, page 0, parameter 0, shape |f32[3,5]| at ShapeIndex {}:
+...  value: <0 p.1 @0> (size=2048,offset=0): f32[3,5]{1,0:T(4,128)}
+... '''
+>>> (a,) = iter_buffer_assignment(text)
+>>> a.kind, a.size, a.parameter_number, a.values[0].name, str(a.values[0].shape)
+('parameter', 2048, 0, 'p.1', 'f32[3,5]{1,0:T(4,128)}')
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
+
+from .errors import HloParseError
+from .hlo_module import HloWarning, _clip, _hlo_text
+from .shape import Shape
+
+__all__ = [
+    "BufferValue",
+    "BufferAllocation",
+    "MemorySpaceUsage",
+    "DumpModule",
+    "iter_buffer_assignment",
+    "read_buffer_assignment",
+    "read_memory_usage_report",
+    "find_dump_modules",
+    "ALLOCATION_KINDS",
+]
+
+#: Kinds of allocations, as XLA's buffer assignment flags them: an entry
+#: ``parameter`` (possibly also live out, when the output reuses it), an
+#: ``output`` (``maybe-live-out``), a ``temp`` (``preallocated-temp``: the
+#: block holding the program's temporaries), ``thread-local`` (values of
+#: computations run inside one instruction), ``constant``, and ``other``.
+ALLOCATION_KINDS = ("parameter", "output", "temp", "thread-local", "constant", "other")
+
+_ALLOCATION = re.compile(r"\s*allocation\s+(\d+):\s*size\s+(-?\d+)\s*(.*?):?\s*$")
+_COLOR = re.compile(r"(?:^|,)\s*color\s+(\d+)")
+_PARAMETER = re.compile(r"(?:^|,)\s*parameter\s+(\d+)(?:,\s*shape\s+\|(.*?)\|\s*at\s+ShapeIndex\s*"
+                        r"\{([\d,\s]*)\})?")
+_OUTPUT_SHAPE = re.compile(r"output shape is \|(.*?)\|")
+_VALUE = re.compile(r"\s*value:\s*<(\d+)\s+(.+?)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d+)>\s*"
+                    r"\(size=(-?\d+),\s*offset=(-?\d+)\):\s*(.*?)\s*$")
+
+
+class BufferValue(NamedTuple):
+    """One value placed in an allocation: ``id`` (XLA's value number), the
+    instruction ``name`` that defines it and the ``index`` into its shape
+    (``()`` for the whole result), ``is_phi`` (a loop-carried merge), the
+    memory space ``color``, its ``size`` and ``offset`` in bytes, its
+    ``shape`` as XLA prints it (``shape_text``) and parsed (``shape``, ``None``
+    if the text does not parse), and the ``line`` it was read from."""
+
+    id: int
+    name: str
+    index: Tuple[int, ...]
+    is_phi: bool
+    color: int
+    size: int
+    offset: int
+    shape_text: str
+    shape: Optional[Shape]
+    line: int
+
+    @property
+    def label(self) -> str:
+        """The value as XLA names it: ``name`` plus ``{index}`` when not the whole result."""
+        if not self.index:
+            return self.name
+        return self.name + "{" + ",".join(map(str, self.index)) + "}"
+
+
+class BufferAllocation:
+    """One allocation of a buffer assignment.
+
+    ``index`` (XLA's allocation number), ``size`` in bytes, ``color`` (the
+    memory space: 0 device memory, 1 VMEM on TPU, ...), ``kind`` (one of
+    :data:`ALLOCATION_KINDS`), ``maybe_live_out`` (it may hold an output),
+    ``parameter_number`` / ``parameter_index`` / ``parameter_shape`` for an
+    entry parameter, ``output_shape`` when XLA names the output shape,
+    ``flags`` (the raw text after the size), ``values`` (the
+    :class:`BufferValue` objects in it) and ``line``.
+    """
+
+    __slots__ = ("index", "size", "color", "kind", "maybe_live_out", "parameter_number",
+                 "parameter_index", "parameter_shape", "output_shape", "flags", "values",
+                 "line", "is_thread_local", "is_constant", "is_preallocated_temp")
+
+    def __init__(self, index: int, size: int, flags: str, line: int = 0):
+        self.index = index
+        self.size = size
+        self.flags = flags
+        self.line = line
+        self.values: List[BufferValue] = []
+        m = _COLOR.search(flags)
+        self.color = int(m.group(1)) if m else 0
+        m = _PARAMETER.search(flags)
+        self.parameter_number = int(m.group(1)) if m else None
+        self.parameter_shape = m.group(2) if m and m.group(2) is not None else None
+        self.parameter_index = (tuple(int(x) for x in m.group(3).replace(" ", "").split(",") if x)
+                                if m and m.group(3) is not None else ())
+        m = _OUTPUT_SHAPE.search(flags)
+        self.output_shape = m.group(1) if m else None
+        words = {w.strip() for w in flags.split(",")}
+        self.maybe_live_out = "maybe-live-out" in words
+        self.is_thread_local = "thread-local" in words
+        self.is_constant = "constant" in words
+        self.is_preallocated_temp = "preallocated-temp" in words
+        if self.parameter_number is not None:
+            self.kind = "parameter"
+        elif self.is_preallocated_temp:
+            self.kind = "temp"
+        elif self.is_thread_local:
+            self.kind = "thread-local"
+        elif self.is_constant:
+            self.kind = "constant"
+        elif self.maybe_live_out or self.output_shape is not None:
+            self.kind = "output"
+        else:
+            self.kind = "other"
+
+    @property
+    def is_entry_computation_parameter(self) -> bool:
+        return self.parameter_number is not None
+
+    def __repr__(self):
+        return (f"<BufferAllocation {self.index}: {self.kind}, size {self.size}, "
+                f"color {self.color}, {len(self.values)} values>")
+
+
+def _lines(source) -> Iterable[str]:
+    if isinstance(source, str):
+        return source.splitlines()
+    return source
+
+
+def iter_buffer_assignment(source, *, on_warning: Optional[Callable[[HloWarning], None]] = None
+                           ) -> Iterator[BufferAllocation]:
+    """Stream the allocations of a ``*-buffer-assignment.txt`` file:
+    ``source`` is its text, a file object, or any iterable of lines. Each
+    :class:`BufferAllocation` is yielded once its values have been read.
+    Lines that are neither an allocation nor a value are passed to
+    ``on_warning`` as :class:`~xlashape.hlo_module.HloWarning` (line number
+    and reason) and skipped.
+    """
+    hlo_text = _hlo_text()
+    cache: Dict[str, Optional[Shape]] = {}
+    current: Optional[BufferAllocation] = None
+    lineno = 0
+    for raw in _lines(source):
+        lineno += 1
+        line = raw.rstrip("\r\n")
+        if line.startswith(" value:") or line.lstrip().startswith("value:"):
+            m = _VALUE.match(line)
+            if m is None or current is None:
+                if on_warning is not None:
+                    what = ("a value before any allocation" if m is not None
+                            else "a value line that does not read as "
+                                 "'value: <id name @color> (size=S,offset=O): shape'")
+                    on_warning(HloWarning(lineno, f"{what}: {_clip(line)}"))
+                continue
+            text = m.group(8)
+            shape = cache.get(text, False)
+            if shape is False:
+                try:
+                    shape = hlo_text.parse_shape(text)
+                except HloParseError as e:
+                    shape = None
+                    if on_warning is not None:
+                        on_warning(HloWarning(lineno, f"shape of value {m.group(2)} does not "
+                                                      f"parse: {e.message}"))
+                if len(cache) > 1 << 16:
+                    cache.clear()
+                cache[text] = shape
+            idx = m.group(3)
+            current.values.append(BufferValue(
+                int(m.group(1)), m.group(2).lstrip("%"),
+                tuple(int(x) for x in idx[1:-1].replace(" ", "").split(",") if x) if idx else (),
+                m.group(4) is not None, int(m.group(5)), int(m.group(6)), int(m.group(7)),
+                text, shape, lineno))
+            continue
+        m = _ALLOCATION.match(line)
+        if m is not None:
+            if current is not None:
+                yield current
+            current = BufferAllocation(int(m.group(1)), int(m.group(2)), m.group(3), lineno)
+            continue
+        s = line.strip()
+        if not s or s == "BufferAssignment:":
+            continue
+        if on_warning is not None:
+            on_warning(HloWarning(lineno, "not an allocation or value line of a buffer "
+                                          "assignment: " + _clip(s)))
+    if current is not None:
+        yield current
+
+
+def read_buffer_assignment(path, **kwargs) -> List[BufferAllocation]:
+    """All allocations of a buffer-assignment file (a list; for big dumps
+    prefer :func:`iter_buffer_assignment`, which streams)."""
+    with open(path, "r", encoding="utf-8", errors="replace") as f:
+        return list(iter_buffer_assignment(f, **kwargs))
+
+
+class MemorySpaceUsage(NamedTuple):
+    """One "Memory Space: NAME (color=N)" section of a memory-usage report:
+    its ``name`` (``default``, ``vmem``, ``smem``, ...), ``color`` and
+    ``total_bytes``."""
+
+    name: str
+    color: int
+    total_bytes: int
+
+
+_MEMORY_SPACE = re.compile(r"\s*Memory Space:\s*(.*?)\s*\(color=(\d+)\)")
+_TOTAL_BYTES = re.compile(r"\s*Total bytes:\s*(\d+)")
+
+
+def read_memory_usage_report(source) -> List[MemorySpaceUsage]:
+    """The memory spaces of a ``*-memory-usage-report.txt`` (text, file object
+    or lines; a path is opened) with their total bytes, in file order."""
+    if isinstance(source, (str, os.PathLike)) and "\n" not in str(source) and os.path.exists(source):
+        with open(source, "r", encoding="utf-8", errors="replace") as f:
+            return read_memory_usage_report(list(f))
+    out: List[MemorySpaceUsage] = []
+    name = None
+    color = None
+    for line in _lines(source):
+        m = _MEMORY_SPACE.match(line)
+        if m:
+            name, color = m.group(1), int(m.group(2))
+            continue
+        m = _TOTAL_BYTES.match(line)
+        if m and name is not None:
+            out.append(MemorySpaceUsage(name, color, int(m.group(1))))
+            name = None
+    return out
+
+
+# -- dump directories ------------------------------------------------------------
+
+_OPTIMIZED = "after_optimizations.txt"
+_UNOPTIMIZED = "before_optimizations.txt"
+_BUFFER_ASSIGNMENT = "after_optimizations-buffer-assignment.txt"
+_MEMORY_REPORT = "after_optimizations-memory-usage-report.txt"
+_MODULE_FILE = re.compile(r"module_(\d+)\.")
+
+
+class DumpModule(NamedTuple):
+    """One module of a dump directory: ``key`` (the file-name prefix XLA gave
+    all its files, e.g. ``module_0004.jit_f.cl_123.``), its ``number`` (the
+    ``module_NNNN`` part, ``None`` if absent), ``hlo_path`` (the module text,
+    after optimizations when XLA wrote it), ``optimized`` (``False`` when
+    only the text before optimizations exists: its layouts are not yet the
+    ones XLA chose), ``buffer_assignment_path`` and ``memory_report_path``
+    (``None`` when absent)."""
+
+    key: str
+    number: Optional[int]
+    hlo_path: str
+    optimized: bool
+    buffer_assignment_path: Optional[str]
+    memory_report_path: Optional[str]
+
+
+def find_dump_modules(directory) -> List[DumpModule]:
+    """Every module in an XLA dump directory (and its subdirectories), ordered
+    by module number: the ``after_optimizations`` text when there is one,
+    else the ``before_optimizations`` text, with the buffer assignment and
+    memory-usage report that belong to it.
+
+    Raises ``NotADirectoryError`` / ``FileNotFoundError`` for a path that is
+    not a directory; returns ``[]`` for a directory without modules.
+    """
+    directory = os.fspath(directory)
+    if not os.path.isdir(directory):
+        if os.path.exists(directory):
+            raise NotADirectoryError(20, "not a directory", directory)
+        raise FileNotFoundError(2, "no such directory", directory)
+    optimized: Dict[Tuple[str, str], str] = {}
+    unoptimized: Dict[Tuple[str, str], str] = {}
+    others = set()
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in files:
+            path = os.path.join(root, name)
+            if name.endswith(_OPTIMIZED):
+                optimized[(root, name[: -len(_OPTIMIZED)])] = path
+            elif name.endswith(_UNOPTIMIZED):
+                unoptimized[(root, name[: -len(_UNOPTIMIZED)])] = path
+            elif name.endswith((_BUFFER_ASSIGNMENT, _MEMORY_REPORT)):
+                others.add(path)
+    # a module's "before" file has no platform part ("module_0004.jit_f.")
+    # where the "after" one may ("module_0004.jit_f.cl_123." on TPU,
+    # "module_0004.jit_f.cpu_" on CPU): pair them by directory and number+name
+    modules: List[DumpModule] = []
+    taken = set()
+    for (root, key), path in optimized.items():
+        ba = os.path.join(root, key + _BUFFER_ASSIGNMENT)
+        rep = os.path.join(root, key + _MEMORY_REPORT)
+        modules.append(DumpModule(key, _number(key), path, True,
+                                  ba if ba in others else None,
+                                  rep if rep in others else None))
+        for (r2, k2) in unoptimized:
+            if r2 == root and key.startswith(k2):
+                taken.add((r2, k2))
+    for (root, key), path in unoptimized.items():
+        if (root, key) in taken:
+            continue
+        modules.append(DumpModule(key, _number(key), path, False, None, None))
+    modules.sort(key=lambda m: (m.number if m.number is not None else 1 << 62, m.hlo_path))
+    return modules
+
+
+def _number(key: str) -> Optional[int]:
+    m = _MODULE_FILE.match(key)
+    return int(m.group(1)) if m else None
