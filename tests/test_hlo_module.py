@@ -6,6 +6,7 @@ the text or computed by hand in the test.
 """
 
 import io
+import re
 from pathlib import Path
 
 import pytest
@@ -372,3 +373,220 @@ def test_buffer_shaped_result():
     assert buf.shape.is_buffer
     assert buf.shape == parse_shape("b(f32[16]{0:T(256)})")
     assert buf.attribute("custom_call_target") == '"alloc"'
+
+
+# -- what current XLA prints -----------------------------------------------------------
+
+# The layout of `jax.jit(f).lower(...).compile().as_text()` from jax 0.12 /
+# libtpu 0.0.50: the header, then the stack-frame sections, then the
+# computations (written here by hand in that form).
+CURRENT_XLA = """HloModule jit_f, is_scheduled=true, input_output_alias={ {0}: (0, {}, may-alias) }, buffer_donor={ (1, {}) }, entry_computation_layout={(f32[128,256]{1,0:T(8,128)}, f32[33,17]{0,1:T(8,128)})->(f32[128,256]{1,0:T(8,128)}, s8[33,17]{0,1:T(8,128)(4,1)})}, frontend_attributes={arg_layout_modes="default;default"}
+
+FileNames
+1 "gen.py"
+
+FunctionNames
+1 "<module>"
+2 "f"
+
+FileLocations
+1 {file_name_id=1 function_name_id=1 line=22 end_line=22 column=8 end_column=37}
+
+StackFrames
+1 {file_location_id=1 parent_frame_id=1}
+2 {file_location_id=1 parent_frame_id=2}
+
+
+%add.clone (x: f32[], y: f32[]) -> f32[] {
+  %x = f32[]{:T(128)} parameter(0)
+  %y = f32[]{:T(128)} parameter(1)
+  ROOT %sum = f32[]{:T(128)} add(%x, %y)
+}
+
+%fused_computation (param_0: f32[128,256]) -> f32[128,256] {
+  %param_0 = f32[128,256]{1,0:T(8,128)} parameter(0)
+  /* a comment
+     over two lines */
+  %constant.0 = f32[]{:T(128)} constant(1)
+  %add.1 = f32[128,256]{1,0:T(8,128)} broadcast(%constant.0), dimensions={}, metadata={op_name="jit(f)/add" stack_frame_id=2}
+  ROOT %add.0 = f32[128,256]{1,0:T(8,128)} /* between shape and opcode */ add(%param_0, %add.1)
+}
+
+%body (s: (s32[], f32[33,17])) -> (s32[], f32[33,17]) {
+  %s = (s32[]{:T(128)}, f32[33,17]{0,1:T(8,128)}) parameter(0)
+  %i = s32[]{:T(128)} get-tuple-element(%s), index=0
+  %v = f32[33,17]{0,1:T(8,128)} get-tuple-element(%s), index=1
+  %one = s32[]{:T(128)} constant(1)
+  %next = s32[]{:T(128)} add(%i, %one)
+  %b = f32[33,17]{1,0:T(8,128)} bitcast(%v)
+  ROOT %t = (s32[]{:T(128)}, f32[33,17]{0,1:T(8,128)}) tuple(%next, %v)
+}
+
+%cond (s.1: (s32[], f32[33,17])) -> pred[] {
+  %s.1 = (s32[]{:T(128)}, f32[33,17]{0,1:T(8,128)}) parameter(0)
+  %i.1 = s32[]{:T(128)} get-tuple-element(%s.1), index=0
+  %n = s32[]{:T(128)} constant(3)
+  ROOT %lt = pred[]{:T(512)} compare(%i.1, %n), direction=LT
+}
+
+ENTRY %main.1 (a.1: f32[128,256], b.1: f32[33,17]) -> (f32[128,256], s8[33,17]) {
+  %a.1 = f32[128,256]{1,0:T(8,128)} parameter(0), sharding={mesh[], [{}, {}]}, metadata={op_name="a"}
+  %b.1 = f32[33,17]{0,1:T(8,128)} parameter(1)
+  %copy-start = (f32[33,17]{0,1:T(8,128)S(1)}, f32[33,17]{0,1:T(8,128)}, u32[]{:S(2)}) copy-start(%b.1), backend_config={"flag_configs":[],"dma_priority":1}
+  %copy-done = f32[33,17]{0,1:T(8,128)S(1)} copy-done(%copy-start)
+  %fusion = f32[128,256]{1,0:T(8,128)} fusion(%a.1), kind=kLoop, calls=%fused_computation, backend_config={"window_config":{"output_window_bounds":["16","2"]},"aliasing_operands":{"lists":[{"indices":["0","1"]}]}}
+  %zero = s32[]{:T(128)} constant(0)
+  %init = (s32[]{:T(128)}, f32[33,17]{0,1:T(8,128)}) tuple(%zero, %b.1)
+  %loop = (s32[]{:T(128)}, f32[33,17]{0,1:T(8,128)}) while(%init), condition=%cond, body=%body
+  %r = f32[] reduce(%copy-done, %zero), dimensions={0,1}, to_apply=%add.clone
+  %c = s8[33,17]{0,1:T(8,128)(4,1)} convert(%copy-done)
+  %tok = token[] after-all()
+  ROOT %tuple = (f32[128,256]{1,0:T(8,128)}, s8[33,17]{0,1:T(8,128)(4,1)}) tuple(%fusion, %c)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def current():
+    return parse_hlo_module(CURRENT_XLA)
+
+
+def test_current_print_style_is_read_whole(current):
+    # the stack-frame sections after the header no longer hide the module
+    assert current.warnings == []
+    names = [c.name for c in current.computations]
+    assert names == ["add.clone", "fused_computation", "body", "cond", "main.1"]
+    expected = sum(1 for line in CURRENT_XLA.splitlines() if re.match(r"\s*(ROOT )?%[\w.\-]+ = ", line))
+    assert sum(len(c) for c in current.computations) == expected == 30
+    add0 = current.instruction("add.0")
+    assert add0.opcode == "add" and add0.operand_names == ("param_0", "add.1")
+    assert current.instruction("add.1").metadata["stack_frame_id"] == "2"
+
+
+def test_computation_kinds(current):
+    kinds = {c.name: c.kind for c in current.computations}
+    assert kinds == {"add.clone": "to_apply", "fused_computation": "fusion", "body": "while_body",
+                     "cond": "while_condition", "main.1": "entry"}
+    assert current.computation("fused_computation").is_embedded
+    assert not current.computation("body").is_embedded
+    assert current.instruction("sum").computation_kind == "to_apply"
+
+
+def test_result_kinds(current):
+    result = {i.name: i.result for i in current.instructions()}
+    # entry parameters and the instructions that compute something are buffers
+    for name in ("a.1", "b.1", "copy-start", "fusion", "zero", "c", "r", "one", "next", "n", "lt"):
+        assert result[name] == "buffer", name
+    # a parameter of a called computation, get-tuple-element, bitcast, tuple,
+    # while, the done half of an asynchronous pair: views
+    for name in ("s", "i", "v", "b", "t", "s.1", "i.1", "init", "loop", "copy-done", "tuple"):
+        assert result[name] == "view", name
+    for name in ("x", "y", "sum", "param_0", "constant.0", "add.1", "add.0"):
+        assert result[name] == "embedded", name
+    assert result["tok"] == "none"
+
+
+def test_header_attributes_parsed(current):
+    ecl = current.entry_computation_layout
+    assert [str(p) for p in ecl.parameters] == ["f32[128,256]{1,0:T(8,128)}",
+                                                "f32[33,17]{0,1:T(8,128)}"]
+    assert str(ecl.result) == "(f32[128,256]{1,0:T(8,128)}, s8[33,17]{0,1:T(8,128)(4,1)})"
+    (alias,) = current.input_output_alias
+    assert alias == ((0,), 0, (), "may-alias")
+    assert current.buffer_donor == ((1, ()),)
+    assert current.attributes["frontend_attributes"] == '{arg_layout_modes="default;default"}'
+
+
+def test_header_attribute_parsers_edge_cases():
+    from xlashape.hlo_module import (parse_buffer_donor, parse_entry_computation_layout,
+                                     parse_input_output_alias)
+
+    ecl = parse_entry_computation_layout("{()->token[]}")
+    assert ecl.parameters == () and ecl.result.is_token
+    ecl = parse_entry_computation_layout("{((f32[2]{0}, s32[]))->f32[2]{0}}")
+    assert len(ecl.parameters) == 1 and ecl.parameters[0].is_tuple
+    with pytest.raises(HloParseError, match="no '->'"):
+        parse_entry_computation_layout("{(f32[2]{0})}")
+    with pytest.raises(HloParseError):
+        parse_entry_computation_layout("{(f33[2])->f32[]}")
+    assert parse_input_output_alias("{ {}: (2, {1,0}, must-alias), {3}: (0, {}) }") == (
+        ((), 2, (1, 0), "must-alias"), ((3,), 0, (), "may-alias"))
+    assert parse_input_output_alias("") == ()
+    assert parse_buffer_donor("{ (0, {}), (2, {1}) }") == ((0, ()), (2, (1,)))
+
+
+def test_scan_calls_agrees_with_the_reader(current):
+    from xlashape.hlo_module import scan_calls
+
+    kinds = scan_calls(CURRENT_XLA)
+    assert kinds == {"add.clone": {"to_apply"}, "fused_computation": {"fusion"},
+                     "body": {"while_body"}, "cond": {"while_condition"}}
+    assert scan_calls(CURRENT_XLA.encode()) == kinds
+
+
+def test_scan_calls_on_a_file_across_chunk_boundaries(tmp_path, monkeypatch):
+    from xlashape import hlo_module
+
+    p = tmp_path / "m.txt"
+    p.write_text(CURRENT_XLA * 3)
+    monkeypatch.setattr(hlo_module, "_SCAN_CHUNK", 37)   # cut lines anywhere
+    assert hlo_module.scan_calls(p) == hlo_module.scan_calls(CURRENT_XLA)
+
+
+def test_streaming_with_call_kinds_knows_them_before_the_caller():
+    from xlashape.hlo_module import scan_calls
+
+    seen = []
+    reader = HloReader(call_kinds=scan_calls(CURRENT_XLA))
+    for ins in reader.read(CURRENT_XLA.splitlines()):
+        seen.append((ins.name, ins.result))     # asked while streaming
+    assert ("add.0", "embedded") in seen and ("s", "view") in seen
+    # without the pre-pass, a fusion body is not known as one until its caller
+    seen = [(i.name, i.result) for i in HloReader().read(CURRENT_XLA.splitlines())]
+    assert ("add.0", "buffer") in seen
+
+
+def test_stack_frame_sections_at_the_top_with_a_bad_line_after():
+    text = "HloModule m\n\nFileNames\n1 \"a.py\"\n\nStackFrames\n1 {file_location_id=1 parent_frame_id=1}\n" \
+           "what is this\nENTRY %e {\n  ROOT %c = f32[] constant(1)\n}\n"
+    m = parse_hlo_module(text)
+    assert [i.name for i in m.instructions()] == ["c"]
+    assert [w.line for w in m.warnings] == [8]
+
+
+def test_comments_in_strings_are_not_comments():
+    text = ('ENTRY %e {\n  %a = f32[2]{0} parameter(0), metadata={op_name="x/*y"}\n'
+            '  ROOT %b = f32[2]{0} negate(%a), metadata={op_name="*/ z"}\n}\n')
+    m = parse_hlo_module(text)
+    assert m.warnings == [] and [i.name for i in m.instructions()] == ["a", "b"]
+    assert m.instruction("a").metadata["op_name"] == "x/*y"
+
+
+def test_an_unclosed_comment_swallows_the_rest():
+    text = "ENTRY %e {\n  %a = f32[2]{0} parameter(0) /* never closed\n  %b = f32[2]{0} negate(%a)\n}\n"
+    m = parse_hlo_module(text)
+    assert [i.name for i in m.instructions()] == ["a"]
+
+
+def test_async_and_collective_starts_with_tuple_shapes():
+    text = """HloModule m
+%wrapped (p: f32[8]) -> f32[8] {
+  %p = f32[8]{0} parameter(0)
+  ROOT %ag = f32[8]{0} all-gather(%p), dimensions={0}
+}
+ENTRY %e (x: f32[8]) -> f32[8] {
+  %x = f32[8]{0} parameter(0)
+  %s = ((f32[8]{0}), f32[8]{0}, u32[]{:S(2)}) async-start(%x), calls=%wrapped
+  %d = f32[8]{0} async-done(%s)
+  %ags = (f32[8]{0}, f32[16]{0}) all-gather-start(%d), dimensions={0}
+  ROOT %agd = f32[16]{0} all-gather-done(%ags)
+}
+"""
+    m = parse_hlo_module(text)
+    assert m.warnings == []
+    assert m.computation("wrapped").kind == "async"
+    assert not m.computation("wrapped").is_embedded
+    assert m.instruction("ag").result == "buffer" and m.instruction("p").result == "view"
+    assert [m.instruction(n).result for n in ("s", "d", "ags", "agd")] == [
+        "buffer", "view", "buffer", "view"]
+    assert m.instruction("s").shape.tuple_shapes[0].is_tuple

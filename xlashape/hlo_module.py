@@ -1382,7 +1382,7 @@ _NAME_REF_B = re.compile(rb"%?([A-Za-z_][\w.\-]*)")
 _SCAN_CHUNK = 1 << 23
 
 
-def scan_calls(source) -> Dict[str, set]:
+def scan_calls(source, progress: Optional[Callable[[int], None]] = None) -> Dict[str, set]:
     """How each computation of a module is used, from one fast pass over its
     text: ``{computation name: {kind, ...}}`` (see :data:`COMPUTATION_KINDS`;
     the entry computation is not listed). ``source``: a path, or the text as
@@ -1390,7 +1390,8 @@ def scan_calls(source) -> Dict[str, set]:
 
     It looks only at the attributes that name computations (``calls=``,
     ``to_apply=``, ``body=``, ``condition=``, ``branch_computations=``, ...),
-    in chunks of a few MB, so memory stays flat for a file of any size.
+    in chunks of a few MB, so memory stays flat for a file of any size;
+    ``progress(bytes_read)`` is called after each chunk of a file.
 
     >>> scan_calls("ENTRY e {\\n  ROOT r = f32[] reduce(a, b), dimensions={0}, to_apply=add\\n}")
     {'add': {'to_apply'}}
@@ -1404,10 +1405,14 @@ def scan_calls(source) -> Dict[str, set]:
         return kinds
     with _open_binary(source) as f:
         tail = b""
+        done = 0
         while True:
             block = f.read(_SCAN_CHUNK)
             if not block:
                 break
+            done += len(block)
+            if progress is not None:
+                progress(done)
             block = tail + block
             cut = block.rfind(b"\n")
             if cut < 0:

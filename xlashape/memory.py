@@ -52,7 +52,7 @@ from .hlo_module import (
     HloReader,
     HloWarning,
     _clip,
-    _open_text,
+    open_text,
     parse_entry_computation_layout,
     parse_input_output_alias,
     shape_text,
@@ -71,6 +71,7 @@ __all__ = [
     "buffer_size",
     "unpadded_size",
     "tuple_table_size",
+    "normalize_chip",
     "explain_padding",
     "HOST_MEMORY_SPACE",
 ]
@@ -85,24 +86,57 @@ _TPU = "tpu"
 # -- sizes ---------------------------------------------------------------------
 
 
-def tuple_table_size(count: int, platform: Optional[str] = _TPU) -> int:
-    """Bytes of the table of pointers XLA keeps for a tuple of ``count``
-    elements: on TPU 4 bytes per element, rounded up to a multiple of 512
-    (what ``memory_analysis()`` and the out-of-memory reports show: 512
-    bytes for 2 to 128 elements, 1024 for 129 to 256); elsewhere one 8-byte
-    pointer per element.
+#: Chips whose tuple tables are rounded up to 32 bytes (else 512), as
+#: ``memory_analysis()`` shows: v5p and v6e (v4 and v5e round to 512).
+_SMALL_TABLE_CHIPS = ("v5p", "v6e")
+_CHIP_NAMES = {"tpu v4": "v4", "tpu v5 lite": "v5e", "tpu v5e": "v5e", "tpu v5": "v5p",
+               "tpu v5p": "v5p", "tpu v6 lite": "v6e", "tpu v6e": "v6e", "tpu7x": "v7x"}
 
-    >>> tuple_table_size(2), tuple_table_size(129), tuple_table_size(2, "cpu")
-    (512, 1024, 16)
+
+def normalize_chip(chip: Optional[str]) -> Optional[str]:
+    """A TPU generation as ``v4``, ``v5e``, ``v5p``, ``v6e``...: accepts a
+    topology name (``v5e:2x2``), a JAX device kind (``TPU v5 lite``) or the
+    short name; ``None`` stays ``None``.
+
+    >>> normalize_chip("v6e:2x2"), normalize_chip("TPU v5 lite"), normalize_chip("V5P")
+    ('v6e', 'v5e', 'v5p')
+    """
+    if chip is None:
+        return None
+    c = str(chip).strip().lower()
+    if c in _CHIP_NAMES:
+        return _CHIP_NAMES[c]
+    c = c.split(":")[0].replace("tpu", "").strip()
+    if c in ("v5lite", "v5litepod"):
+        return "v5e"
+    return c or None
+
+
+def _table_granule(chip) -> int:
+    if isinstance(chip, int):
+        return chip
+    return 32 if normalize_chip(chip) in _SMALL_TABLE_CHIPS else 512
+
+
+def tuple_table_size(count: int, platform: Optional[str] = _TPU, chip=None) -> int:
+    """Bytes of the table of pointers XLA keeps for a tuple of ``count``
+    elements: on TPU 4 bytes per element, rounded up to a multiple of 512 on
+    v4 and v5e (512 bytes for 2 to 128 elements, 1024 for 129 to 256) and of
+    32 on v5p and v6e (``chip``; unknown: 512), as ``memory_analysis()`` and
+    the out-of-memory reports show; elsewhere one 8-byte pointer per element.
+
+    >>> tuple_table_size(2), tuple_table_size(129), tuple_table_size(12, chip="v6e"), tuple_table_size(2, "cpu")
+    (512, 1024, 64, 16)
     """
     if count <= 0:
         return 0
     if platform == _TPU:
-        return -(-4 * count // 512) * 512
+        g = _table_granule(chip)
+        return -(-4 * count // g) * g
     return 8 * count
 
 
-def buffer_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
+def buffer_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[int]:
     """Bytes of one buffer of ``shape``, as XLA allocates it: an array takes
     its tiled size with all padding (:func:`xlashape.tiling.physical_size_in_bytes`),
     a tuple its table of pointers (:func:`tuple_table_size`; its elements are
@@ -119,7 +153,7 @@ def buffer_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
 
         shape = parse_shape(shape)
     if shape.is_tuple:
-        return tuple_table_size(len(shape.tuple_shapes), platform)
+        return tuple_table_size(len(shape.tuple_shapes), platform, chip)
     if shape.is_buffer:
         shape = shape.buffer_shape
     if not shape.is_array:
@@ -129,7 +163,7 @@ def buffer_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
     return physical_size_in_bytes(shape)
 
 
-def unpadded_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
+def unpadded_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[int]:
     """Bytes of one buffer of ``shape`` without padding: an array's logical
     bytes (XLA's ``ShapeUtil::ByteSizeOf``, "Unpadded size" in the
     out-of-memory report), a tuple's table (never padded)."""
@@ -140,7 +174,7 @@ def unpadded_size(shape, platform: Optional[str] = _TPU) -> Optional[int]:
 
         shape = parse_shape(shape)
     if shape.is_tuple:
-        return tuple_table_size(len(shape.tuple_shapes), platform)
+        return tuple_table_size(len(shape.tuple_shapes), platform, chip)
     if shape.is_buffer:
         shape = shape.buffer_shape
     if not shape.is_array:
@@ -170,13 +204,14 @@ def _buffers(shape: Shape, index: Tuple[int, ...] = ()) -> Iterator[Tuple[Tuple[
         yield index, shape
 
 
-def _sizes_cached(cache: dict, shape: Shape, platform) -> Tuple[Optional[int], Optional[int], Optional[str]]:
-    key = (id(shape), platform)
+def _sizes_cached(cache: dict, shape: Shape, platform, chip=None
+                  ) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    key = (id(shape), platform, chip)
     hit = cache.get(key)
     if hit is not None and hit[0] is shape:
         return hit[1]
     try:
-        value = (buffer_size(shape, platform), unpadded_size(shape, platform), None)
+        value = (buffer_size(shape, platform, chip), unpadded_size(shape, platform, chip), None)
     except XlaShapeError as e:
         value = (None, None, str(e).splitlines()[0])
     if len(cache) > 1 << 16:
@@ -444,6 +479,8 @@ class ModuleMemory:
         self.memory_used_bytes: Optional[int] = None
         self.memory_limit_bytes: Optional[int] = None
         self.platform: Optional[str] = None
+        self.chip = None
+        self.notes: List[str] = []
         self.optimized = True
         self.memory_spaces: Dict[int, SpaceTotals] = {}
         self.warnings: List[str] = []
@@ -454,6 +491,7 @@ class ModuleMemory:
         self.allocation_count = 0
         self.value_count = 0
         self._allocations: Optional[List[Allocation]] = None
+        self._text_source = None
         self._reread: Optional[Callable[[], Iterator[Allocation]]] = None
 
     @property
@@ -491,7 +529,7 @@ class ModuleMemory:
         return d
 
     def extra_json(self) -> dict:
-        d = {"source": self.source, "platform": self.platform,
+        d = {"source": self.source, "platform": self.platform, "notes": list(self.notes),
              "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
              "warnings": list(self.warnings)}
         if self.path is not None:
@@ -555,7 +593,8 @@ class MemoryAnalysis:
 _SNIFF_BYTES = 1 << 16
 
 
-def analyze(source, *, top: int = 10, on_warning: Optional[Callable[[HloWarning], None]] = None,
+def analyze(source, *, top: int = 10, chip: Optional[str] = None,
+            on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
@@ -564,7 +603,11 @@ def analyze(source, *, top: int = 10, on_warning: Optional[Callable[[HloWarning]
     its ``memory_analysis()`` kept beside, in ``memory_analysis``).
 
     ``top``: how many allocations to keep in each module's ``largest`` and
-    ``padding_wasters``. ``on_warning`` receives each
+    ``padding_wasters``. ``chip``: the TPU generation (``v5e``, ``v6e:2x2``,
+    ``TPU v5 lite``, ...), which the text does not say but which sets the
+    size of a tuple's table of pointers (:func:`tuple_table_size`); without
+    it, v4/v5e sizes are assumed for HLO text, and a dump's buffer assignment
+    shows which applies. ``on_warning`` receives each
     :class:`~xlashape.hlo_module.HloWarning` (lines that could not be read);
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
@@ -573,7 +616,7 @@ def analyze(source, *, top: int = 10, on_warning: Optional[Callable[[HloWarning]
     these (empty, binary, a directory without modules, another kind of file),
     ``OSError`` for a path that cannot be read.
     """
-    ctx = _Context(top, on_warning, progress)
+    ctx = _Context(top, on_warning, progress, normalize_chip(chip))
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
     if isinstance(source, (bytes, bytearray)):
@@ -599,8 +642,9 @@ def _looks_like_path(text: str) -> bool:
 
 
 class _Context:
-    def __init__(self, top, on_warning, progress):
+    def __init__(self, top, on_warning, progress, chip=None):
         self.top = top
+        self.chip = chip
         self._on_warning = on_warning
         self.progress = progress
         self.warnings: List = []
@@ -657,7 +701,7 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     head = _decode(raw, path)
     kind = _sniff_kind(head)
     if kind == "oom":
-        with _open_text(path) as f:
+        with open_text(path) as f:
             return _analyze_oom(f, ctx, path)
     if kind == "buffer-assignment":
         return _analyze_buffer_assignment_file(path, ctx)
@@ -670,7 +714,7 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
             f"{path} is not an HLO module, an XLA dump directory or a TPU out-of-memory report "
             f"(it starts with {_clip(head.strip().splitlines()[0] if head.strip() else '', 50)!r})")
     result = MemoryAnalysis("hlo", path)
-    with _open_text(path) as f:
+    with open_text(path) as f:
         mm = _module_from_lines(_with_progress(f, size, ctx), ctx, "hlo", path)
     result.modules.append(mm)
     result.warnings = ctx.warnings
@@ -772,7 +816,8 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
         entry.root = (ins.name, ins.opcode, ins.shape,
                       ins.operand_names if ins.opcode == "tuple" else ())
     mm = ModuleMemory(reader.module_name, source, path)
-    _text_figures(mm, reader.module_attributes, entry, ctx)
+    mm._text_source = (dict(reader.module_attributes), entry)
+    _text_figures(mm, reader.module_attributes, entry, ctx, ctx.chip)
     return mm
 
 
@@ -790,7 +835,8 @@ def _platform_of(shapes: Iterable[Shape]) -> Optional[str]:
     return None
 
 
-def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ctx: _Context) -> None:
+def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ctx: _Context,
+                  chip) -> None:
     """The CompiledMemoryStats figures that the module text determines."""
     params: List[Tuple[Optional[str], Shape]] = []
     result: Optional[Shape] = None
@@ -818,6 +864,13 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     root_name = entry.root[0] if entry.root is not None else None
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
     platform = mm.platform
+    mm.chip = chip
+    tables = [s for _, p in params for _, s in _buffers(p) if s.is_tuple]
+    if result is not None:
+        tables += [s for _, s in _buffers(result) if s.is_tuple]
+    if platform == _TPU and chip is None and any(len(s.tuple_shapes) > 8 for s in tables):
+        mm.notes.append("tuple tables sized as on TPU v4/v5e (512-byte granules); on v5p/v6e "
+                        "they take 32-byte granules: give the chip (--chip v6e) for those")
     try:
         aliases = parse_input_output_alias(attrs.get("input_output_alias", ""))
     except (ValueError, XlaShapeError):  # pragma: no cover - the regex cannot fail
@@ -829,7 +882,7 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     sizes = ctx.sizes
     for number, (name, shape) in enumerate(params):
         for idx, sub in _buffers(shape):
-            size, unpadded, problem = _sizes_cached(sizes, sub, platform)
+            size, unpadded, problem = _sizes_cached(sizes, sub, platform, chip)
             if problem:
                 mm.warnings.append(f"parameter {number} {shape_text(sub)}: {problem}")
             sp = _space(sub) if not sub.is_tuple else 0
@@ -859,7 +912,7 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
                                f"{{{','.join(map(str, key[1]))}}}, which the entry does not have")
     if result is not None:
         for idx, sub in _buffers(result):
-            size, unpadded, problem = _sizes_cached(sizes, sub, platform)
+            size, unpadded, problem = _sizes_cached(sizes, sub, platform, chip)
             if problem:
                 mm.warnings.append(f"output {shape_text(sub)}: {problem}")
             sp = _space(sub) if not sub.is_tuple else 0
@@ -940,7 +993,7 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
         mm.warnings.append(f"{os.path.basename(dm.hlo_path)} is empty")
     else:
         try:
-            with _open_text(dm.hlo_path) as f:
+            with open_text(dm.hlo_path) as f:
                 mm = _module_from_lines(_with_progress(f, size, ctx), ctx, "dump", dm.hlo_path)
         except UnreadableInputError as e:
             mm = ModuleMemory(None, "dump", dm.hlo_path)
@@ -960,14 +1013,21 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
             mm.warnings.append("no buffer assignment in the dump for this module: figures from "
                                "its text only")
         return mm
-    text_figures = mm.figures()
     bm = _module_from_buffer_assignment(
-        lambda: _open_text(dm.buffer_assignment_path), dm.memory_report_path, ctx, mm, dm.hlo_path)
-    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-              "host_argument_size_in_bytes", "host_output_size_in_bytes"):
-        if size and text_figures[k] != getattr(bm, k) and not mm.warnings:
-            bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
-                               f"{text_figures[k]} from the module text")
+        lambda: open_text(dm.buffer_assignment_path), dm.memory_report_path, ctx, mm, dm.hlo_path)
+    src = getattr(mm, "_text_source", None)
+    if src is not None:
+        # the module text's figures, with the tuple tables the buffer
+        # assignment showed, must agree with the buffer assignment's
+        again = ModuleMemory(mm.name, "hlo")
+        quiet = _Context(ctx.top, None, None, ctx.chip)
+        quiet.sizes = ctx.sizes
+        _text_figures(again, src[0], src[1], quiet, bm.chip)
+        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+                  "host_argument_size_in_bytes", "host_output_size_in_bytes"):
+            if getattr(again, k) != getattr(bm, k):
+                bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
+                                   f"{getattr(again, k)} from the module text")
     return bm
 
 
@@ -993,20 +1053,20 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
             result.warnings = ctx.warnings
             return result
     result = MemoryAnalysis("dump", path)
-    result.modules.append(_module_from_buffer_assignment(lambda: _open_text(path), report, ctx,
+    result.modules.append(_module_from_buffer_assignment(lambda: open_text(path), report, ctx,
                                                          mm, path))
     result.warnings = ctx.warnings
     return result
 
 
-def _allocation_from_ba(a, platform, sizes: dict, names: Dict[str, str]) -> Allocation:
+def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     """An :class:`Allocation` from a :class:`~xlashape.xla_dump.BufferAllocation`."""
     details = []
     slots: Dict[Tuple[int, int], int] = {}
     for v in a.values:
         unp = None
         if v.shape is not None:
-            _, unp, _ = _sizes_cached(sizes, v.shape, platform)
+            _, unp, _ = _sizes_cached(sizes, v.shape, platform, chip)
         details.append(ValueInfo(v.name, v.label, v.size, v.offset, v.shape_text, unp))
         if unp is not None:
             key = (v.offset, v.size)
@@ -1044,6 +1104,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         mm.optimized = text_mm.optimized
         mm.platform = text_mm.platform
     platform = mm.platform
+    chip = mm.chip = ctx.chip
     for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
               "host_argument_size_in_bytes", "host_output_size_in_bytes",
               "host_alias_size_in_bytes"):
@@ -1110,14 +1171,24 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
             for v in a.values:
                 if v.shape is None:
                     continue
-                size, _, problem = _sizes_cached(sizes, v.shape, platform)
+                if chip is None and platform == _TPU and v.shape.is_tuple:
+                    # the table's size shows which rounding this chip uses
+                    n = len(v.shape.tuple_shapes)
+                    for g in (512, 32):
+                        if v.size == tuple_table_size(n, _TPU, g) != tuple_table_size(
+                                n, _TPU, 544 - g):
+                            chip = mm.chip = g
+                            mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
+                                            "assignment (" + ("TPU v4/v5e" if g == 512 else
+                                                              "TPU v5p/v6e") + ")")
+                size, _, problem = _sizes_cached(sizes, v.shape, platform, chip)
                 if problem is not None or size != v.size:
                     rec = mismatches.get(v.shape_text)
                     if rec is None:
                         mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
                     else:
                         rec[5] += 1
-            alloc = _allocation_from_ba(a, platform, sizes, {})
+            alloc = _allocation_from_ba(a, platform, sizes, chip)
             t.padding += alloc.padding_in_bytes
             seq += 1
             item = (alloc.size_in_bytes or 0, -seq, alloc)
@@ -1131,6 +1202,8 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                     heapq.heappush(wasters, item)
                 elif top and item > wasters[0]:
                     heapq.heapreplace(wasters, item)
+    if text_mm is not None:
+        mm.notes[:0] = [n for n in text_mm.notes if not n.startswith("tuple tables sized")]
     if mm.allocation_count == 0:
         raise UnreadableInputError(
             f"no allocations in the buffer assignment {path or ''}".rstrip()
@@ -1143,6 +1216,10 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         if problem is not None:
             mm.warnings.append(f"value {label} (line {line}) has shape {text}{times}: XLA gives it "
                                f"{got} bytes, xlashape cannot size it: {problem}")
+        elif "{" not in text:
+            mm.warnings.append(f"value {label} (line {line}) has shape {text}{times} without a "
+                               f"layout: XLA gives it {got} bytes, xlashape {ours} (the size of "
+                               "its elements; the layout XLA used for it is not in the dump)")
         else:
             mm.warnings.append(f"value {label} (line {line}) has shape {text}{times}: XLA gives it "
                                f"{got} bytes, xlashape's size of the shape is {ours} bytes "
@@ -1163,7 +1240,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
     def reread():
         with open_ba() as f:
             for a in iter_buffer_assignment(f):
-                yield _allocation_from_ba(a, platform, sizes, {})
+                yield _allocation_from_ba(a, platform, sizes, mm.chip)
 
     mm._reread = reread
     return mm
@@ -1212,7 +1289,7 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
         if e.shape is not None:
             text = shape_text(e.shape)
             sp = _space(e.shape)
-            exact, exact_unpadded, _ = _sizes_cached(sizes, e.shape, _TPU)
+            exact, exact_unpadded, _ = _sizes_cached(sizes, e.shape, _TPU, ctx.chip)
             if exact is not None and format_bytes(exact) == e.size_text:
                 size = exact
                 if exact_unpadded is not None and (
@@ -1248,18 +1325,19 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
 
         padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
         basis = "hlo temp"
-    elif r.form == "detailed":
-        listed = [a.padding_in_bytes for a in allocations]
-        if any(listed):
-            padding = sum(listed)
-            basis = "listed allocations"
+    elif r.form == "detailed" and any(a.unpadded_size_in_bytes is not None for a in allocations):
+        padding = sum(a.padding_in_bytes for a in allocations)
+        basis = "listed allocations"
     fits = None
     used, limit = r.used_bytes, r.limit_bytes
     if r.form == "short":
-        note = ("the two-line message gives totals only, so how much of it is padding is "
-                "not known: " + BREAKDOWN_HINT)
+        note = ("the two-line message gives totals only, so how much of them is padding is "
+                "not known (see the warning for where the breakdown is)")
     elif padding is None:
-        note = "the report shows no padding: removing padding would not make it fit"
+        note = "the report does not say how much of the memory is padding"
+    elif padding == 0 and basis == "listed allocations":
+        note = ("none of the allocations the report lists is padded (others may be): "
+                "removing their padding would not help")
         fits = False if used is not None and limit is not None and used > limit else None
     elif used is None or limit is None:
         note = f"padding shown in the report: {format_bytes(padding)}"

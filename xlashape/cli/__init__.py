@@ -7,6 +7,7 @@ Commands::
     xlashape show SHAPE            the documentation's pictures: letters, memory order, offsets
     xlashape index SHAPE I,J,...   logical index -> element offset (and --offset N back)
     xlashape hlo FILE|-            every instruction of an HLO dump (or OOM report) with sizes
+    xlashape memory PATH|-         where a program's memory goes, as XLA accounts for it
 
 A SHAPE of ``-`` is read from standard input. Exit status: 0 on success, 2 on
 bad usage or bad input, with one line ``xlashape: error: ...`` on stderr (plus
@@ -56,13 +57,13 @@ import sys
 from typing import Optional, Sequence
 
 from ..errors import XlaShapeError
-from . import describe, explain, hlo, index, show
+from . import describe, explain, hlo, index, memory, show
 from ._common import EXAMPLE_SHAPE, PROG, ArgumentParser, UsageError, report_error
 
 __all__ = ["main", "build_parser", "COMMANDS", "UsageError"]
 
 #: The commands, in the order ``xlashape --help`` lists them.
-COMMANDS = [describe, explain, show, index, hlo]
+COMMANDS = [describe, explain, show, index, hlo, memory]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                f"  {PROG} explain 'f32[8,1,1024]{{1,2,0:T(8,128)}}'\n"
                f"  {PROG} show 'f32[2,3]{{0,1}}' --pad 3,5\n"
                f"  {PROG} index 'f32[3,5]{{1,0:T(2,2)}}' 2,3\n"
-               f"  {PROG} hlo module.txt --top 5\n")
+               f"  {PROG} hlo module.txt --top 5\n"
+               f"  {PROG} memory --example\n")
     from .. import __version__
 
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")

@@ -1,7 +1,14 @@
 """``xlashape hlo FILE|-``: every instruction of an HLO module (or every
 allocation of a TPU out-of-memory report) with its shape, logical and padded
-bytes, padding waste and memory space; totals per memory space and the top N
-values by padding waste. Streams: a dump of any size is read line by line."""
+bytes, padding waste and memory space, how its computation is used (entry,
+fusion body, reducer, while body, ...) and whether its result is a new
+buffer or a view of another; totals per memory space (new buffers only) and
+the top N buffers by padding waste.
+
+Streams: a dump of any size is read in two passes over the file, the first
+(fast, a few regular expressions over big blocks) to learn how each
+computation is used, since XLA prints a computation before its callers.
+Standard input is first copied to a temporary file for that."""
 
 from __future__ import annotations
 
@@ -21,12 +28,32 @@ NAME = "hlo"
 _PROGRESS_MIN_BYTES = 16 << 20
 
 # The instruction table of the text output, and the totals table.
-_ROWS = Table([("name", 28, "<"), ("opcode", 18, "<"), ("bytes", 9, ">"), ("padded", 9, ">"),
-               ("waste", 9, ">"), ("mem", 4, ">"), ("shape", 0, "<")], indent="  ")
-_TOTALS = Table([("memory space", 42, "<"), ("results", 7, ">"), ("bytes", 9, ">"),
+_ROWS = Table([("name", 28, "<"), ("opcode", 18, "<"), ("result", 8, "<"), ("bytes", 9, ">"),
+               ("padded", 9, ">"), ("waste", 9, ">"), ("mem", 4, ">"), ("shape", 0, "<")],
+              indent="  ")
+_TOTALS = Table([("memory space", 42, "<"), ("buffers", 7, ">"), ("bytes", 9, ">"),
                  ("padded", 9, ">"), ("waste", 9, ">")], indent="  ")
 _CSV_HEADER = ["computation", "name", "opcode", "shape", "bytes", "padded_bytes",
-               "waste", "memory_space", "line"]
+               "waste", "memory_space", "line", "computation_kind", "result", "operand_names"]
+
+# How the text output names a computation kind in a computation's title.
+_KIND_TEXT = {
+    "entry": "the entry computation",
+    "fusion": "a fusion body: its values live inside the fusion, not in memory",
+    "to_apply": "a reducer / comparator / map function: runs inside its caller, not in memory",
+    "custom_call": "called by a custom-call: runs inside it, not in memory",
+    "while_body": "a while loop's body",
+    "while_condition": "a while loop's condition",
+    "conditional_branch": "a branch of a conditional",
+    "call": "called by a call",
+    "async": "wrapped by an asynchronous start/done pair",
+    "called": "called",
+}
+
+# Start instructions whose tuple result holds an operand's buffer (element
+# 0; element 1 for copy-start) besides the buffers they allocate.
+_ALIASED_ELEMENT = {"copy-start": 1, "all-gather-start": 0, "collective-permute-start": 0,
+                    "async-start": 0, "send": 0}
 
 
 def add_parser(subparsers):
@@ -126,73 +153,101 @@ def _operands_of(ins, on_warning):
 
 
 class HloSummary:
-    """Totals per memory space and the top instructions by padding waste,
-    kept per computation so that fusion bodies and reducers (not materialized
-    in memory) can be left out once the whole module has been read."""
+    """Totals per memory space of the results XLA allocates new buffers for
+    (:attr:`~xlashape.hlo_module.Instruction.result` ``"buffer"``), and the
+    top buffers by padding waste. Views (tuples, get-tuple-elements,
+    bitcasts, loop and call results, parameters of called computations) and
+    the values of fusion bodies and reducers are counted apart."""
 
     def __init__(self, top: int):
         self.top = top
-        self.per_comp = {}   # computation -> {space: [bytes, padded, count]}
-        self.heaps = {}      # computation -> heap of (waste, seq, record)
+        self.totals = {}      # space -> [bytes, padded, count]
+        self.heap = []        # (waste, seq, record)
         self.count = 0
         self.unknown = 0
+        self.views = 0
+        self.embedded = 0
+        self.tokens = 0
+        self.embedded_computations = set()
         self._seq = 0
 
     def add(self, ins, fp) -> None:
+        from ..hlo_module import memory_footprint
+
         self.count += 1
+        result = ins.result
+        if result != "buffer":
+            if result == "view":
+                self.views += 1
+            elif result == "embedded":
+                self.embedded += 1
+                self.embedded_computations.add(ins.computation)
+            else:
+                self.tokens += 1
+            return
         if fp.bytes is None:
             self.unknown += 1
             return
-        spaces = self.per_comp.setdefault(ins.computation, {})
-        for sp, b, pb in fp.by_space:
-            acc = spaces.setdefault(sp, [0, 0, 0])
+        by_space = fp.by_space
+        aliased = _ALIASED_ELEMENT.get(ins.opcode)
+        shape = ins.shape
+        if aliased is not None and shape.is_tuple and aliased < len(shape.tuple_shapes):
+            # the start of an asynchronous pair: one element is its operand
+            acc = {}
+            for i, sub in enumerate(shape.tuple_shapes):
+                if i == aliased:
+                    continue
+                for sp, b, pb in memory_footprint(sub).by_space:
+                    a = acc.setdefault(sp, [0, 0])
+                    a[0] += b
+                    a[1] += pb
+            by_space = tuple((sp, b, pb) for sp, (b, pb) in sorted(acc.items()))
+        b_all = pb_all = 0
+        for sp, b, pb in by_space:
+            acc = self.totals.setdefault(sp, [0, 0, 0])
             acc[0] += b
             acc[1] += pb
             acc[2] += 1
-        waste = fp.padded_bytes - fp.bytes
+            b_all += b
+            pb_all += pb
+        waste = pb_all - b_all
         if waste > 0 and self.top > 0:
-            heap = self.heaps.setdefault(ins.computation, [])
             self._seq += 1
             item = (waste, -self._seq, (ins.computation, ins.name, ins.opcode, ins.shape,
-                                        fp.bytes, fp.padded_bytes, ins.line))
-            if len(heap) < self.top:
-                heapq.heappush(heap, item)
-            elif item > heap[0]:
-                heapq.heapreplace(heap, item)
+                                        b_all, pb_all, ins.line))
+            if len(self.heap) < self.top:
+                heapq.heappush(self.heap, item)
+            elif item > self.heap[0]:
+                heapq.heapreplace(self.heap, item)
 
-    def report(self, excluded: set) -> List[str]:
+    def report(self) -> List[str]:
         from ..layout import memory_space_name
 
-        totals = {}
-        for comp, spaces in self.per_comp.items():
-            if comp in excluded:
-                continue
-            for sp, (b, pb, c) in spaces.items():
-                acc = totals.setdefault(sp, [0, 0, 0])
-                acc[0] += b
-                acc[1] += pb
-                acc[2] += c
-        out = []
-        skipped = sorted(c for c in self.per_comp if c in excluded)
-        out.append("totals per memory space (sums of result shapes; aliasing not modelled):")
-        out.append(_TOTALS.header())
-        for sp in sorted(totals):
-            b, pb, c = totals[sp]
+        out = ["totals per memory space (new buffers only, each counted once; XLA's buffer "
+               "assignment also reuses memory between buffers that are not live together: "
+               "see 'xlashape memory'):", _TOTALS.header()]
+        for sp in sorted(self.totals):
+            b, pb, c = self.totals[sp]
             out.append(_TOTALS.format(f"S({sp}) " + memory_space_name(sp), c, fmt_bytes(b),
                                       fmt_bytes(pb), fmt_bytes(pb - b)))
-        if not totals:
-            out.append("  (no arrays)")
-        if skipped:
-            what = ("fusion body / reducer computation" if len(skipped) == 1
+        if not self.totals:
+            out.append("  (no buffers)")
+        left = []
+        if self.views:
+            left.append(f"{self.views} view{'s' if self.views != 1 else ''} of other buffers "
+                        "(tuples, get-tuple-elements, bitcasts, loop/call results, parameters "
+                        "of called computations)")
+        if self.embedded:
+            n = len(self.embedded_computations)
+            what = ("fusion body / reducer computation" if n == 1
                     else "fusion bodies / reducer computations")
-            out.append(f"  ({len(skipped)} {what} left out: "
-                       "their values are not materialized in memory)")
-        items = []
-        for comp, heap in self.heaps.items():
-            if comp not in excluded:
-                items.extend(heap)
-        items.sort(reverse=True)
-        items = items[: self.top]
+            left.append(f"{self.embedded} value{'s' if self.embedded != 1 else ''} in {n} {what} "
+                        "(not materialized in memory)")
+        if self.tokens:
+            left.append(f"{self.tokens} token{'s' if self.tokens != 1 else ''} (no data)")
+        if left:
+            out.append("  left out: " + "; ".join(left))
+        items = sorted(self.heap, reverse=True)[: self.top]
         if items:
             out.append(f"top {len(items)} by padding waste:")
             for rank, (waste, _, rec) in enumerate(items, 1):
@@ -210,8 +265,32 @@ class HloSummary:
         return out
 
 
+def open_input(file: str, no_progress: bool):
+    """``(path, display name, size, temporary file or None)`` for FILE:
+    standard input (``-``) is first copied to a temporary file, so it can be
+    read twice as a file can. Refuses a directory with a clear message."""
+    if file == "-":
+        import shutil
+        import tempfile
+
+        tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
+        try:
+            shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
+        finally:
+            tmp.close()
+        return tmp.name, "<stdin>", os.path.getsize(tmp.name), tmp.name
+    if os.path.isdir(file):
+        raise UsageError(f"{file} is a directory; 'hlo' reads one module file "
+                         "(for a dump directory use 'xlashape memory')")
+    try:
+        size = os.path.getsize(file)
+    except OSError:
+        size = None
+    return file, file, size, None
+
+
 def run(args) -> int:
-    from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, shape_text
+    from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, scan_calls, shape_text
 
     if args.json and args.csv:
         raise UsageError("choose one of --json and --csv")
@@ -224,24 +303,23 @@ def run(args) -> int:
         if len(warnings) <= args.max_warnings:
             warn(str(w))
 
-    if args.file == "-":
-        import io
+    path, source_name, total, temporary = open_input(args.file, args.no_progress)
+    try:
+        return _run(args, path, source_name, total, on_warning, warnings)
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
 
-        stream = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-        total = None
-        closer = None
-        source_name = "<stdin>"
-    else:
-        stream = open_text(args.file)
-        closer = stream
-        source_name = args.file
-        try:
-            total = os.path.getsize(args.file)
-        except OSError:
-            total = None
+
+def _run(args, path, source_name, total, on_warning, warnings) -> int:
+    from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, scan_calls, shape_text
+
     big = total is None or total >= _PROGRESS_MIN_BYTES
-    progress = _Progress(stream, total, enabled=(not args.no_progress and big and sys.stderr.isatty()))
-    reader = HloReader(on_warning)
+    show_progress = not args.no_progress and big and sys.stderr.isatty()
+    call_kinds = scan_calls(path, progress=_scan_progress(total) if show_progress else None)
+    stream = open_text(path)
+    progress = _Progress(stream, total, enabled=show_progress)
+    reader = HloReader(on_warning, call_kinds=call_kinds)
     summary = HloSummary(args.top)
     mode = "json" if args.json else "csv" if args.csv else "text"
     csvw = jsonw = None
@@ -266,15 +344,18 @@ def run(args) -> int:
                     elif ins.computation == OOM_REPORT:
                         title = "allocations listed in the out-of-memory report"
                     else:
-                        c = reader.computations.get(ins.computation)
+                        c = ins._comp
                         title = ("ENTRY computation " if c is not None and c.is_entry
                                  else "computation ") + ins.computation
+                        kind = ins.computation_kind
+                        if kind is not None and kind != "entry":
+                            title += f" ({_KIND_TEXT.get(kind, kind)})"
                     write_lines([title, _ROWS.header()])
                 sp = "-" if fp.memory_space is None else str(fp.memory_space)
                 if fp.memory_space is None and len(fp.by_space) > 1:
                     sp = "mix"
                 root = "ROOT " if ins.is_root else ""
-                _ROWS.row(root + ins.name, ins.opcode, fmt_bytes(fp.bytes),
+                _ROWS.row(root + ins.name, ins.opcode, ins.result, fmt_bytes(fp.bytes),
                           fmt_bytes(fp.padded_bytes), fmt_bytes(waste), sp, shape_text(ins.shape))
                 lines = []
                 if ins.computation == OOM_REPORT:
@@ -300,8 +381,11 @@ def run(args) -> int:
                 if lines:
                     write_lines(lines)
             elif mode == "csv":
+                names = _operand_names(ins, on_warning)
                 row = [ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
-                       fp.bytes, fp.padded_bytes, waste, fp.memory_space, ins.line]
+                       fp.bytes, fp.padded_bytes, waste, fp.memory_space, ins.line,
+                       ins.computation_kind, ins.result,
+                       None if names is None else " ".join(names)]
                 if args.details:
                     ops = _operands_of(ins, on_warning)
                     row.append(ins.operands_text.strip() if ops is None
@@ -312,8 +396,7 @@ def run(args) -> int:
                 jsonw.raw(_json_row(ins, fp, waste, args.details, on_warning, shape_text, OOM_REPORT))
     finally:
         progress.done()
-        if closer is not None:
-            closer.close()
+        stream.close()
     if jsonw is not None:
         jsonw.close()
     if len(warnings) > args.max_warnings:
@@ -322,7 +405,6 @@ def run(args) -> int:
         raise UsageError(f"no HLO instructions or out-of-memory allocations found in {source_name}"
                          + (f" ({len(warnings)} lines skipped)" if warnings else ""))
     if mode == "text":
-        excluded = reader.fused_computations | reader.applied_computations
         head = []
         if reader.module_name:
             head.append(f"module {reader.module_name}: ")
@@ -339,8 +421,26 @@ def run(args) -> int:
         if len(warnings) > skipped:
             head.append(f", {len(warnings) - skipped} other warning"
                         + ("s" if len(warnings) - skipped != 1 else ""))
-        write_lines(([""] if show_table else []) + ["".join(head)] + summary.report(excluded))
+        write_lines(([""] if show_table else []) + ["".join(head)] + summary.report())
     return 0
+
+
+def _scan_progress(total):
+    def show(done):
+        msg = f"{done / 1e6:.1f} of {total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
+        sys.stderr.write(f"\r{PROG}: finding how computations are called: {msg} ")
+        sys.stderr.flush()
+    return show
+
+
+def _operand_names(ins, on_warning):
+    from ..hlo_module import HloWarning
+
+    try:
+        return ins.operand_names
+    except HloParseError as e:
+        on_warning(HloWarning(ins.line, e.message))
+        return None
 
 
 def _json_row(ins, fp, waste, details, on_warning, shape_text, oom_report) -> str:
@@ -359,6 +459,8 @@ def _json_row(ins, fp, waste, details, on_warning, shape_text, oom_report) -> st
         ', "memory_space": ', _json_int(fp.memory_space),
         ', "line": ', str(ins.line),
         ', "is_root": ', "true" if ins.is_root else "false",
+        ', "computation_kind": ', _json_kind(ins.computation_kind),
+        ', "result": ', '"', ins.result, '"',
     ]
     if len(fp.by_space) > 1:
         parts += [', "memory_spaces": ', json.dumps(
@@ -367,6 +469,9 @@ def _json_row(ins, fp, waste, details, on_warning, shape_text, oom_report) -> st
     if comp == oom_report:
         parts += [', "report": ', json.dumps(dict(ins.attributes))]
     else:
+        names = ins.operand_names if "[" not in ins.operands_text else _operand_names(ins, on_warning)
+        if names is not None:
+            parts += [', "operand_names": ', "[" + ", ".join(map(json_str, names)) + "]"]
         if details:
             ops = _operands_of(ins, on_warning)
             if ops is not None:
@@ -386,3 +491,13 @@ def _json_row(ins, fp, waste, details, on_warning, shape_text, oom_report) -> st
             parts += [', "called_computations": ', json.dumps(list(ins.called_computations))]
     parts.append("}")
     return "".join(parts)
+
+
+_KIND_JSON = {None: "null"}
+
+
+def _json_kind(kind) -> str:
+    text = _KIND_JSON.get(kind)
+    if text is None:
+        text = _KIND_JSON[kind] = json_str(kind)
+    return text

@@ -1,0 +1,362 @@
+"""``xlashape memory PATH|-``: where a program's memory goes, as XLA accounts
+for it: a terminal memory viewer for an HLO module, an XLA dump directory or
+a TPU out-of-memory report.
+
+For each module: the totals per memory space (arguments, outputs, aliased,
+temporaries), XLA's ``CompiledMemoryStats`` figures, the largest
+allocations and the ones wasting most to padding, each with why it is padded
+and what would fix it; for an out-of-memory report, the limit, the excess,
+and whether removing the padding would make it fit. ``--json`` prints the
+form scripts rely on (see :func:`xlashape.memory.analyze`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import List
+
+from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
+from ._output import Table, printable, write_lines
+
+NAME = "memory"
+
+_PROGRESS_MIN_BYTES = 16 << 20
+_SPACES = Table([("memory space", 34, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
+                 ("aliased", 10, ">"), ("temporaries", 12, ">"), ("other", 10, ">"),
+                 ("total", 10, ">")], indent="  ")
+_MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
+                  ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
+                 indent="  ")
+_EXAMPLE_DIR = ("examples", "tpu_dump")
+_SPACE_NAMES = {0: "device memory (HBM)", 1: "fast memory (VMEM on TPU)", 5: "host memory"}
+
+
+def add_parser(subparsers):
+    p = add_command(
+        subparsers, NAME,
+        "Show where a program's memory goes, as XLA accounts for it: read an HLO module, "
+        "an XLA dump directory (XLA_FLAGS=--xla_dump_to=DIR) or a TPU out-of-memory report, "
+        "and print the totals per memory space, XLA's memory figures, the largest allocations "
+        "and the padding wasters with their fixes",
+        f"{PROG} memory --example                       # a small real TPU dump shipped with xlashape\n"
+        f"  {PROG} memory /tmp/dump                         # XLA_FLAGS=--xla_dump_to=/tmp/dump\n"
+        f"  {PROG} memory module.after_optimizations.txt --json\n"
+        f"  {PROG} memory - < oom_message.txt")
+    p.add_argument("path", metavar="PATH", nargs="?",
+                   help="an HLO text file (.gz ok), an XLA dump directory, a TPU out-of-memory "
+                        "report or libtpu log, or - for standard input")
+    p.add_argument("--example", action="store_true",
+                   help="read the small real XLA:TPU dump shipped with xlashape (and say where it is)")
+    p.add_argument("--json", action="store_true",
+                   help='print {"modules": [{"name", "argument_size_in_bytes", ..., '
+                        '"allocations": [...]}]}')
+    p.add_argument("--top", type=int64, default=5, metavar="N",
+                   help="list the N largest allocations and the N biggest padding wasters "
+                        "per module (default 5)")
+    p.add_argument("--module", metavar="NAME",
+                   help="only the modules whose name contains NAME (a dump holds many)")
+    p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
+                   help="print at most N warnings about unreadable lines (default 20)")
+    p.add_argument("--no-progress", action="store_true", help="never print progress")
+    return p
+
+
+def example_path() -> str:
+    """The small real XLA:TPU dump directory shipped with xlashape."""
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.join(here, *_EXAMPLE_DIR)
+
+
+class _Progress:
+    """On a terminal, ``xlashape: reading 12.3 of 980.0 MB (1%)`` on stderr."""
+
+    def __init__(self, enabled: bool):
+        self.enabled = enabled
+        self.shown = False
+        self.last = 0.0
+
+    def __call__(self, done: int, total) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if now - self.last < 0.5:
+            return
+        self.last = now
+        mb = done / 1e6
+        msg = (f"{mb:.1f} of {total / 1e6:.1f} MB ({100 * done / total:.0f}%)" if total
+               else f"{mb:.1f} MB")
+        sys.stderr.write(f"\r{PROG}: reading {msg} ")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self):
+        if self.shown:
+            sys.stderr.write("\r" + " " * 60 + "\r")
+            sys.stderr.flush()
+            self.shown = False
+
+
+def run(args) -> int:
+    from ..memory import analyze
+
+    at_least(args.top, 0, "--top")
+    at_least(args.max_warnings, 0, "--max-warnings")
+    if args.example:
+        if args.path is not None:
+            raise UsageError("give either PATH or --example, not both")
+        path = example_path()
+        if not os.path.isdir(path):
+            raise UsageError(f"the example dump is not installed ({path} is missing)")
+        if not args.json:
+            write_lines([f"(the example: a real XLA:TPU dump shipped with xlashape, in {path})", ""])
+    elif args.path is None:
+        raise UsageError("give a PATH (an HLO file, a dump directory, an out-of-memory report, "
+                         "or - for standard input), or --example")
+    else:
+        path = args.path
+    warnings = []
+
+    def on_warning(w):
+        warnings.append(w)
+        if len(warnings) <= args.max_warnings:
+            warn(str(w))
+
+    temporary = None
+    display = path
+    if path == "-":
+        import shutil
+        import tempfile
+
+        tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
+        try:
+            shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
+        finally:
+            tmp.close()
+        temporary = path = tmp.name
+        display = "<stdin>"
+    try:
+        if not os.path.exists(path):
+            raise FileNotFoundError(2, "no such file or directory", display)
+        size = os.path.getsize(path) if os.path.isfile(path) else None
+        big = size is None or size >= _PROGRESS_MIN_BYTES
+        progress = _Progress(not args.no_progress and big and sys.stderr.isatty())
+        try:
+            result = analyze(path, top=args.top, on_warning=on_warning, progress=progress)
+        finally:
+            progress.done()
+        if temporary is not None:
+            result.path = display
+            for m in result.modules:
+                m.path = display
+        modules = result.modules
+        if args.module is not None:
+            modules = [m for m in modules if m.name is not None and args.module in m.name]
+            if not modules:
+                names = sorted({m.name for m in result.modules if m.name})
+                raise UsageError(f"no module named like {args.module!r}; the input has "
+                                 + (", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
+                                    if names else "no named modules"))
+        if len(warnings) > args.max_warnings:
+            warn(f"{len(warnings) - args.max_warnings} more unreadable lines not shown "
+                 "(see --max-warnings)")
+        if args.json:
+            _write_json(modules)
+        else:
+            _write_text(result, modules, display, args.top)
+        return 0
+    finally:
+        if temporary is not None:
+            os.unlink(temporary)
+
+
+def _write_json(modules) -> None:
+    """``{"modules": [...]}``, each module's allocations streamed one by one
+    (a dump's buffer assignment is read again for them, never held whole)."""
+    out = sys.stdout.write
+    out('{"modules": [')
+    for i, m in enumerate(modules):
+        head = dict(m.header_json())
+        head.update(m.extra_json())
+        text = json.dumps(head, ensure_ascii=True)
+        out(("\n" if i == 0 else ",\n") + text[:-1] + ', "allocations": [')
+        first = True
+        for a in m.iter_allocations():
+            out(("\n  " if first else ",\n  ") + json.dumps(a.to_json(), ensure_ascii=True))
+            first = False
+        out("]}")
+    out("\n]}\n")
+
+
+# -- text -------------------------------------------------------------------------------
+
+
+def _size(n) -> str:
+    return "-" if not n else fmt_bytes(n)
+
+
+def _write_text(result, modules, display: str, top: int) -> None:
+    out: List[str] = []
+    if result.kind == "dump":
+        n = len(result.modules)
+        out.append(f"XLA dump {display}: {n} module{'s' if n != 1 else ''}")
+    elif result.kind == "oom":
+        n = len(result.modules)
+        out.append(f"{display}: {n} out-of-memory report{'s' if n != 1 else ''}")
+    if len(modules) > 1 and result.kind != "oom":
+        out.append(_MODULES.header())
+        for m in modules:
+            padding = sum(t.padding for t in m.memory_spaces.values())
+            out.append(_MODULES.format(_clip(m.name or "?", 40), _size(m.argument_size_in_bytes),
+                                       _size(m.output_size_in_bytes),
+                                       "?" if m.temp_size_in_bytes is None else _size(m.temp_size_in_bytes),
+                                       _size(padding), m.allocation_count))
+        out.append("")
+    for i, m in enumerate(modules):
+        if i:
+            out.append("")
+        if m.source == "oom":
+            out.extend(_oom_text(m, top))
+        else:
+            out.extend(_module_text(m, top))
+    write_lines(out)
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: n - 3] + "..."
+
+
+def _module_text(m, top: int) -> List[str]:
+    out = []
+    where = {"hlo": "HLO text", "dump": "XLA dump", "jax": "a JAX compiled object"}.get(m.source, m.source)
+    bits = [where]
+    if m.source == "dump":
+        bits.append("buffer assignment read" if m.temp_size_in_bytes is not None
+                    else "no buffer assignment: figures from the module text")
+        if not m.optimized:
+            bits.append("before optimizations")
+    platform = {"tpu": "TPU (tiled layouts)", "cpu": "CPU", "gpu": "GPU"}.get(m.platform or "")
+    if platform:
+        bits.append(platform)
+    out.append(f"module {m.name or '?'} ({', '.join(bits)})")
+    if m.path and m.source == "dump":
+        out.append(f"  {m.path}")
+    out.append(_SPACES.header())
+    for sp in sorted(m.memory_spaces):
+        t = m.memory_spaces[sp]
+        label = f"S({sp}) {t.name if t.reported_total is not None else _SPACE_NAMES.get(sp, t.name)}"
+        other = t.thread_local + t.constants + t.other
+        out.append(_SPACES.format(_clip(label, 34), _size(t.arguments), _size(t.outputs),
+                                  _size(t.aliased), _size(t.temporaries), _size(other),
+                                  _size(t.total)))
+    if not m.memory_spaces:
+        out.append("  (no buffers)")
+    if m.source == "dump":
+        out.append("  (outputs include parameters the outputs reuse; other: thread-local and "
+                   "constant allocations)")
+    else:
+        out.append("  (from the module text alone: entry parameters and outputs; temporaries "
+                   "need the buffer assignment of a dump)")
+    stats = [f"argument_size_in_bytes {m.argument_size_in_bytes}",
+             f"output_size_in_bytes {m.output_size_in_bytes}",
+             f"alias_size_in_bytes {m.alias_size_in_bytes}",
+             "temp_size_in_bytes " + ("?" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
+             f"host_argument_size_in_bytes {m.host_argument_size_in_bytes}",
+             f"host_output_size_in_bytes {m.host_output_size_in_bytes}"]
+    out.append("XLA's memory figures (CompiledMemoryStats): " + ", ".join(stats))
+    if m.memory_analysis:
+        theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
+        out.append(f"memory_analysis() of the compiled object: {theirs}")
+    if m.platform == "tpu" and m.temp_size_in_bytes is not None:
+        out.append("  (temp_size_in_bytes: the buffer assignment's preallocated temporaries; "
+                   "XLA:TPU's memory_analysis() counts temporaries after later passes and may differ)")
+    if m.largest and top:
+        out.append(f"largest allocations:")
+        for rank, a in enumerate(m.largest, 1):
+            out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
+    if m.padding_wasters and top:
+        out.append("most padding:")
+        for rank, a in enumerate(m.padding_wasters, 1):
+            out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
+    elif top:
+        out.append("no allocation is padded")
+    for w in m.warnings:
+        out.append(f"warning: {w}")
+    return out
+
+
+def _what(a) -> str:
+    if a.kind == "parameter" and a.parameter_number is not None:
+        idx = a.parameter_index
+        what = f"parameter {a.parameter_number}" + (
+            "{" + ",".join(map(str, idx)) + "}" if idx else "")
+        if a.maybe_live_out:
+            what += " (reused by an output)"
+        return what
+    if a.kind == "output" and a.output_index:
+        return "output {" + ",".join(map(str, a.output_index)) + "}"
+    return a.kind
+
+
+def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = False) -> List[str]:
+    names = a.values[:3]
+    more = len(a.values) - len(names)
+    vals = ", ".join(names) + (f" and {more} more" if more > 0 else "")
+    idx = f"allocation {a.index}, " if a.index is not None and numbered else ""
+    size = fmt_bytes(a.size_in_bytes)
+    if a.padding_in_bytes > 0:
+        ratio = a.size_in_bytes / a.unpadded_size_in_bytes if a.unpadded_size_in_bytes else None
+        exp = (f"{ratio:.1f}x" if ratio is not None and ratio >= 1.1 else
+               f"+{fmt_bytes(a.padding_in_bytes)}" if ratio is not None else "all padding")
+        pad = f", unpadded {fmt_bytes(a.unpadded_size_in_bytes)} ({exp})"
+    elif a.unpadded_size_in_bytes is not None:
+        pad = ", no padding"
+    else:
+        pad = ""
+    head = f"  {rank:>2}. {size:>8}  {idx}{_what(a)}, S({a.memory_space}){pad}"
+    if vals:
+        head += f": {vals}"
+    lines = [head]
+    shape = a.padded_shape() if explain else a.shape
+    if shape:
+        lines.append(f"      {shape}")
+    if a.label and not a.values:
+        lines.append(f"      {a.label}")
+    if explain:
+        e = a.explanation()
+        if e is not None:
+            for s in e.sources:
+                lines.append(f"      why: {s}")
+            if e.fixes:
+                lines.append(f"      fix: {e.fixes[0]}")
+                for f in e.fixes[1:3]:
+                    lines.append(f"       or: {f}")
+    return lines
+
+
+def _oom_text(m, top: int) -> List[str]:
+    o = m.oom
+    out = [f"out-of-memory report{'' if not m.name else ' for module ' + m.name}"
+           f" ({'detailed' if o.form == 'detailed' else 'the two-line exception'})"]
+    if o.used is not None and o.limit is not None:
+        out.append(f"  {o.memory_space}: needs {fmt_bytes(o.used)} of {fmt_bytes(o.limit)}"
+                   + (f": {fmt_bytes(o.excess)} too much" if o.excess is not None else ""))
+    bits = []
+    for label, v in (("arguments", m.argument_size_in_bytes), ("outputs", m.output_size_in_bytes),
+                     ("aliased", m.alias_size_in_bytes)):
+        if v is not None:
+            bits.append(f"{label} {fmt_bytes(v)}")
+    if bits:
+        out.append("  " + ", ".join(bits))
+    verdict = {True: "would fit without padding", False: "would not fit even without padding",
+               None: "whether it would fit without padding is not known"}[o.fits_without_padding]
+    out.append(f"  {verdict}: {o.note}")
+    listed = m.allocations
+    if listed and top:
+        out.append(f"allocations listed in the report ({len(listed)}):")
+        for a in listed[:max(top, 1) * 2]:
+            out.extend(_allocation_lines(a.index or 0, a, explain=a.padding_in_bytes > 0))
+    for w in m.warnings:
+        out.append(f"warning: {w}")
+    return out
