@@ -958,7 +958,8 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
     modules = find_dump_modules(path)
     if not modules:
         try:
-            empty = not any(True for _ in os.scandir(path))
+            with os.scandir(path) as it:
+                empty = next(it, None) is None
         except OSError:
             empty = False
         if empty:
@@ -1259,7 +1260,13 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
     result = MemoryAnalysis("oom", path)
+    previous = None
     for r in reports:
+        key = (r.module_name, r.form, r.used_text, r.limit_text, r.excess_text,
+               tuple((a.section, a.size_text, a.shape_text, a.label) for a in r.allocations))
+        if key == previous:
+            continue      # libtpu logs the same report again when it suppresses the crash
+        previous = key
         result.modules.append(_module_from_oom(r, ctx, path))
     result.warnings = ctx.warnings
     return result
@@ -1281,6 +1288,21 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     mm.host_alias_size_in_bytes = None
     allocations = []
     sizes = ctx.sizes
+    chip = ctx.chip
+    if chip is None:
+        # a tuple's table in the report shows the chip's rounding
+        for e in r.allocations:
+            if e.shape is not None and e.shape.is_tuple:
+                n = len(e.shape.tuple_shapes)
+                for g in (512, 32):
+                    if e.size_text == format_bytes(tuple_table_size(n, _TPU, g)) != format_bytes(
+                            tuple_table_size(n, _TPU, 544 - g)):
+                        chip = g
+                if chip is not None:
+                    mm.notes.append(f"tuple tables take {chip}-byte granules in this report ("
+                                    + ("TPU v4/v5e" if chip == 512 else "TPU v5p/v6e") + ")")
+                    break
+    mm.chip = chip
     for e in r.allocations:
         size = e.size
         unpadded = e.unpadded_size
@@ -1289,7 +1311,7 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
         if e.shape is not None:
             text = shape_text(e.shape)
             sp = _space(e.shape)
-            exact, exact_unpadded, _ = _sizes_cached(sizes, e.shape, _TPU, ctx.chip)
+            exact, exact_unpadded, _ = _sizes_cached(sizes, e.shape, _TPU, chip)
             if exact is not None and format_bytes(exact) == e.size_text:
                 size = exact
                 if exact_unpadded is not None and (
@@ -1338,6 +1360,10 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     elif padding == 0 and basis == "listed allocations":
         note = ("none of the allocations the report lists is padded (others may be): "
                 "removing their padding would not help")
+        fits = False if used is not None and limit is not None and used > limit else None
+    elif padding == 0:
+        note = (f"the HLO temporaries are not padded (padded = unpadded = {r.temp_padded_text}): "
+                "removing padding would not help")
         fits = False if used is not None and limit is not None and used > limit else None
     elif used is None or limit is None:
         note = f"padding shown in the report: {format_bytes(padding)}"

@@ -74,7 +74,9 @@ class BufferValue(NamedTuple):
     (``()`` for the whole result), ``is_phi`` (a loop-carried merge), the
     memory space ``color``, its ``size`` and ``offset`` in bytes, its
     ``shape`` as XLA prints it (``shape_text``) and parsed (``shape``, ``None``
-    if the text does not parse), and the ``line`` it was read from."""
+    if the text does not parse), the ``line`` it was read from, and its
+    ``label`` as XLA prints it (``name`` plus ``{index}`` for a value of a
+    tuple-shaped instruction: ``while.2{1}``, ``tuple{}``)."""
 
     id: int
     name: str
@@ -86,13 +88,7 @@ class BufferValue(NamedTuple):
     shape_text: str
     shape: Optional[Shape]
     line: int
-
-    @property
-    def label(self) -> str:
-        """The value as XLA names it: ``name`` plus ``{index}`` when not the whole result."""
-        if not self.index:
-            return self.name
-        return self.name + "{" + ",".join(map(str, self.index)) + "}"
+    label: str
 
 
 class BufferAllocation:
@@ -202,7 +198,7 @@ def iter_buffer_assignment(source, *, on_warning: Optional[Callable[[HloWarning]
                 int(m.group(1)), m.group(2).lstrip("%"),
                 tuple(int(x) for x in idx[1:-1].replace(" ", "").split(",") if x) if idx else (),
                 m.group(4) is not None, int(m.group(5)), int(m.group(6)), int(m.group(7)),
-                text, shape, lineno))
+                text, shape, lineno, m.group(2).lstrip("%") + (idx or "")))
             continue
         m = _ALLOCATION.match(line)
         if m is not None:

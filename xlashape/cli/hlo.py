@@ -289,6 +289,20 @@ def open_input(file: str, no_progress: bool):
     return file, file, size, None
 
 
+def _refuse_binary(path: str, name: str) -> None:
+    from ..hlo_module import open_text
+
+    try:
+        with open_text(path) as f:
+            head = f.read(1 << 16)
+    except (OSError, EOFError) as e:
+        if isinstance(e, FileNotFoundError):
+            raise
+        raise UsageError(f"{name} cannot be read: {e}") from None
+    if "\0" in head:
+        raise UsageError(f"{name} is a binary file, not HLO text or an out-of-memory report")
+
+
 def run(args) -> int:
     from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, scan_calls, shape_text
 
@@ -305,6 +319,7 @@ def run(args) -> int:
 
     path, source_name, total, temporary = open_input(args.file, args.no_progress)
     try:
+        _refuse_binary(path, source_name)
         return _run(args, path, source_name, total, on_warning, warnings)
     finally:
         if temporary is not None:

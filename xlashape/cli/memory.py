@@ -354,8 +354,11 @@ def _oom_text(m, top: int) -> List[str]:
     out.append(f"  {verdict}: {o.note}")
     listed = m.allocations
     if listed and top:
-        out.append(f"allocations listed in the report ({len(listed)}):")
-        for a in listed[:max(top, 1) * 2]:
+        shown = min(top, len(listed))
+        out.append(f"allocations listed in the report ({len(listed)}"
+                   + (f", the first {shown} shown; --top N for more" if shown < len(listed) else "")
+                   + "):")
+        for a in listed[:top]:
             out.extend(_allocation_lines(a.index or 0, a, explain=a.padding_in_bytes > 0))
     for w in m.warnings:
         out.append(f"warning: {w}")

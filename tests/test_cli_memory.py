@@ -1,0 +1,191 @@
+"""``xlashape memory`` (and ``hlo`` on bad input), run as a user runs it:
+``python -m xlashape ...`` in a subprocess.
+
+Expected figures come from ``memory_analysis()`` recorded with the real dumps
+(``tests/data/cpu_dump``), from the out-of-memory report's own text, or from
+arithmetic written out here.
+"""
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data"
+CPU_DUMP = DATA / "cpu_dump"
+CPU_STATS = json.loads((CPU_DUMP / "memory_analysis.json").read_text())["memory_analysis"]
+MODULE_KEYS = ["name", "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+               "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+               "memory_used_bytes", "memory_limit_bytes", "allocations"]
+ALLOCATION_KEYS = ["kind", "size_in_bytes", "unpadded_size_in_bytes", "memory_space", "shape",
+                   "values"]
+
+
+def run(*args, input=None):
+    env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
+    return subprocess.run([sys.executable, "-m", "xlashape", *map(str, args)], input=input,
+                          capture_output=True, text=True, env=env, timeout=120)
+
+
+def ok(*args, **kw):
+    r = run(*args, **kw)
+    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr
+    return r
+
+
+def fails(*args, **kw):
+    r = run(*args, **kw)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
+    lines = r.stderr.splitlines()
+    assert lines and lines[0].startswith("xlashape: error: "), r.stderr
+    return r
+
+
+def check_form(doc):
+    """The JSON form scripts rely on: these keys, these types."""
+    assert list(doc) == ["modules"]
+    for m in doc["modules"]:
+        assert [k for k in m if k in MODULE_KEYS] == MODULE_KEYS
+        assert m["name"] is None or isinstance(m["name"], str)
+        for k in MODULE_KEYS[1:9]:
+            assert m[k] is None or type(m[k]) is int, k
+        for a in m["allocations"]:
+            assert [k for k in a if k in ALLOCATION_KEYS] == ALLOCATION_KEYS
+            assert isinstance(a["kind"], str) and type(a["memory_space"]) is int
+            assert a["size_in_bytes"] is None or type(a["size_in_bytes"]) is int
+            assert a["shape"] is None or isinstance(a["shape"], str)
+            assert all(isinstance(v, str) for v in a["values"])
+
+
+def test_memory_json_on_a_cpu_dump():
+    doc = json.loads(ok("memory", CPU_DUMP, "--json").stdout)
+    check_form(doc)
+    (m,) = doc["modules"]
+    assert m["name"] == "jit_step"
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes"):
+        assert m[k] == CPU_STATS[k], k
+    assert m["memory_used_bytes"] is None and m["memory_limit_bytes"] is None
+    assert sum(a["size_in_bytes"] for a in m["allocations"] if a["kind"] == "temp") == \
+        CPU_STATS["temp_size_in_bytes"]
+
+
+def test_memory_text_on_a_cpu_dump():
+    out = ok("memory", CPU_DUMP).stdout
+    assert "module jit_step (XLA dump, buffer assignment read, CPU)" in out
+    assert f"argument_size_in_bytes {CPU_STATS['argument_size_in_bytes']}" in out
+    assert f"temp_size_in_bytes {CPU_STATS['temp_size_in_bytes']}" in out
+    assert "largest allocations:" in out and "no allocation is padded" in out
+
+
+def test_memory_on_hlo_text_from_stdin_and_gzip(tmp_path):
+    text = (DATA / "tpu_module.hlo").read_text()
+    doc = json.loads(ok("memory", "-", "--json", input=text).stdout)
+    check_form(doc)
+    (m,) = doc["modules"]
+    # entry_computation_layout: f32[8,1,1024]{1,2,0:T(8,128)} (8 x 1024 x 128
+    # f32, dimension 1 padded to 128), bf16[256,512] (no padding), s32[]{:T(128)}
+    # (one 128-word tile) -> (f32[8,1024]{1,0:T(8,128)}, s32[]): a 512-byte
+    # table, 32K, and 4 bytes for the s32[] the header leaves untiled
+    assert m["argument_size_in_bytes"] == 8 * 1024 * 128 * 4 + 256 * 512 * 2 + 128 * 4
+    assert m["output_size_in_bytes"] == 512 + 8 * 1024 * 4 + 4
+    assert m["temp_size_in_bytes"] is None
+    gz = tmp_path / "m.hlo.gz"
+    gz.write_bytes(gzip.compress(text.encode()))
+    assert json.loads(ok("memory", gz, "--json").stdout)["modules"][0]["output_size_in_bytes"] == \
+        m["output_size_in_bytes"]
+
+
+def test_memory_on_an_oom_report():
+    out = ok("memory", DATA / "oom_report.txt").stdout
+    assert "hbm: needs 18.94G of 15.75G: 3.19G too much" in out
+    assert "would not fit even without padding" in out
+    assert "broadcast.3115" in out and "fix:" in out
+    doc = json.loads(ok("memory", DATA / "oom_report.txt", "--json").stdout)
+    check_form(doc)
+    (m,) = doc["modules"]
+    assert m["memory_limit_bytes"] == int(15.75 * 2**30)
+    assert [a["size_text"] for a in m["allocations"]] == ["2.00G", "2.50G", "196.50M"]
+    assert m["oom"]["fits_without_padding"] is False
+
+
+def test_memory_two_line_message_says_where_the_breakdown_is():
+    msg = ("RESOURCE_EXHAUSTED: E1000: CompileTimeHbmOom: Ran out of memory on HBM, the total "
+           "memory required for HLO temporaries (20.25G) exceeds available HBM (15.75G). "
+           "HLO module: jit_temps.\n")
+    r = ok("memory", "-", input=msg)
+    assert "needs 20.25G of 15.75G" in r.stdout
+    assert "xla_tpu_no_crash_on_oom" in r.stdout
+
+
+def test_memory_module_filter_and_top():
+    fails("memory", CPU_DUMP, "--module", "nothing_like_it")
+    out = ok("memory", CPU_DUMP, "--module", "step", "--top", "1").stdout
+    assert "   1. " in out and "   2. " not in out
+
+
+@pytest.mark.parametrize("case", ["empty", "binary", "prose", "empty_dir", "no_modules", "missing",
+                                  "truncated_gz", "png_stdin", "memory_report"])
+def test_memory_bad_input_is_one_error_line(case, tmp_path):
+    path = tmp_path / "x"
+    input = None
+    if case == "empty":
+        path.write_text("")
+    elif case == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    elif case == "prose":
+        path.write_text("hello\nworld\n")
+    elif case == "empty_dir":
+        path.mkdir()
+    elif case == "no_modules":
+        path.mkdir()
+        (path / "notes.txt").write_text("x")
+    elif case == "missing":
+        path = tmp_path / "nope"
+    elif case == "truncated_gz":
+        path = tmp_path / "m.hlo.gz"
+        path.write_bytes(gzip.compress(b"HloModule m\n" * 100)[:20])
+    elif case == "png_stdin":
+        path = "-"
+        input = "\x89PNG\r\n\x1a\n\x00\x00"
+    elif case == "memory_report":
+        path = next(CPU_DUMP.glob("*memory-usage-report.txt"))
+    r = fails("memory", path, input=input)
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_memory_partly_readable_file_warns_with_line_numbers(tmp_path):
+    text = (DATA / "tpu_module.hlo").read_text().replace(
+        "  %one.1 = s32[]{:T(128)} constant(1)", "  %one.1 = s33[]{:T(128)} constant(1)")
+    p = tmp_path / "m.hlo"
+    p.write_text(text)
+    r = ok("memory", p)
+    line = text.splitlines().index("  %one.1 = s33[]{:T(128)} constant(1)") + 1
+    assert f"xlashape: warning: line {line}:" in r.stderr
+    assert "module jit_train_step" in r.stdout
+
+
+def test_memory_needs_a_path_or_the_example():
+    fails("memory")
+    r = fails("memory", CPU_DUMP, "--example")
+    assert "either PATH or --example" in r.stderr
+
+
+@pytest.mark.parametrize("case", ["directory", "binary", "empty"])
+def test_hlo_bad_input_is_one_error_line(case, tmp_path):
+    path = tmp_path / "x"
+    if case == "directory":
+        path.mkdir()
+    elif case == "binary":
+        path.write_bytes(bytes(range(256)) * 4)
+    else:
+        path.write_text("")
+    r = fails("hlo", path, "--max-warnings", "0")
+    assert len(r.stderr.splitlines()) <= 2, r.stderr
