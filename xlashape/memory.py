@@ -1218,9 +1218,11 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
             mm.warnings.append(f"value {label} (line {line}) has shape {text}{times}: XLA gives it "
                                f"{got} bytes, xlashape cannot size it: {problem}")
         elif "{" not in text:
-            mm.warnings.append(f"value {label} (line {line}) has shape {text}{times} without a "
-                               f"layout: XLA gives it {got} bytes, xlashape {ours} (the size of "
-                               "its elements; the layout XLA used for it is not in the dump)")
+            # reducers XLA:TPU generates (e.g. a gather's bounds check) keep
+            # layout-less scalars, which it sizes by a layout it does not print
+            mm.notes.append(f"value {label} (line {line}) has shape {text}{times} without a "
+                            f"layout: XLA gives it {got} bytes, xlashape {ours} (the size of "
+                            "its elements; the layout XLA used for it is not in the dump)")
         else:
             mm.warnings.append(f"value {label} (line {line}) has shape {text}{times}: XLA gives it "
                                f"{got} bytes, xlashape's size of the shape is {ours} bytes "
@@ -1314,9 +1316,11 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
             exact, exact_unpadded, _ = _sizes_cached(sizes, e.shape, _TPU, chip)
             if exact is not None and format_bytes(exact) == e.size_text:
                 size = exact
+                # the report gives no unpadded size for arguments and outputs:
+                # the shape does
                 if exact_unpadded is not None and (
-                        e.unpadded_text is None and e.shape.is_tuple
-                        or e.unpadded_text is not None and format_bytes(exact_unpadded) == e.unpadded_text):
+                        e.unpadded_text is None
+                        or format_bytes(exact_unpadded) == e.unpadded_text):
                     unpadded = exact_unpadded
             elif exact is not None:
                 mm.warnings.append(
@@ -1339,46 +1343,55 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     mm._allocations = allocations
     mm.allocation_count = len(allocations)
     _rank(mm, allocations, ctx.top)
-    # would it fit without the padding?
-    padding = None
-    basis = None
-    if r.temp_padded_text is not None and r.temp_unpadded_text is not None:
-        from .oom_report import parse_size
+    # would it fit without the padding? The temporaries' padding is the
+    # "HLO temp" line's padded minus unpadded size when the report prints it,
+    # else the listed temporaries' extra memory; the arguments' and outputs'
+    # comes from their shapes (the report lists those with a shape only).
+    from .oom_report import parse_size
 
-        padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
-        basis = "hlo temp"
-    elif r.form == "detailed" and any(a.unpadded_size_in_bytes is not None for a in allocations):
-        padding = sum(a.padding_in_bytes for a in allocations)
-        basis = "listed allocations"
+    parts = []
+    temp_padding = None
+    if r.temp_padded_text is not None and r.temp_unpadded_text is not None:
+        temp_padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
+        parts.append(("the HLO temporaries", temp_padding))
+    else:
+        listed = [a for a in allocations if a.kind not in ("parameter", "output")
+                  and a.unpadded_size_in_bytes is not None]
+        if listed:
+            temp_padding = sum(a.padding_in_bytes for a in listed)
+            parts.append(("the listed temporaries", temp_padding))
+    io = [a for a in allocations if a.kind in ("parameter", "output")
+          and a.unpadded_size_in_bytes is not None]
+    if io:
+        parts.append(("the listed arguments and outputs", sum(a.padding_in_bytes for a in io)))
+    padding = sum(p for _, p in parts) if parts else None
+    basis = " and ".join(w for w, _ in parts) if parts else None
     fits = None
     used, limit = r.used_bytes, r.limit_bytes
+    over = used is not None and limit is not None and used > limit
     if r.form == "short":
         note = ("the two-line message gives totals only, so how much of them is padding is "
                 "not known (see the warning for where the breakdown is)")
     elif padding is None:
         note = "the report does not say how much of the memory is padding"
-    elif padding == 0 and basis == "listed allocations":
-        note = ("none of the allocations the report lists is padded (others may be): "
-                "removing their padding would not help")
-        fits = False if used is not None and limit is not None and used > limit else None
     elif padding == 0:
-        note = (f"the HLO temporaries are not padded (padded = unpadded = {r.temp_padded_text}): "
-                "removing padding would not help")
-        fits = False if used is not None and limit is not None and used > limit else None
+        note = f"{basis} carry no padding: removing padding would not help"
+        fits = False if over else None
     elif used is None or limit is None:
-        note = f"padding shown in the report: {format_bytes(padding)}"
+        note = f"padding in {basis}: {format_bytes(padding)}"
     else:
         without = used - padding
         fits = without <= limit
-        what = ("the HLO temporaries' padding (padded minus unpadded)" if basis == "hlo temp"
-                else "the padding of the allocations the report lists (others may be padded too)")
+        what = ", ".join(f"{format_bytes(p)} in {w}" for w, p in parts if p)
         if fits:
-            note = (f"without {what}, {format_bytes(padding)}, it would need "
+            note = (f"without the padding ({what}) it would need about "
                     f"{format_bytes(without)} of {format_bytes(limit)}: it would fit")
         else:
-            note = (f"without {what}, {format_bytes(padding)}, it would still need "
+            note = (f"without the padding ({what}) it would still need about "
                     f"{format_bytes(without)} of {format_bytes(limit)}: "
                     f"{format_bytes(without - limit)} too much")
+        if temp_padding is not None and not (r.temp_padded_text and r.temp_unpadded_text):
+            note += " (temporaries the report does not list may be padded too)"
     mm.oom = OomSummary(r.form, r.memory_space, used, limit, r.excess_bytes, padding, basis, fits, note)
     if r.form == "short":
         mm.warnings.append("the per-buffer breakdown is not in this message: " + BREAKDOWN_HINT)

@@ -213,6 +213,16 @@ def _write_text(result, modules, display: str, top: int) -> None:
                                        "?" if m.temp_size_in_bytes is None else _size(m.temp_size_in_bytes),
                                        _size(padding), m.allocation_count))
         out.append("")
+    if result.kind == "oom" and len(modules) > 1:
+        # libtpu logs a report for each allocation it tries: the last one is
+        # where the compile gave up; the earlier ones in one line each
+        out.append("earlier reports in the same log (libtpu tries more than one allocation):")
+        for m in modules[:-1]:
+            o = m.oom
+            out.append(f"  {m.name or '?'}: needs {fmt_bytes(o.used)} of {fmt_bytes(o.limit)}"
+                       f", {len(m.allocations)} allocations listed")
+        out.append("the last report:")
+        modules = modules[-1:]
     for i, m in enumerate(modules):
         if i:
             out.append("")
