@@ -369,7 +369,11 @@ def _oom_text(m, top: int) -> List[str]:
                    + (f", the first {shown} shown; --top N for more" if shown < len(listed) else "")
                    + "):")
         for a in listed[:top]:
-            out.extend(_allocation_lines(a.index or 0, a, explain=a.padding_in_bytes > 0))
+            out.extend(_allocation_lines(a.index or 0, a))
+    if m.padding_wasters and top:
+        out.append("most padding among them:")
+        for rank, a in enumerate(m.padding_wasters, 1):
+            out.extend(_allocation_lines(rank, a, explain=True))
     for w in m.warnings:
         out.append(f"warning: {w}")
     return out
