@@ -51,24 +51,36 @@ def test_hlo_text_table_and_totals():
     r = ok("hlo", DATA / "tpu_module.hlo")
     out = r.stdout
     assert "ENTRY computation main.42" in out
-    assert re.search(r"Arg_0\.1\s+parameter\s+32\.0K\s+4\.00M", out)
+    assert re.search(r"Arg_0\.1\s+parameter\s+buffer\s+32\.0K\s+4\.00M", out)
+    assert re.search(r"gte\.9\s+get-tuple-element\s+view\s", out)
+    assert re.search(r"param_0\.11\s+parameter\s+embedded\s", out)
+    assert "computation fused_computation.7 (a fusion body" in out
+    assert "computation while_body.2 (a while loop's body)" in out
     assert "module jit_train_step: 38 instructions in 6 computations" in out
-    assert "3 fusion bodies / reducer computations left out" in out
+    assert "12 values in 3 fusion bodies / reducer computations (not materialized" in out
     assert "S(1) fast on-chip memory (VMEM on TPU)" in out
     top = out.split("by padding waste:")[1].splitlines()
     assert top[1].strip().startswith("1. Arg_0.1 = parameter (main.42, line 46)")
 
 
-def test_hlo_totals_leave_out_fusion_bodies():
-    # results with S(0) arrays outside fused_computation.7/.8 and region_add.1,
-    # counted by hand (tokens hold no array; copy.5 is in S(1))
-    while_body = ["loop_state.1", "gte.0", "one.1", "next.1", "gte.1", "tuple.4"]
-    while_cond = ["loop_state.2", "gte.3", "limit.1", "lt.1"]
-    entry = ["Arg_0.1", "Arg_1.2", "Arg_2.3", "fusion.8", "scale.1", "fusion.7", "init.1",
+def test_hlo_totals_count_new_buffers_only():
+    # new S(0) buffers outside fused_computation.7/.8 and region_add.1,
+    # counted by hand: not the views (parameters of the loop computations,
+    # get-tuple-elements, tuples, the while), not the tokens; copy.5 is in S(1)
+    while_body = ["one.1", "next.1"]
+    while_cond = ["limit.1", "lt.1"]
+    entry = ["Arg_0.1", "Arg_1.2", "Arg_2.3", "fusion.8", "scale.1", "fusion.7"]
+    views = ["loop_state.1", "gte.0", "gte.1", "tuple.4", "loop_state.2", "gte.3", "init.1",
              "while.1", "many.1", "gte.9", "gte.10", "tuple.43"]
     r = ok("hlo", DATA / "tpu_module.hlo", "--summary", "--top", "0")
     line = [x for x in r.stdout.splitlines() if x.strip().startswith("S(0)")][0]
     assert line.split()[-4] == str(len(while_body + while_cond + entry))
+    # bytes: f32[8,1,1024] 32K, bf16[256,512] 256K, f32[256] 1K, f32[8,1024] 32K, and
+    # five 4-byte scalars plus one pred (1 byte)
+    logical = 32 * 1024 + 256 * 512 * 2 + 256 * 4 + 8 * 1024 * 4 + 5 * 4 + 1
+    assert line.split()[-3] == "321.0K" and logical // 1024 == 321
+    assert f"left out: {len(views)} views of other buffers" in r.stdout
+    assert "3 tokens (no data)" in r.stdout
     vmem = [x for x in r.stdout.splitlines() if x.strip().startswith("S(1)")][0]
     assert vmem.split()[-4:] == ["1", "256.0K", "256.0K", "0B"]   # copy.5: 256*512*2 bytes
     assert "top" not in r.stdout.split("totals")[1]
@@ -183,7 +195,7 @@ def test_hlo_oom_text_output_matches_the_reports_own_figures():
     out = ok("hlo", DATA / "oom_report.txt").stdout
     assert "3 allocations from an out-of-memory report" in out
     row = [x for x in out.splitlines() if x.strip().startswith("broadcast.3115")][0]
-    assert row.split()[2:5] == ["320.00M", "2.50G", "2.19G"]   # as the report says
+    assert row.split()[2:6] == ["buffer", "320.00M", "2.50G", "2.19G"]   # as the report says
     assert "report: size 2.50G, unpadded size 320.00M" in out
 
 
@@ -203,9 +215,9 @@ def test_hlo_small_dump_used_in_the_readme():
     logical, padded = 8 * 1 * 1280 * 2, 8 * 8 * 1280 * 2
     assert (logical, padded) == (20 * 1024, 160 * 1024)
     row = [x for x in out.splitlines() if x.strip().startswith("x.vmem")][0]
-    assert row.split()[2:6] == ["20.0K", "160.0K", "140.0K", "1"]
+    assert row.split()[2:7] == ["buffer", "20.0K", "160.0K", "140.0K", "1"]
     assert "module jit_layer_norm: 11 instructions in 3 computations" in out
-    assert "(2 fusion bodies / reducer computations left out" in out
+    assert "in 2 fusion bodies / reducer computations (not materialized in memory)" in out
     rows = json.loads(ok("hlo", DATA / "small_dump.hlo", "--json").stdout)
     x = [r for r in rows if r["name"] == "x"][0]
     assert (x["bytes"], x["padded_bytes"], x["waste"]) == (logical, padded, padded - logical)
@@ -333,7 +345,7 @@ def test_hlo_one_left_out_computation_is_singular():
             "ENTRY %m {\n  %p = f32[4]{0} parameter(0)\n  %z = f32[] constant(0)\n"
             "  ROOT %r = f32[] reduce(%p, %z), dimensions={0}, to_apply=%add\n}\n")
     out = ok("hlo", "-", input=text).stdout
-    assert "(1 fusion body / reducer computation left out" in out
+    assert "3 values in 1 fusion body / reducer computation (not materialized" in out
 
 
 # -- --max-warnings and --top limits ----------------------------------------------------

@@ -1,5 +1,5 @@
-"""``xlashape memory`` (and ``hlo`` on bad input), run as a user runs it:
-``python -m xlashape ...`` in a subprocess.
+"""``xlashape memory`` (and ``hlo`` on bad input), run through the command's
+entry point (in this process, as ``cli_util`` explains; once in a subprocess).
 
 Expected figures come from ``memory_analysis()`` recorded with the real dumps
 (``tests/data/cpu_dump``), from the out-of-memory report's own text, or from
@@ -8,14 +8,12 @@ arithmetic written out here.
 
 import gzip
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-DATA = Path(__file__).parent / "data"
+from cli_util import DATA, fails, ok, one_error_line, run_subprocess
+
 CPU_DUMP = DATA / "cpu_dump"
 CPU_STATS = json.loads((CPU_DUMP / "memory_analysis.json").read_text())["memory_analysis"]
 MODULE_KEYS = ["name", "argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
@@ -23,29 +21,6 @@ MODULE_KEYS = ["name", "argument_size_in_bytes", "output_size_in_bytes", "alias_
                "memory_used_bytes", "memory_limit_bytes", "allocations"]
 ALLOCATION_KEYS = ["kind", "size_in_bytes", "unpadded_size_in_bytes", "memory_space", "shape",
                    "values"]
-
-
-def run(*args, input=None):
-    env = dict(os.environ)
-    env.pop("PYTHONPATH", None)
-    return subprocess.run([sys.executable, "-m", "xlashape", *map(str, args)], input=input,
-                          capture_output=True, text=True, env=env, timeout=120)
-
-
-def ok(*args, **kw):
-    r = run(*args, **kw)
-    assert r.returncode == 0, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr
-    return r
-
-
-def fails(*args, **kw):
-    r = run(*args, **kw)
-    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
-    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
-    lines = r.stderr.splitlines()
-    assert lines and lines[0].startswith("xlashape: error: "), r.stderr
-    return r
 
 
 def check_form(doc):
@@ -75,6 +50,12 @@ def test_memory_json_on_a_cpu_dump():
     assert m["memory_used_bytes"] is None and m["memory_limit_bytes"] is None
     assert sum(a["size_in_bytes"] for a in m["allocations"] if a["kind"] == "temp") == \
         CPU_STATS["temp_size_in_bytes"]
+
+
+def test_memory_as_a_user_runs_it():
+    r = run_subprocess("memory", CPU_DUMP, "--json")
+    assert r.returncode == 0 and "Traceback" not in r.stderr
+    assert json.loads(r.stdout)["modules"][0]["name"] == "jit_step"
 
 
 def test_memory_text_on_a_cpu_dump():

@@ -223,9 +223,9 @@ class HloSummary:
     def report(self) -> List[str]:
         from ..layout import memory_space_name
 
-        out = ["totals per memory space (new buffers only, each counted once; XLA's buffer "
-               "assignment also reuses memory between buffers that are not live together: "
-               "see 'xlashape memory'):", _TOTALS.header()]
+        out = ["totals per memory space (new buffers, each counted once; XLA also reuses "
+               "memory between buffers not live together: see 'xlashape memory'):",
+               _TOTALS.header()]
         for sp in sorted(self.totals):
             b, pb, c = self.totals[sp]
             out.append(_TOTALS.format(f"S({sp}) " + memory_space_name(sp), c, fmt_bytes(b),
