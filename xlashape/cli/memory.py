@@ -41,7 +41,7 @@ def add_parser(subparsers):
         "and print the totals per memory space, XLA's memory figures, the largest allocations "
         "and the padding wasters with their fixes",
         f"{PROG} memory --example                       # a small real TPU dump shipped with xlashape\n"
-        f"  {PROG} memory /tmp/dump                         # XLA_FLAGS=--xla_dump_to=/tmp/dump\n"
+        f"  {PROG} memory DUMP_DIR                          # XLA_FLAGS=--xla_dump_to=DUMP_DIR\n"
         f"  {PROG} memory module.after_optimizations.txt --json\n"
         f"  {PROG} memory - < oom_message.txt")
     p.add_argument("path", metavar="PATH", nargs="?",
