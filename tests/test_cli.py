@@ -9,6 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import strategies as S
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cli_util import DATA, PADDED, fails, ok, one_error_line, run, run_subprocess
 
@@ -379,3 +382,42 @@ def test_help_never_says_seeds():
 
     for args in [("--help",)] + [(c.NAME, "--help") for c in COMMANDS]:
         assert "seed" not in ok(*args).stdout.lower(), args
+
+
+# -- no input makes a traceback ------------------------------------------------------------
+
+_SHAPE_SAMPLES = ["f32[3,5]{1,0:T(2,2)}", "(f32[2], s4[3]{0:E(4)})",
+                  "bf16[8,1,1280]{2,1,0:T(8,128)(2,1)S(1)}", "f32[2,7,8,11,10]{4,3,2,1,0:T(*,*,2,*,3)}"]
+_OPTIONS = [(), ("--json",), ("--pad", "3,5"), ("--pad", "0"), ("--padding-value", "1"),
+            ("--padding-value", "-0.5"), ("--offset", "0"), ("--offset", "-1"), ("0",),
+            ("0,0",), ("1,2,3",), ("--pad", "100,100,100"), ("--pad", "9223372036854775807,2")]
+
+
+def _exits_cleanly(r):
+    assert r.returncode in (0, 2), (r.returncode, r.stderr)
+    if r.returncode == 2:
+        errors = [x for x in r.stderr.splitlines() if x.startswith("xlashape: error: ")]
+        assert len(errors) == 1, r.stderr
+    for text in (r.stdout, r.stderr):
+        assert all(c.isprintable() or c in "\n\t" for c in text), text
+
+
+@settings(max_examples=150)
+@given(st.sampled_from(["describe", "explain", "show", "index"]),
+       st.one_of(S.shapes(max_leaves=4).map(str), S.mutated(_SHAPE_SAMPLES)),
+       st.sampled_from(_OPTIONS), st.sampled_from(_OPTIONS))
+def test_no_shape_argument_makes_a_traceback(command, text, opt1, opt2):
+    # run_in_process lets any unexpected exception through: the test fails on it
+    _exits_cleanly(run(command, text, *opt1, *opt2))
+
+
+_HLO_LINES = [line for name in ("tpu_module.hlo", "oom_report.txt", "malformed.hlo")
+              for line in (DATA / name).read_text().splitlines()]
+
+
+@settings(max_examples=100)
+@given(st.lists(st.one_of(st.sampled_from(_HLO_LINES), S.mutated(_HLO_LINES[:60]),
+                          st.text(max_size=30)), max_size=25),
+       st.sampled_from([(), ("--json", "--details"), ("--csv", "--details"), ("--details",)]))
+def test_no_hlo_input_makes_a_traceback(lines, options):
+    _exits_cleanly(run("hlo", "-", *options, input="\n".join(lines)))

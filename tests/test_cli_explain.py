@@ -44,3 +44,18 @@ def test_explain_the_seeds_padded_example():
 def test_explain_invalid_layout_is_an_error():
     r = fails("explain", "f32[2,3]{0,0}")
     assert "permutation" in r.stderr or "duplicate" in r.stderr
+
+
+def test_explain_json_keys_are_stable():
+    # scripts rely on these keys: the same set as before the CLI became a package
+    obj = json.loads(ok("explain", PADDED, "--json").stdout)
+    assert list(obj) == ["shape", "unpadded_bytes", "padded_bytes", "expansion",
+                         "physical_dimensions", "sources", "suggestions"]
+    assert set(obj["sources"][0]) == {"kind", "level", "dimensions", "size", "padded_size",
+                                      "factor", "description"}
+    padded = json.loads(ok("explain", "f32[2,3]{0,1}", "--pad", "3,5", "--json").stdout)
+    assert list(padded)[-1] == "padded_dimensions"
+
+
+def test_explain_dash_reads_the_shape_from_standard_input():
+    assert ok("explain", "-", input=PADDED + "\n").stdout == ok("explain", PADDED).stdout
