@@ -1,5 +1,5 @@
-"""Vectorized offsets (xlashape.tiling.linear_indices / multidimensional_indices)
-against the equivalent numpy expression, in the same run.
+"""Compiled bulk offsets (xlashape.index_maps.linear_indices /
+multidimensional_indices) against the equivalent numpy expression, in the same run.
 
 Run: ``python benchmarks/bench_offsets.py [--sizes 1000000,10000000] [--repeat 7]``
 (``benchmarks/run.py`` calls :func:`main`).
@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from xlashape import Layout, Shape
-from xlashape.tiling import linear_indices, multidimensional_indices
+from xlashape.index_maps import linear_indices, multidimensional_indices
 
 ROWS, COLS = 4096, 4096
 

@@ -394,8 +394,9 @@ ERRORS = [
                           "field is negative: -1", 1, 2),
     ("(f32[2305843009213693952])", "tuple element 0 is not a valid shape: Shape "
                                    "f32[2305843009213693952] size may overflow int64_t.", 1, 2),
-    ("(f32[9223372036854775807,2])", "tuple element 0 is not a valid shape: Dimensions "
-                                     "overflow.", 1, 2),
+    ("(f32[9223372036854775807,2])", "tuple element 0 is not a valid shape: Shape Error: "
+                                     "Dimensions overflow. Shape(f32): "
+                                     "f32[9223372036854775807,2]", 1, 2),
     ("(f32[4]{0:SC(1:1)})", "tuple element 0 is not a valid shape: split config dimension 1 is "
                             "out of range", 1, 2),
     ("(f32[4,4]{1,0:SC(0:1)(0:2)})", "tuple element 0 is not a valid shape: more than one "

@@ -36,7 +36,11 @@ from xlashape.tiling import (
     strides,
 )
 from xlashape._core import CompiledPlan
-from xlashape import tiling
+from xlashape import index_maps, tiling
+
+# The bulk maps exist twice with the same contract: the numpy model in
+# tiling and the compiled programs in index_maps. Their tests run on both.
+BULK = pytest.mark.parametrize("bulk", [tiling, index_maps], ids=["tiling", "index_maps"])
 
 
 def S(element_type, dims, m2m=None, tiles=(), **layout_fields):
@@ -222,40 +226,44 @@ def test_strides_none_when_not_expressible(shape):
 
 # -- vectorized forms -------------------------------------------------------------
 
-def test_linear_indices_figure1():
+@BULK
+def test_linear_indices_figure1(bulk):
     s = S("f32", (3, 5), (1, 0), [(2, 2)])
     idx = np.array(all_indices((3, 5)))
-    out = linear_indices(s, idx)
+    out = bulk.linear_indices(s, idx)
     assert out.dtype == np.int64
     assert out.tolist() == [linear_index(s, tuple(i)) for i in idx]
-    assert linear_indices(s, idx.astype(np.uint8)).tolist() == out.tolist()
-    assert linear_indices(s, [[2, 3]]).tolist() == [17]
-    assert linear_indices(s, [2, 3]).tolist() == 17  # a single (rank,) row
-    assert linear_indices(s, idx.reshape(3, 5, 2)).shape == (3, 5)
+    assert bulk.linear_indices(s, idx.astype(np.uint8)).tolist() == out.tolist()
+    assert bulk.linear_indices(s, [[2, 3]]).tolist() == [17]
+    assert bulk.linear_indices(s, [2, 3]).tolist() == 17  # a single (rank,) row
+    assert bulk.linear_indices(s, idx.reshape(3, 5, 2)).shape == (3, 5)
 
 
-def test_multidimensional_indices_figure1():
+@BULK
+def test_multidimensional_indices_figure1(bulk):
     s = S("f32", (3, 5), (1, 0), [(2, 2)])
-    out, pad = multidimensional_indices(s, np.arange(24))
+    out, pad = bulk.multidimensional_indices(s, np.arange(24))
     assert out.shape == (24, 2) and pad.shape == (24,) and pad.dtype == np.bool_
     assert int(pad.sum()) == 9
     assert out[17].tolist() == [2, 3]
     assert (out[pad] == -1).all()
-    out2, pad2 = multidimensional_indices(s, np.arange(24).reshape(4, 6))
+    out2, pad2 = bulk.multidimensional_indices(s, np.arange(24).reshape(4, 6))
     assert out2.shape == (4, 6, 2) and pad2.shape == (4, 6)
 
 
-def test_vectorized_empty_inputs():
+@BULK
+def test_vectorized_empty_inputs(bulk):
     s = S("f32", (3, 5), (1, 0), [(2, 2)])
-    assert linear_indices(s, np.zeros((0, 2), np.int64)).shape == (0,)
-    out, pad = multidimensional_indices(s, np.zeros(0, np.int64))
+    assert bulk.linear_indices(s, np.zeros((0, 2), np.int64)).shape == (0,)
+    out, pad = bulk.multidimensional_indices(s, np.zeros(0, np.int64))
     assert out.shape == (0, 2) and pad.shape == (0,)
 
 
-def test_vectorized_scalar_shape_with_tail_padding():
+@BULK
+def test_vectorized_scalar_shape_with_tail_padding(bulk):
     s = S("f32", (), (), tail_padding_alignment_in_elements=4)
-    assert linear_indices(s, np.zeros((3, 0), np.int64)).tolist() == [0, 0, 0]
-    out, pad = multidimensional_indices(s, [0, 1, 3])
+    assert bulk.linear_indices(s, np.zeros((3, 0), np.int64)).tolist() == [0, 0, 0]
+    out, pad = bulk.multidimensional_indices(s, [0, 1, 3])
     assert out.shape == (3, 0)
     assert pad.tolist() == [False, True, True]
 
@@ -263,7 +271,7 @@ def test_vectorized_scalar_shape_with_tail_padding():
 def test_compiled_plan_offset_matches_reference():
     s = S("bf16", (16, 256), (1, 0), [(8, 128), (2, 1)])
     cp = CompiledPlan(plan(s))
-    maps = plan(s).compiled
+    maps = index_maps.compiled_maps(s)
     for idx in [(0, 0), (1, 0), (15, 255), (7, 129)]:
         assert cp.offset(idx) == linear_index(s, idx)
         assert maps.offset(idx) == linear_index(s, idx)
@@ -310,6 +318,7 @@ def test_multidimensional_index_errors():
         multidimensional_index(F1, 1.0)
 
 
+@BULK
 @pytest.mark.parametrize("rows,fragment", [
     ([[0, 0], [3, 1]], r"index 3 is out of bounds for axis 0 with size 3 \(row 1 of the indices\)"),
     ([[0, 0], [1, 1], [2, -1]], r"index -1 is out of bounds for axis 1 with size 5 \(row 2"),
@@ -319,36 +328,41 @@ def test_multidimensional_index_errors():
     (np.array([[2**63, 0]], dtype=np.uint64), "does not fit in int64"),
     ([[2**70, 0]], "does not fit in int64"),
 ])
-def test_linear_indices_errors(rows, fragment):
+def test_linear_indices_errors(bulk, rows, fragment):
     with pytest.raises(ShapeIndexError, match=fragment):
-        linear_indices(F1, rows)
+        bulk.linear_indices(F1, rows)
 
 
+@BULK
 @pytest.mark.parametrize("rows,fragment", [
     (np.array([[0.0, 1.0]]), "indices must be an integer array, got dtype float64"),
     (np.array([[True, False]]), "indices must be an integer array, got dtype bool"),
     ([[0, "a"]], "indices must be an integer array, got dtype <U21"),
     (np.array([[0, 1.5]], dtype=object), "indices must be integers, got float at position 1"),
 ])
-def test_linear_indices_type_errors(rows, fragment):
+def test_linear_indices_type_errors(bulk, rows, fragment):
     with pytest.raises(ShapeTypeError, match=fragment):
-        linear_indices(F1, rows)
+        bulk.linear_indices(F1, rows)
 
 
-def test_multidimensional_indices_errors():
+@BULK
+def test_multidimensional_indices_errors(bulk):
     with pytest.raises(ShapeIndexError,
                        match=r"linear index 24 is out of bounds for a buffer of 24 elements \(entry 2\)"):
-        multidimensional_indices(F1, [0, 5, 24])
+        bulk.multidimensional_indices(F1, [0, 5, 24])
     with pytest.raises(ShapeIndexError, match=r"linear index -3 is out of bounds.*\(entry 0\)"):
-        multidimensional_indices(F1, [-3])
+        bulk.multidimensional_indices(F1, [-3])
     with pytest.raises(ShapeTypeError, match="linear indices must be an integer array"):
-        multidimensional_indices(F1, [0.5])
+        bulk.multidimensional_indices(F1, [0.5])
 
 
+@BULK
 @pytest.mark.parametrize("shape,fragment", [
-    (Shape("f32", (3, 5), Layout((0,))), "has 1 minor_to_major entries but shape"),
-    (Shape("f32", (3, 5), Layout((0, 0))), "must be a permutation of 0..1"),
-    (Shape("f32", (3, -1), Layout((1, 0))), "dimension 1 has negative size -1"),
+    (Shape("f32", (3, 5), Layout((0,))),
+     r"layout \{0\} is not a permutation of the 2 dimensions of f32\[3,5\]"),
+    (Shape("f32", (3, 5), Layout((0, 0))),
+     r"layout \{0,0\} is not a permutation of the 2 dimensions of f32\[3,5\]"),
+    (Shape("f32", (3, -1), Layout((1, 0))), "dimension 1 of f32\\[3,-1\\] has negative size -1"),
     (Shape("f32", (3, 5), Layout((1, 0), tiles=[(2, 0)])), "layout has invalid tiles"),
     (Shape("f32", (3, 5), Layout((1, 0), tiles=[(2, "*")])), "ends with '\\*'"),
     (Shape("f32", (3, 5), Layout((1, 0), padded_dimensions=(2, 5))),
@@ -358,26 +372,30 @@ def test_multidimensional_indices_errors():
     (Shape.tuple([Shape("f32", (3,))]), "is not an array shape"),
     (Shape("f32", (3, UNBOUNDED_SIZE)), "unbounded dynamic dimension"),
 ])
-def test_invalid_layouts(shape, fragment):
+def test_invalid_layouts(bulk, shape, fragment):
     with pytest.raises(InvalidShapeError, match=fragment):
         plan(shape)
     with pytest.raises(InvalidShapeError, match=fragment):
-        linear_indices(shape, np.zeros((1, len(shape.dimensions)), np.int64))
+        bulk.linear_indices(shape, np.zeros((1, len(shape.dimensions)), np.int64))
     with pytest.raises(InvalidShapeError, match=fragment):
         padding_report(shape)
 
 
-def test_bad_shape_types():
-    with pytest.raises(ShapeTypeError, match="expected a Shape or shape text, got int"):
+@BULK
+def test_bad_shape_types(bulk):
+    with pytest.raises(ShapeTypeError, match="expected a Shape or HLO shape text, got int"):
         plan(3)
-    with pytest.raises(ShapeTypeError, match="expected a Shape or shape text, got list"):
-        linear_indices([3, 5], [[0, 0]])
+    with pytest.raises(ShapeTypeError, match="expected a Shape or HLO shape text, got list"):
+        bulk.linear_indices([3, 5], [[0, 0]])
 
 
-def test_offsets_beyond_int64_are_refused():
+@BULK
+def test_offsets_beyond_int64_are_refused(bulk):
     s = S("f32", (2**40, 2**40))
     with pytest.raises(InvalidShapeError, match="offsets beyond int64"):
-        linear_indices(s, [[0, 0]])
+        bulk.linear_indices(s, [[0, 0]])
+    with pytest.raises(InvalidShapeError, match="offsets beyond int64"):
+        bulk.multidimensional_indices(s, [0])
 
 
 # -- sizes in XLA's words ------------------------------------------------------------
@@ -515,8 +533,9 @@ def test_tile_object_accepted():
 def test_layout_too_complex_for_the_compiled_core():
     s = S("f32", (1,) * 65)
     assert linear_index(s, (0,) * 65) == 0  # the Python model has no limit
+    assert tiling.linear_indices(s, np.zeros((1, 65), np.int64)).tolist() == [0]
     with pytest.raises(InvalidShapeError, match="rank 65 exceeds the compiled core's limit of 64"):
-        linear_indices(s, np.zeros((1, 65), np.int64))
+        index_maps.linear_indices(s, np.zeros((1, 65), np.int64))
 
 
 def test_docstring_examples():
@@ -527,18 +546,19 @@ def test_docstring_examples():
     assert result.failed == 0
 
 
-def test_vectorized_accepts_read_only_and_strided_inputs():
+@BULK
+def test_vectorized_accepts_read_only_and_strided_inputs(bulk):
     s = F1
     idx = np.array(all_indices((3, 5)), dtype=np.int64)
     expected = [linear_index(s, tuple(i)) for i in idx]
     ro = idx.copy()
     ro.setflags(write=False)
-    assert linear_indices(s, ro).tolist() == expected
+    assert bulk.linear_indices(s, ro).tolist() == expected
     strided = np.asfortranarray(idx)
-    assert linear_indices(s, strided).tolist() == expected
-    assert linear_indices(s, idx.T.copy().T).tolist() == expected
+    assert bulk.linear_indices(s, strided).tolist() == expected
+    assert bulk.linear_indices(s, idx.T.copy().T).tolist() == expected
     lin = np.arange(24)[::2]
-    out, pad = multidimensional_indices(s, lin)
+    out, pad = bulk.multidimensional_indices(s, lin)
     assert [None if p else tuple(o) for o, p in zip(out.tolist(), pad)] == [
         multidimensional_index(s, int(x)) for x in lin]
 
@@ -555,3 +575,37 @@ def test_absurd_tile_level_counts_are_refused_quickly():
     many = Shape("f32", (3,), Layout((0,), tiles=[Tile(1)] * 100000))
     with pytest.raises(InvalidShapeError, match="100000 tile levels.*at most 64"):
         tiling.physical_size_in_bytes(many)
+
+
+# -- the plan's public description of its tile levels --------------------------------
+
+def test_tile_levels_of_the_seed_shape():
+    # bf16[8,1,1280]{2,1,0:T(8,128)(2,1)}: T(8,128) covers dims 1 (size 1) and 2
+    # (1280); the physical dims it leaves are [8, 1, 10, 8, 128] (dim 0, then the
+    # tile counts, then the tile), and (2,1) covers the last two: the 8 rows that
+    # came from dim 1 and the 128 columns that came from dim 2.
+    p = plan("bf16[8,1,1280]{2,1,0:T(8,128)(2,1)}")
+    first, second = p.tile_levels
+    assert (first.index, str(first.tile), first.added_dimensions) == (0, "(8,128)", 0)
+    assert [(e.inputs, e.input_sizes, e.size, e.tile_size, e.count, e.padded_size)
+            for e in first.entries] == [(((1,),), (1,), 1, 8, 1, 8),
+                                        (((2,),), (1280,), 1280, 128, 10, 1280)]
+    assert (second.index, str(second.tile), second.added_dimensions) == (1, "(2,1)", 0)
+    assert [(e.dimensions, e.size, e.tile_size, e.count) for e in second.entries] == [
+        ((1,), 8, 2, 4), ((2,), 128, 1, 128)]
+    assert p.physical_dimensions == (8, 1, 10, 4, 128, 2, 1)
+
+
+def test_tile_levels_with_combined_and_added_dimensions():
+    # T(*,8,128) on f32[2,3,128]: '*' combines dims 0 and 1 (2*3 = 6) into the
+    # entry tiled by 8.
+    (level,) = plan("f32[2,3,128]{2,1,0:T(*,8,128)}").tile_levels
+    assert [(e.inputs, e.input_sizes, e.size, e.tile_size) for e in level.entries] == [
+        (((0,), (1,)), (2, 3), 6, 8), (((2,),), (128,), 128, 128)]
+    # A tile with more entries than the shape has dimensions adds size-1 ones.
+    (level,) = plan("f32[5]{0:T(2,4)}").tile_levels
+    assert level.added_dimensions == 1
+    assert [(e.inputs, e.size, e.tile_size) for e in level.entries] == [
+        (((),), 1, 2), (((0,),), 5, 4)]
+    assert level.entries[0].dimensions == ()
+    assert plan("f32[3,5]{1,0}").tile_levels == ()

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from xlashape import COMBINE_DIMENSION, Layout, Shape
+from xlashape import COMBINE_DIMENSION, Layout, Shape, index_maps
 from xlashape._core import CompiledPlan
 from xlashape.tiling import (
     LayoutPlan,
@@ -137,10 +137,14 @@ def test_compiled_and_vectorized_match_reference(shape):
     rows = indices_of(dims) if math.prod(dims) else []
     idx = np.array(rows, dtype=np.int64).reshape(len(rows), len(dims))
     ref = [p.linear_index(tuple(i)) for i in idx]
-    assert linear_indices(shape, idx).tolist() == ref
+    assert linear_indices(shape, idx).tolist() == ref  # the numpy model
+    assert index_maps.linear_indices(shape, idx).tolist() == ref  # the compiled program
     cp = CompiledPlan(p)
     assert [cp.offset(tuple(int(x) for x in i)) for i in idx] == ref
-    out, pad = multidimensional_indices(shape, np.arange(p.element_count))
+    every_offset = np.arange(p.element_count)
+    out, pad = multidimensional_indices(shape, every_offset)
+    c_out, c_pad = index_maps.multidimensional_indices(shape, every_offset)
+    assert np.array_equal(out, c_out) and np.array_equal(pad, c_pad)
     for off in range(p.element_count):
         m = p.multidimensional_index(off)
         if m is None:
@@ -267,6 +271,32 @@ def test_oracle_reproduces_the_doc_examples(dims, m2m, tiles):
         assert int(np.flatnonzero(mem == 2 * 5 + 3)[0]) == 17 and mem.size == 24
     else:
         assert mem.size == 56 * 37 * 2 * 3
+
+
+@SETTINGS
+@given(shapes())
+def test_tile_levels_describe_the_physical_dimensions(shape):
+    # Rebuild the physical dimensions from the public description alone.
+    p = plan(shape)
+    sizes = [p.padded_dimensions[d] for d in reversed(p.minor_to_major)]
+    origin = [(d,) for d in reversed(p.minor_to_major)]
+    assert len(p.tile_levels) == len(shape.layout.tiles)
+    for i, level in enumerate(p.tile_levels):
+        assert level.index == i and level.tile == shape.layout.tiles[i]
+        sizes = [1] * level.added_dimensions + sizes
+        origin = [()] * level.added_dimensions + origin
+        k = sum(len(e.inputs) for e in level.entries)
+        assert k == len(level.tile)
+        assert [s for e in level.entries for s in e.input_sizes] == sizes[len(sizes) - k:]
+        assert [o for e in level.entries for o in e.inputs] == origin[len(origin) - k:]
+        for e in level.entries:
+            assert e.size == math.prod(e.input_sizes)
+            assert e.count == -(-e.size // e.tile_size)
+        sizes = (sizes[:len(sizes) - k] + [e.count for e in level.entries]
+                 + [e.tile_size for e in level.entries])
+        fed = [tuple(sorted(set().union(*e.inputs))) for e in level.entries]
+        origin = origin[:len(origin) - k] + fed + fed
+    assert tuple(sizes) == p.physical_dimensions
 
 
 @SETTINGS

@@ -56,7 +56,7 @@ def test_valid_shapes_pass(shape):
 # -- not validated (spec §6.2 "Not validated") ---------------------------------------
 @pytest.mark.parametrize("layout", [
     Layout((1, 0), memory_space=-3),
-    Layout((1, 0), split_configs=[SplitConfig(7, (100, 2))]),
+    Layout((1, 0), split_configs=[SplitConfig(1, (100, 200)), SplitConfig(0, (4,))]),
     Layout((1, 0), tiles=[Tile(8, 8, 8, 128)]),           # tile longer than the shape
     Layout((1, 0), element_size_in_bits=4),                # narrower than f32
     Layout((1, 0), dynamic_shape_metadata_prefix_bytes=-5),
@@ -64,6 +64,18 @@ def test_valid_shapes_pass(shape):
 ])
 def test_not_validated(layout):
     su.validate_shape(Shape("f32", (8, 256), layout))
+
+
+def test_split_configs_are_validated():
+    # XLA's parser refuses these in tuple elements (tests/test_validation_table.py
+    # has the whole table with XLA's verdicts).
+    with raises_exactly("split config dimension 7 is out of range for 2 dimensions: f32[8,256]"):
+        su.validate_shape(Shape("f32", (8, 256), Layout((1, 0), split_configs=[
+            SplitConfig(7, (100, 2))])))
+    with raises_exactly("split indices [100, 2] must increase strictly within (0, 256): "
+                        "f32[8,256]"):
+        su.validate_shape(Shape("f32", (8, 256), Layout((1, 0), split_configs=[
+            SplitConfig(1, (100, 2))])))
 
 
 # -- non-layout checks (spec §6.1) -----------------------------------------------------

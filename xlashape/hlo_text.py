@@ -50,7 +50,9 @@ import re
 from typing import List, Optional, Tuple
 
 from ._base import INT64_MAX, INT64_MIN, UINT64_MAX
-from .errors import HloParseError, ShapeIndexError, ShapeTypeError, XlaShapeError
+from ._validation import validate_layout_in_shape, validate_non_layout
+from .errors import (HloParseError, InvalidShapeError, ShapeIndexError, ShapeTypeError,
+                     XlaShapeError)
 from .layout import COMBINE_DIMENSION, Layout, SplitConfig, Tile, _trusted_layout, _trusted_tile
 from .primitive_types import PrimitiveType
 from .shape import Shape, UNBOUNDED_SIZE, _trusted_shape
@@ -465,6 +467,10 @@ def _describe(lx: _Lexer) -> str:
 _INVALID = Shape(P.PRIMITIVE_TYPE_INVALID)
 
 
+def _validate_layouts(shape: Shape) -> None:
+    validate_layout_in_shape(shape, allow_missing_layouts=True)
+
+
 # ---------------------------------------------------------------------------
 # The fast path: one regex for the overwhelmingly common well-formed array
 # shape, ``type[dims]{m2m:T(..)..L(n)E(n)S(n)}`` (and tuples of them, as XLA
@@ -517,8 +523,8 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
     the full parser must decide (it would fail, abort, or do more).
 
     With ``in_tuple``, also None unless the shape certainly passes the checks
-    ``_parse_tuple`` runs on its elements (``_non_layout_problem`` and
-    ``_layout_problem``); the full parser then produces the message.
+    ``_parse_tuple`` runs on its elements (:mod:`xlashape._validation`); the
+    full parser then produces the message.
     """
     try:
         if not dims_text:
@@ -550,7 +556,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
         # text of fewer than 19 characters cannot hold such a number).
         if len(dims_text) > 18 and max(dims) > INT64_MAX:
             return None
-        # _non_layout_problem (tuple elements): element count and byte size fit
+        # Tuple elements (validate_non_layout): element count and byte size fit
         # in int64. Dimensions written in at most 17 characters multiply to
         # less than 10**17, and 16 bytes per element keep that below 2**63.
         if in_tuple and len(dims_text) > 17:
@@ -571,7 +577,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             if len(m2m_text) > 18 and max(m2m) > INT64_MAX:
                 return None
             if in_tuple and (max(m2m) >= n or len(set(m2m)) != n):
-                return None  # _layout_problem: not a permutation
+                return None  # tuple elements: not a permutation
         elif n:
             return None
         else:
@@ -590,7 +596,7 @@ def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_tex
             if len(tiles_text) > 18 and max(map(max, tile_dims)) > INT64_MAX:
                 return None
             if in_tuple and any(0 in t for t in tile_dims):
-                return None  # _layout_problem: invalid tiles
+                return None  # tuple elements: invalid tiles
             tiles = tuple(map(_trusted_tile, tile_dims))
         # int() raises ValueError past sys.get_int_max_str_digits() digits.
         if tail_text is None:
@@ -773,12 +779,16 @@ class _Parser:
                 shapes.append(sub)
                 if not self._eat(K_COMMA):
                     break
-        for check in (_non_layout_problem, _layout_problem):
+        # XLA validates each element as it builds the tuple
+        # (ValidateShapeWithOptionalLayout): the non-layout checks of every
+        # element first, then their layouts.
+        for check in (validate_non_layout, _validate_layouts):
             for i, sub in enumerate(shapes):
-                problem = check(sub)
-                if problem is not None:
+                try:
+                    check(sub)
+                except InvalidShapeError as e:
                     return self._error(
-                        starts[i], f"tuple element {i} is not a valid shape: {problem}"), _INVALID
+                        starts[i], f"tuple element {i} is not a valid shape: {e}"), _INVALID
         result = Shape.tuple(shapes)
         return self._expect(K_RPAREN, "expects ')' at the end of tuple."), result
 
@@ -1068,97 +1078,6 @@ class _Parser:
             self.depth -= _PHYSICAL_SHAPE_DEPTH - 1
         self._expect(K_RPAREN, "expects physical shape to end with kRparen")
         return shape
-
-
-# ---------------------------------------------------------------------------
-# What MakeValidatedTupleShape checks (ShapeUtil::ValidateShapeWithOptionalLayout).
-
-def _non_layout_problem(shape: Shape) -> Optional[str]:
-    et = shape.element_type
-    if et is P.TUPLE:
-        for sub in shape.tuple_shapes:
-            problem = _non_layout_problem(sub)
-            if problem is not None:
-                return problem
-        return None
-    if et is P.BUFFER:
-        return _non_layout_problem(shape.buffer_shape)
-    if not et.is_array_type:
-        return None
-    product = 1
-    overflow = False
-    for d in shape.dimensions:
-        if d == UNBOUNDED_SIZE:
-            continue
-        product *= d
-        if product > INT64_MAX:
-            overflow = True
-    if overflow:
-        return f"Dimensions overflow. Shape: {shape.human_string()}"
-    if product * et.byte_width > INT64_MAX:
-        return f"Shape {shape.human_string()} size may overflow int64_t."
-    return None
-
-
-def _layout_problem(shape: Shape) -> Optional[str]:
-    et = shape.element_type
-    if et is P.TUPLE:
-        for sub in shape.tuple_shapes:
-            problem = _layout_problem(sub)
-            if problem is not None:
-                return problem
-        return None
-    if et is P.BUFFER:
-        return _layout_problem(shape.buffer_shape)
-    layout = shape.layout
-    if not et.is_array_type or layout is None:
-        return None
-    n = len(shape.dimensions)
-    m2m = layout.minor_to_major
-    if len(m2m) != n:
-        joined = ", ".join(map(str, m2m))
-        return (f"layout minor_to_major field contains {len(m2m)} elements, but shape has "
-                f"{n} dimensions: {{{joined}}}; shape: {shape}")
-    if n and (min(m2m) < 0 or max(m2m) >= n or len(set(m2m)) != n):
-        # Not a permutation: report the first offending entry, in order.
-        joined = ", ".join(map(str, m2m))
-        seen = set()
-        for d in m2m:
-            if d < 0 or d >= n:
-                return (f"layout minor_to_major field has out-of-bounds value: {{{joined}}}; "
-                        f"shape: {shape}")
-            if d in seen:
-                return (f"layout minor_to_major field has duplicate values: {{{joined}}}; "
-                        f"shape: {shape}")
-            seen.add(d)
-    if layout.index_primitive_type is not P.PRIMITIVE_TYPE_INVALID:
-        return f"layout has a index_primitive_type, but is not a sparse array: {shape}"
-    if layout.pointer_primitive_type is not P.PRIMITIVE_TYPE_INVALID:
-        return f"layout has a pointer_primitive_type, but is not a sparse array: {shape}"
-    for tile in layout.tiles:
-        if len(tile) == 0 or 0 in tile.dimensions:
-            return f"layout has invalid tiles: {shape}"
-    if layout.element_size_in_bits < 0:
-        return f"layout element_size_in_bits field is negative: {layout.element_size_in_bits}"
-    # Split configs (checked by the XLA in current jaxlib): a physical
-    # dimension in range, at most one config per dimension, split indices
-    # strictly increasing inside (0, size).
-    used = set()
-    for cfg in layout.split_configs:
-        d = cfg.dimension
-        if d < 0 or d >= n:
-            return f"split config dimension {d} is out of range for {n} dimensions: {shape}"
-        if d in used:
-            return f"more than one split config for dimension {d}: {shape}"
-        used.add(d)
-        size = shape.dimensions[m2m[n - 1 - d]]
-        last = 0
-        for idx in cfg.split_indices:
-            if idx <= last or idx >= size:
-                return (f"split indices {list(cfg.split_indices)} must increase strictly "
-                        f"within (0, {size}): {shape}")
-            last = idx
-    return None
 
 
 # ---------------------------------------------------------------------------

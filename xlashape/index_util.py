@@ -24,13 +24,9 @@ from __future__ import annotations
 from typing import Sequence, Tuple
 
 from ._base import as_int, check_index, int_tuple
+from ._shared import array_shape, layout_or_default
+from ._validation import require_permutation, require_sizes
 from .errors import ShapeIndexError
-from .layout_util import (
-    _array_shape,
-    _check_m2m_permutation,
-    _layout_or_default,
-    _static_dims,
-)
 from .shape import Shape
 
 __all__ = [
@@ -44,10 +40,10 @@ __all__ = [
 
 
 def _prepare(shape, what: str) -> Tuple[Shape, tuple]:
-    shape = _array_shape(shape, what)
-    layout = _layout_or_default(shape)
-    _check_m2m_permutation(shape, layout)
-    _static_dims(shape, what)
+    shape = array_shape(shape, what)
+    layout = layout_or_default(shape)
+    require_permutation(shape, layout)
+    require_sizes(shape, what)
     return shape, layout.minor_to_major
 
 
@@ -160,7 +156,7 @@ def index_in_bounds(shape, index: Sequence[int]) -> bool:
     >>> index_in_bounds("f32[2,3]", (1, 2)), index_in_bounds("f32[2,3]", (2, 0))
     (True, False)
     """
-    shape = _array_shape(shape, "index_in_bounds")
+    shape = array_shape(shape, "index_in_bounds")
     idx = int_tuple(index, "index")
     if len(idx) != len(shape.dimensions):
         return False

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Optional, Sequence
+from typing import Sequence
 
 from ._base import INT64_MAX, INT64_MIN, Frozen, as_int, int_tuple
 from .errors import ShapeTypeError, InvalidShapeError

@@ -20,11 +20,15 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+from . import _validation
 from ._base import as_int, check_index, int_list
-from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
-from .layout import COMBINE_DIMENSION, Layout, SplitConfig
+from ._shared import (array_shape, as_layout, as_shape, layout_or_default,
+                      linear_index_unchecked)
+from ._validation import require_permutation, require_sizes
+from .errors import InvalidShapeError, ShapeIndexError
+from .layout import Layout, SplitConfig
 from .primitive_types import PrimitiveType, as_primitive_type
-from .shape import UNBOUNDED_SIZE, Shape
+from .shape import Shape
 
 __all__ = [
     "make_layout",
@@ -73,57 +77,6 @@ __all__ = [
 ]
 
 _INVALID = PrimitiveType.PRIMITIVE_TYPE_INVALID
-
-
-# -- argument helpers (shared with shape_util / index_util) ------------------
-def _as_shape(shape) -> Shape:
-    """A Shape from a Shape or HLO text (the parser is imported lazily: it sits
-    above this module in the layering)."""
-    if isinstance(shape, Shape):
-        return shape
-    if isinstance(shape, str):
-        from .hlo_text import parse_shape
-
-        return parse_shape(shape)
-    raise ShapeTypeError(f"expected a Shape or HLO shape text, got {type(shape).__name__}")
-
-
-def _as_layout(layout) -> Layout:
-    if isinstance(layout, Layout):
-        return layout
-    if isinstance(layout, str):
-        from .hlo_text import parse_layout
-
-        return parse_layout(layout)
-    raise ShapeTypeError(f"expected a Layout or HLO layout text, got {type(layout).__name__}")
-
-
-def _array_shape(shape, what: str = "this function") -> Shape:
-    """Accept an array shape (a buffer is unwrapped to its array)."""
-    shape = _as_shape(shape)
-    if shape.is_buffer:
-        shape = shape.buffer_shape
-    if not shape.is_array:
-        raise InvalidShapeError(f"{what} needs an array shape, got {shape.human_string()}")
-    return shape
-
-
-def _layout_or_default(shape: Shape) -> Layout:
-    """The shape's layout, or the default layout when it has none (what the
-    HLO parser and ``make_shape`` would have given it)."""
-    lay = shape.layout
-    if lay is None:
-        return get_default_layout_for_rank(len(shape.dimensions))
-    return lay
-
-
-def _check_m2m_permutation(shape: Shape, layout: Layout) -> None:
-    n = len(shape.dimensions)
-    m2m = layout.minor_to_major
-    if len(m2m) != n or sorted(m2m) != list(range(n)):
-        raise InvalidShapeError(
-            f"layout {layout} is not a permutation of the {n} dimensions of "
-            f"{shape.human_string()} (minor_to_major must list 0..{n - 1} once each)")
 
 
 # -- construction (spec §5) ----------------------------------------------------
@@ -243,7 +196,7 @@ def get_default_layout_for_shape(shape) -> Layout:
     >>> str(get_default_layout_for_shape("f32[10,20,30,15,25]"))
     '{4,3,2,1,0}'
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_token or shape.is_opaque:
         return Layout()
     if shape.is_buffer:
@@ -274,7 +227,7 @@ def set_to_default_layout(shape) -> Shape:
             return a.with_layout(default)
         return a.with_layout(a.layout.replace(minor_to_major=default.minor_to_major))
 
-    return _as_shape(shape).map_arrays(fix)
+    return as_shape(shape).map_arrays(fix)
 
 
 get_with_default_layout = set_to_default_layout
@@ -287,7 +240,7 @@ def clear_layout(shape) -> Shape:
     >>> str(clear_layout("(f32[2,3]{0,1}, s8[])").to_string(True))
     '(f32[2,3], s8[])'
     """
-    return _as_shape(shape).without_layout()
+    return as_shape(shape).without_layout()
 
 
 def clear_tiles(shape) -> Shape:
@@ -296,7 +249,7 @@ def clear_tiles(shape) -> Shape:
     >>> str(clear_tiles("bf16[16,256]{1,0:T(8,128)(2,1)S(1)}"))
     'bf16[16,256]{1,0:S(1)}'
     """
-    return _as_shape(shape).map_arrays(
+    return as_shape(shape).map_arrays(
         lambda a: a if a.layout is None else a.with_layout(a.layout.replace(tiles=())))
 
 
@@ -309,7 +262,7 @@ def has_layout(shape) -> bool:
     >>> has_layout("(f32[2]{0}, token[])")
     True
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_tuple:
         return all(has_layout(s) for s in shape.tuple_shapes)
     if shape.is_buffer:
@@ -328,7 +281,7 @@ def has_any_layout(shape) -> bool:
     >>> has_any_layout("()")
     False
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_tuple:
         return any(has_any_layout(s) for s in shape.tuple_shapes)
     if shape.is_buffer:
@@ -344,7 +297,7 @@ def has_custom_element_size_in_bits(shape) -> bool:
     >>> has_custom_element_size_in_bits("(f32[2], s4[8]{0:E(4)})")
     True
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_tuple:
         return any(has_custom_element_size_in_bits(s) for s in shape.tuple_shapes)
     if shape.is_buffer:
@@ -364,7 +317,7 @@ def layouts_in_shapes_equal(lhs, rhs) -> bool:
     >>> layouts_in_shapes_equal("f32[2,3]{0,1}", "s8[7,9]{0,1}")
     True
     """
-    lhs, rhs = _as_shape(lhs), _as_shape(rhs)
+    lhs, rhs = as_shape(lhs), as_shape(rhs)
     if lhs.is_tuple:
         if not rhs.is_tuple or len(lhs.tuple_shapes) != len(rhs.tuple_shapes):
             return False
@@ -395,7 +348,7 @@ def copy_layout_between_shapes(src, dst) -> Shape:
     >>> str(copy_layout_between_shapes("f32[123,42,7]{2,0,1}", "f32[2,3,5]"))
     'f32[2,3,5]{2,0,1}'
     """
-    src, dst = _as_shape(src), _as_shape(dst)
+    src, dst = as_shape(src), as_shape(dst)
     if src.is_tuple != dst.is_tuple:
         raise InvalidShapeError("cannot copy layout from shape: shape structure differs")
     if src.is_tuple:
@@ -424,7 +377,7 @@ def equal(lhs: Layout, rhs: Layout) -> bool:
     >>> equal(make_layout([1, 0], dynamic_shape_metadata_prefix_bytes=8), make_layout([1, 0]))
     True
     """
-    return _as_layout(lhs) == _as_layout(rhs)
+    return as_layout(lhs) == as_layout(rhs)
 
 
 def human_string(layout) -> str:
@@ -433,7 +386,7 @@ def human_string(layout) -> str:
     >>> human_string(make_layout([1, 0], tiles=[(8, 128)]))
     '{1,0:T(8,128)}'
     """
-    return str(_as_layout(layout))
+    return str(as_layout(layout))
 
 
 # -- dimension mapping (spec §10) ----------------------------------------------
@@ -448,8 +401,8 @@ def minor_to_major(shape_or_layout) -> tuple:
     if isinstance(shape_or_layout, Layout):
         return shape_or_layout.minor_to_major
     if isinstance(shape_or_layout, str) and shape_or_layout.lstrip().startswith("{"):
-        return _as_layout(shape_or_layout).minor_to_major
-    shape = _array_shape(shape_or_layout, "minor_to_major")
+        return as_layout(shape_or_layout).minor_to_major
+    shape = array_shape(shape_or_layout, "minor_to_major")
     if shape.layout is None:
         raise InvalidShapeError(f"shape {shape.human_string()} does not have a layout")
     return shape.layout.minor_to_major
@@ -471,7 +424,7 @@ def minor(layout, physical_dimension_number: int) -> int:
     >>> minor(make_layout([2, 0, 1]), 0)
     2
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     p = _position(layout, physical_dimension_number, "physical dimension")
     return layout.minor_to_major[p]
 
@@ -483,7 +436,7 @@ def major(layout, physical_dimension_number: int) -> int:
     >>> major(make_layout([2, 0, 1]), 0)
     1
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     p = _position(layout, physical_dimension_number, "physical dimension")
     m2m = layout.minor_to_major
     return m2m[len(m2m) - 1 - p]
@@ -496,7 +449,7 @@ def make_logical_to_physical(layout) -> tuple:
     >>> make_logical_to_physical(make_layout([0, 2, 1]))
     (2, 0, 1)
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     m2m = layout.minor_to_major
     n = len(m2m)
     if sorted(m2m) != list(range(n)):
@@ -511,8 +464,8 @@ def _layout_of(shape_or_layout) -> Layout:
     if isinstance(shape_or_layout, Layout):
         return shape_or_layout
     if isinstance(shape_or_layout, str) and shape_or_layout.lstrip().startswith("{"):
-        return _as_layout(shape_or_layout)
-    shape = _array_shape(shape_or_layout)
+        return as_layout(shape_or_layout)
+    shape = array_shape(shape_or_layout)
     if shape.layout is None:
         raise InvalidShapeError(f"shape {shape.human_string()} does not have a layout")
     return shape.layout
@@ -576,7 +529,7 @@ def move_dim_to_major(layout, dim: int) -> Layout:
     >>> str(move_dim_to_major(make_layout([2, 1, 0]), 1))
     '{2,0,1}'
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     dim = _dim_in_layout(layout, dim)
     m2m = layout.minor_to_major
     if m2m[-1] == dim:
@@ -590,7 +543,7 @@ def move_dim_to_minor(layout, dim: int) -> Layout:
     >>> str(move_dim_to_minor(make_layout([2, 0, 3, 1]), 3))
     '{3,2,0,1}'
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     dim = _dim_in_layout(layout, dim)
     m2m = layout.minor_to_major
     if m2m[0] == dim:
@@ -617,7 +570,7 @@ def are_dimensions_consecutive(layout, dims: Sequence[int]) -> bool:
     >>> are_dimensions_consecutive(make_layout([3, 1, 2, 0]), [2, 1])
     True
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     positions = sorted(position_in_container(layout.minor_to_major, as_int(d, "dimension"))
                        for d in dims)
     return all(b - a == 1 for a, b in zip(positions, positions[1:]))
@@ -646,68 +599,6 @@ def byte_strides_is_major_to_minor(byte_strides: Sequence[int], dims: Sequence[i
 
 
 # -- linear index, splits (spec §8.7, §10) -------------------------------------
-def _c_div(a: int, b: int) -> int:
-    """C++ integer division (truncates toward zero)."""
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def _c_mod(a: int, b: int) -> int:
-    return a - b * _c_div(a, b)
-
-
-def _ceil_of_ratio(a: int, b: int) -> int:
-    return -((-a) // b)
-
-
-def _linear_index_unchecked(shape: Shape, layout: Layout, index: Sequence[int]) -> int:
-    """XLA's LinearIndex arithmetic with C++ division, no bounds checks (used by
-    ``array_data_size``, which passes ``dims - 1`` and so -1 for empty dims)."""
-    n = len(shape.dimensions)
-    if n == 0:
-        return 0
-    if n == 1:
-        return index[0]
-    tile = layout.tiles[0].dimensions if layout.tiles else ()
-    if COMBINE_DIMENSION in tile:
-        raise InvalidShapeError(
-            f"LayoutUtil::LinearIndex does not support combined ('*') tile "
-            f"dimensions ({shape}); use xlashape.tiling.linear_index")
-    if 0 in tile:
-        raise InvalidShapeError(f"layout has invalid tiles: {shape.human_string()}")
-    tile_multiplier = 1
-    for t in tile:
-        tile_multiplier *= t
-    within = 1
-    lin = 0
-    k = len(tile)
-    m2m = layout.minor_to_major
-    for mi in range(n):
-        ld = m2m[mi]
-        size = shape.dimensions[ld]
-        e = index[ld]
-        if mi < k:
-            td = tile[k - 1 - mi]
-            lin += tile_multiplier * _c_div(e, td) + within * _c_mod(e, td)
-            tile_multiplier *= _ceil_of_ratio(size, td)
-            within *= td
-        else:
-            lin += e * tile_multiplier
-            tile_multiplier *= size
-    return lin
-
-
-def _static_dims(shape: Shape, what: str) -> None:
-    for d, (size, dyn) in enumerate(zip(shape.dimensions, shape.dynamic_dimensions)):
-        if dyn and size == UNBOUNDED_SIZE:
-            raise InvalidShapeError(
-                f"{what} needs a known size for every dimension, but dimension {d} of "
-                f"{shape.human_string()} is unbounded ('?')")
-        if size < 0:
-            raise InvalidShapeError(
-                f"{what}: dimension {d} of {shape.human_string()} has negative size {size}")
-
-
 def linear_index(shape, index: Sequence[int]) -> int:
     """``LayoutUtil::LinearIndex``: element offset using the **first tile only**.
 
@@ -728,12 +619,12 @@ def linear_index(shape, index: Sequence[int]) -> int:
     >>> linear_index("f32[3,5]{1,0:T(2,2)}", (2, 3))
     17
     """
-    shape = _array_shape(shape, "linear_index")
-    layout = _layout_or_default(shape)
-    _check_m2m_permutation(shape, layout)
-    _static_dims(shape, "linear_index")
+    shape = array_shape(shape, "linear_index")
+    layout = layout_or_default(shape)
+    require_permutation(shape, layout)
+    require_sizes(shape, "linear_index")
     idx = check_index(index, shape)
-    return _linear_index_unchecked(shape, layout, idx)
+    return linear_index_unchecked(shape, layout, idx)
 
 
 def linear_index_for_nested_tiling(shape, index: Sequence[int]) -> int:
@@ -749,7 +640,7 @@ def linear_index_for_nested_tiling(shape, index: Sequence[int]) -> int:
     """
     from .tiling import linear_index as _tiled_linear_index  # tiling sits above this module
 
-    return _tiled_linear_index(_as_shape(shape), index)
+    return _tiled_linear_index(as_shape(shape), index)
 
 
 def delinearize_index_for_nested_tiling(shape, linear: int):
@@ -762,7 +653,7 @@ def delinearize_index_for_nested_tiling(shape, linear: int):
     """
     from .tiling import multidimensional_index as _tiled_multidimensional_index
 
-    return _tiled_multidimensional_index(_as_shape(shape), linear)
+    return _tiled_multidimensional_index(as_shape(shape), linear)
 
 
 def max_split_size(shape, dim: int) -> int:
@@ -777,7 +668,7 @@ def max_split_size(shape, dim: int) -> int:
     >>> [max_split_size(s, d) for d in range(3)]
     [150, 90, 70]
     """
-    shape = _array_shape(shape, "max_split_size")
+    shape = array_shape(shape, "max_split_size")
     n = len(shape.dimensions)
     d = as_int(dim, "dimension")
     if not 0 <= d < n:
@@ -810,7 +701,7 @@ def max_elements_in_per_split(shape) -> int:
     >>> max_elements_in_per_split("f32[150,200,100]{0,1,2:SC(0:30)(1:40,130)}")
     945000
     """
-    shape = _array_shape(shape, "max_elements_in_per_split")
+    shape = array_shape(shape, "max_elements_in_per_split")
     out = 1
     for d in range(len(shape.dimensions)):
         out *= max_split_size(shape, d)
@@ -825,7 +716,7 @@ def get_split_config(shape) -> Optional[SplitConfig]:
     >>> str(get_split_config("f32[8,8]{1,0:SC(0:3)}"))
     '(0:3)'
     """
-    shape = _array_shape(shape, "get_split_config")
+    shape = array_shape(shape, "get_split_config")
     if shape.layout is None or not shape.layout.split_configs:
         return None
     configs = shape.layout.split_configs
@@ -841,7 +732,7 @@ def memory_space(shape) -> int:
     >>> memory_space("f32[8]{0:S(1)}"), memory_space("f32[8]")
     (1, 0)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_buffer:
         shape = shape.buffer_shape
     if shape.is_array and shape.layout is not None:
@@ -860,7 +751,7 @@ def delete_dimension(layout, dim: int) -> Layout:
     >>> str(delete_dimension(make_layout([2, 0, 1]), 1))
     '{1,0}'
     """
-    layout = _as_layout(layout)
+    layout = as_layout(layout)
     dim = _dim_in_layout(layout, dim)
     m2m = tuple(d - 1 if d > dim else d for d in layout.minor_to_major if d != dim)
     changes = {"minor_to_major": m2m}
@@ -880,63 +771,27 @@ def validate_layout_for_shape(layout, shape) -> None:
 
     Checked, in XLA's order: the number of ``minor_to_major`` entries, each in
     range, no duplicates, ``L(n)`` > 0, no index/pointer primitive type, no
-    physical shape, no empty tile or tile containing 0, ``E(n)`` >= 0.
-    Not checked, as in XLA: memory space, split configs, negative tile entries,
-    tiles with more dimensions than the shape, ``E(n)`` narrower than the type,
-    ``M(n)``. Token and opaque shapes accept any layout; a tuple is refused.
+    physical shape, no empty tile or tile containing 0, ``E(n)`` >= 0, then
+    the split configs (a physical dimension in range, one config per
+    dimension, split indices strictly increasing inside ``(0, size)``).
+    Not checked, as in XLA: memory space, negative tile entries, tiles with
+    more dimensions than the shape, ``E(n)`` narrower than the type, ``M(n)``.
+    Token and opaque shapes accept any layout; a tuple is refused. These are
+    the checks XLA's HLO parser runs on every tuple element, so
+    ``parse_shape("(f32[8]{0:SC(0:9)})")`` is refused with the same message.
 
     >>> validate_layout_for_shape(make_layout([0, 1, 2]), "f32[2,3]")
     Traceback (most recent call last):
     ...
     xlashape.errors.InvalidShapeError: layout minor_to_major field contains 3 elements, but shape has 2 dimensions: {0, 1, 2}; shape: f32[2,3]
     """
-    layout = _as_layout(layout)
-    shape = _as_shape(shape)
+    layout = as_layout(layout)
+    shape = as_shape(shape)
     if shape.is_tuple:
         raise InvalidShapeError("a single Layout is not valid for tuple shapes")
     if shape.is_buffer:
         shape = shape.buffer_shape
-    if not shape.is_array:
-        return
-    text = shape.human_string()
-    m2m = layout.minor_to_major
-    n = len(shape.dimensions)
-    joined = ", ".join(map(str, m2m))
-    if len(m2m) != n:
-        raise InvalidShapeError(
-            f"layout minor_to_major field contains {len(m2m)} elements, but shape has "
-            f"{n} dimensions: {{{joined}}}; shape: {text}")
-    seen = [False] * n
-    for d in m2m:
-        if not 0 <= d < n:
-            raise InvalidShapeError(
-                f"layout minor_to_major field has out-of-bounds value: {{{joined}}}; "
-                f"shape: {text}")
-        if seen[d]:
-            raise InvalidShapeError(
-                f"layout minor_to_major field has duplicate values: {{{joined}}}; "
-                f"shape: {text}")
-        seen[d] = True
-    tail = layout.tail_padding_alignment_in_elements
-    if tail <= 0:
-        # Only reachable with a Layout not built by its constructor (XLA: a proto).
-        raise InvalidShapeError(
-            f"layout tail_padding_alignment_in_elements field is <= 0: {{{tail}}}")
-    if layout.index_primitive_type != _INVALID:
-        raise InvalidShapeError(
-            f"layout has a index_primitive_type, but is not a sparse array: {text}")
-    if layout.pointer_primitive_type != _INVALID:
-        raise InvalidShapeError(
-            f"layout has a pointer_primitive_type, but is not a sparse array: {text}")
-    if layout.physical_shape is not None:
-        raise InvalidShapeError(
-            f"layout has a physical_shape, but is not a sparse array: {text}")
-    for tile in layout.tiles:
-        if len(tile) == 0 or 0 in tile.dimensions:
-            raise InvalidShapeError(f"layout has invalid tiles: {text}")
-    if layout.element_size_in_bits < 0:
-        raise InvalidShapeError(
-            f"layout element_size_in_bits field is negative: {layout.element_size_in_bits}")
+    _validation.validate_layout_for_shape(layout, shape)
 
 
 def validate_layout_in_shape(shape, allow_missing_layouts: bool = False) -> None:
@@ -948,16 +803,4 @@ def validate_layout_in_shape(shape, allow_missing_layouts: bool = False) -> None
 
     >>> validate_layout_in_shape(Shape("f32", [2, 3]), allow_missing_layouts=True)
     """
-    shape = _as_shape(shape)
-    if shape.is_tuple:
-        for s in shape.tuple_shapes:
-            validate_layout_in_shape(s, allow_missing_layouts)
-        return
-    if shape.is_buffer:
-        shape = shape.buffer_shape
-    if shape.is_array:
-        if shape.layout is None:
-            if allow_missing_layouts:
-                return
-            raise InvalidShapeError(f"shape {shape.human_string()} does not have a layout")
-        validate_layout_for_shape(shape.layout, shape)
+    _validation.validate_layout_in_shape(as_shape(shape), allow_missing_layouts)

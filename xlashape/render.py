@@ -112,18 +112,10 @@ def _first_level_tiles(p: LayoutPlan) -> dict:
     """Logical dim -> tile size of the first tile level, for dims the level
     tiles on their own (not combined with ``*``)."""
     out = {}
-    if not p.levels:
-        return out
-    lv = p.levels[0]
-    phys = list(reversed(p.minor_to_major))  # physical order before tiling
-    n_before = len(phys) + lv.prepend
-    base = n_before - lv.k
-    for grp, t in zip(lv.groups, lv.tile):
-        if len(grp) != 1:
-            continue
-        a = base + grp[0] - lv.prepend
-        if 0 <= a < len(phys) and t > 1:
-            out[phys[a]] = t
+    if p.tile_levels:
+        for entry in p.tile_levels[0].entries:
+            if len(entry.inputs) == 1 and entry.inputs[0] and entry.tile_size > 1:
+                out[entry.inputs[0][0]] = entry.tile_size
     return out
 
 

@@ -24,19 +24,12 @@ from __future__ import annotations
 import numbers
 from typing import Callable, Iterable, Optional, Sequence
 
-from . import layout_util
-from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
+from . import _validation, layout_util
 from ._base import INT64_MAX, as_int, int_list
+from ._shared import array_shape, as_shape, layout_or_default, linear_index_unchecked
+from ._validation import require_permutation, require_sizes
+from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
 from .layout import COMBINE_DIMENSION, Layout
-from .layout_util import (
-    _array_shape,
-    _as_shape,
-    _layout_or_default,
-    _linear_index_unchecked,
-    _check_m2m_permutation,
-    _static_dims as _check_bounded,  # every dimension must have a size
-    validate_layout_in_shape,
-)
 from .primitive_types import PrimitiveType, as_primitive_type
 from .shape import UNBOUNDED_SIZE, Shape
 
@@ -313,7 +306,7 @@ def make_shape_with_static_dimensions(shape) -> Shape:
     >>> str(make_shape_with_static_dimensions("f32[<=4,3]"))
     'f32[4,3]{1,0}'
     """
-    return _as_shape(shape).map_arrays(
+    return as_shape(shape).map_arrays(
         lambda a: a.replace(dynamic_dimensions=[False] * len(a.dimensions)))
 
 
@@ -331,7 +324,7 @@ def make_static_shape(shape) -> Shape:
             layout = layout.replace(dynamic_shape_metadata_prefix_bytes=0)
         return a.replace(layout=layout, dynamic_dimensions=[False] * len(a.dimensions))
 
-    return _as_shape(shape).map_arrays(fix)
+    return as_shape(shape).map_arrays(fix)
 
 
 def make_scalar_shape(element_type) -> Shape:
@@ -346,7 +339,7 @@ def make_scalar_shape(element_type) -> Shape:
 def _shapes(shapes, what: str) -> list:
     if isinstance(shapes, (str, bytes, Shape)) or not isinstance(shapes, Iterable):
         raise ShapeTypeError(f"{what} must be a sequence of shapes, got {type(shapes).__name__}")
-    return [_as_shape(s) for s in shapes]
+    return [as_shape(s) for s in shapes]
 
 
 def make_tuple_shape(shapes: Sequence) -> Shape:
@@ -414,7 +407,7 @@ def make_buffer_shape(element_shape_or_type, dimensions: Optional[Sequence[int]]
     if dimensions is not None:
         inner = make_shape(element_shape_or_type, dimensions)
     else:
-        inner = _as_shape(element_shape_or_type)
+        inner = as_shape(element_shape_or_type)
     if not inner.is_array:
         raise InvalidShapeError(
             "element_shape must be an array shape to create a buffer shape.")
@@ -436,7 +429,7 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
     ...     "f32[128,24,4,48,48]{2,4,3,1,0}"))
     'f32[128,24,48,48,4]{4,3,2,1,0}'
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     is_buffer = shape.is_buffer
     if is_buffer:
         shape = shape.buffer_shape
@@ -446,7 +439,7 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
             f"shape, got {shape.human_string()}")
     n = len(shape.dimensions)
     if shape.layout is not None:
-        _check_m2m_permutation(shape, shape.layout)
+        require_permutation(shape, shape.layout)
         order = list(reversed(shape.layout.minor_to_major))
     else:
         order = list(range(n))
@@ -471,41 +464,6 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
 # =============================================================================
 # Validation (spec §6)
 # =============================================================================
-def _shape_error(shape: Shape, message: str) -> InvalidShapeError:
-    return InvalidShapeError(
-        f"Shape Error: {message} Shape({shape.element_type.hlo_name}): {shape.human_string()}")
-
-
-def _validate_non_layout(shape: Shape) -> None:
-    et = shape.element_type
-    if et is P.PRIMITIVE_TYPE_INVALID:
-        raise _shape_error(shape, "Invalid element type.")
-    if et is P.TUPLE:
-        for s in shape.tuple_shapes:
-            _validate_non_layout(s)
-        return
-    if et is P.BUFFER:
-        _validate_non_layout(shape.buffer_shape)
-        return
-    if et in (P.TOKEN, P.OPAQUE_TYPE):
-        return
-    # array
-    product = 1
-    overflow = False
-    for i, d in enumerate(shape.dimensions):
-        if d == UNBOUNDED_SIZE:
-            continue
-        if d < 0:
-            raise _shape_error(shape, f"Negative dimension at index {i}: {d}.")
-        product *= d
-        if product > INT64_MAX:
-            overflow = True
-    if overflow:
-        raise _shape_error(shape, "Dimensions overflow.")
-    if product * et.byte_width > INT64_MAX:
-        raise InvalidShapeError(f"Shape {shape.human_string()} size may overflow int64_t.")
-
-
 def validate_shape(shape) -> None:
     """``ShapeUtil::ValidateShape``: raise :class:`~xlashape.InvalidShapeError`
     with XLA's message if the shape is not valid; every array needs a layout.
@@ -517,7 +475,9 @@ def validate_shape(shape) -> None:
     :func:`xlashape.layout_util.validate_layout_for_shape`
     (``shape f32[2,3] does not have a layout``, ``layout minor_to_major field
     contains 3 elements, but shape has 2 dimensions: {0, 1, 2}; shape: f32[2,3]``,
-    ...). Parsing does not validate, as in XLA.
+    ...). Parsing validates only tuple elements, as in XLA: ``parse_shape``
+    accepts ``f32[8]{0:SC(0:9)}``, which this function refuses, and refuses
+    ``(f32[8]{0:SC(0:9)})`` with the same message.
 
     >>> validate_shape(make_shape("f32", [2, 3]))
     >>> validate_shape(Shape("f32", [2, -3], Layout((1, 0))))
@@ -525,9 +485,7 @@ def validate_shape(shape) -> None:
     ...
     xlashape.errors.InvalidShapeError: Shape Error: Negative dimension at index 1: -3. Shape(f32): f32[2,-3]
     """
-    shape = _as_shape(shape)
-    _validate_non_layout(shape)
-    validate_layout_in_shape(shape, allow_missing_layouts=False)
+    _validation.validate_shape(as_shape(shape), allow_missing_layouts=False)
 
 
 def validate_shape_with_optional_layout(shape) -> None:
@@ -536,9 +494,7 @@ def validate_shape_with_optional_layout(shape) -> None:
 
     >>> validate_shape_with_optional_layout(Shape("f32", [2, 3]))
     """
-    shape = _as_shape(shape)
-    _validate_non_layout(shape)
-    validate_layout_in_shape(shape, allow_missing_layouts=True)
+    _validation.validate_shape(as_shape(shape), allow_missing_layouts=True)
 
 
 # =============================================================================
@@ -552,8 +508,8 @@ def elements_in(shape) -> int:
     >>> elements_in("s32[3,0,5]"), elements_in("s32[]"), elements_in("f32[<=4,3]")
     (0, 1, 12)
     """
-    shape = _array_shape(shape, "elements_in")
-    _check_bounded(shape, "elements_in")
+    shape = array_shape(shape, "elements_in")
+    require_sizes(shape, "elements_in")
     n = 1
     for d in shape.dimensions:
         n *= d
@@ -567,7 +523,7 @@ def elements_in_recursive(shape) -> int:
     >>> elements_in_recursive("(f32[2,3], (s8[4], ()))")
     10
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_tuple:
         return sum(elements_in_recursive(s) for s in shape.tuple_shapes)
     if not (shape.is_array or shape.is_buffer):
@@ -599,7 +555,7 @@ def element_size_in_bits(shape) -> int:
     >>> element_size_in_bits("s4[8]"), element_size_in_bits("s4[8]{0:E(4)}")
     (8, 4)
     """
-    shape = _array_shape(shape, "element_size_in_bits")
+    shape = array_shape(shape, "element_size_in_bits")
     if shape.layout is not None and shape.layout.element_size_in_bits != 0:
         return shape.layout.element_size_in_bits
     return shape.element_type.byte_width * 8
@@ -623,7 +579,7 @@ def byte_size_of_elements(shape) -> int:
     >>> byte_size_of_elements("s4[3,5]"), byte_size_of_elements("s4[3,5]{1,0:E(4)}")
     (15, 8)
     """
-    shape = _array_shape(shape, "byte_size_of_elements")
+    shape = array_shape(shape, "byte_size_of_elements")
     return _bytes_for(elements_in(shape), shape)
 
 
@@ -633,7 +589,7 @@ def byte_size_of_tuple_index_table(shape, pointer_size: int) -> int:
     >>> byte_size_of_tuple_index_table("(f32[2], s8[], token[])", 8)
     24
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if not shape.is_tuple:
         raise InvalidShapeError(
             f"byte_size_of_tuple_index_table needs a tuple shape, got {shape.human_string()}")
@@ -657,7 +613,7 @@ def byte_size_of(shape, pointer_size: int = -1) -> int:
     >>> byte_size_of("f32[10,20]"), byte_size_of("(f32[2], s8[])", pointer_size=8)
     (800, 16)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     pointer_size = as_int(pointer_size, "pointer_size")
     if shape.is_tuple:
         return byte_size_of_tuple_index_table(shape, pointer_size)
@@ -682,7 +638,7 @@ def byte_size_of_elements_recursive(shape) -> int:
     >>> byte_size_of_elements_recursive("(f32[100], s8[], token[])")
     401
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_token:
         return 0
     if shape.is_tuple:
@@ -724,14 +680,14 @@ def array_size(shape) -> int:
     >>> array_size("f32[3,5]{1,0:T(2,2)}"), array_size("f32[3,5]{1,0:L(16)}")
     (96, 60)
     """
-    shape = _array_shape(shape, "array_size")
+    shape = array_shape(shape, "array_size")
     if shape.is_unbounded_dynamic:
         return UNBOUNDED_SIZE
-    layout = _layout_or_default(shape)
+    layout = layout_or_default(shape)
     if not layout.tiles:
         return byte_size_of_elements(shape)
-    _check_m2m_permutation(shape, layout)
-    _check_bounded(shape, "array_size")
+    require_permutation(shape, layout)
+    require_sizes(shape, "array_size")
     tiles = layout.tiles
     tile = tiles[0].dimensions
     m2m = layout.minor_to_major
@@ -778,12 +734,12 @@ def array_data_size(shape) -> int:
     >>> array_data_size("s4[64,128]{1,0:E(4)}"), array_data_size("f32[3,5]{1,0:T(2,2)}")
     (4096, 84)
     """
-    shape = _array_shape(shape, "array_data_size")
-    layout = _layout_or_default(shape)
-    _check_m2m_permutation(shape, layout)
-    _check_bounded(shape, "array_data_size")
+    shape = array_shape(shape, "array_data_size")
+    layout = layout_or_default(shape)
+    require_permutation(shape, layout)
+    require_sizes(shape, "array_data_size")
     idx = [d - 1 for d in shape.dimensions]
-    count = _linear_index_unchecked(shape, layout, idx) + 1
+    count = linear_index_unchecked(shape, layout, idx) + 1
     return _bytes_for(count, shape.with_layout(layout))
 
 
@@ -797,13 +753,13 @@ def unpacked_byte_strides(shape) -> Optional[tuple]:
     >>> unpacked_byte_strides("s4[2,4]{1,0:E(4)}")
     (4, 1)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_buffer:
         shape = shape.buffer_shape
     if not shape.is_array or shape.layout is None:
         return None
-    _check_m2m_permutation(shape, shape.layout)
-    _check_bounded(shape, "byte_strides")
+    require_permutation(shape, shape.layout)
+    require_sizes(shape, "byte_strides")
     strides = [0] * len(shape.dimensions)
     stride = shape.element_type.byte_width
     for d in shape.layout.minor_to_major:
@@ -824,7 +780,7 @@ def byte_strides(shape) -> Optional[tuple]:
     >>> byte_strides("f32[3,5,7]"), byte_strides("f16[5,7,9]"), byte_strides("s4[10,20]{1,0:E(4)}")
     ((140, 28, 4), (126, 18, 2), None)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_buffer:
         shape = shape.buffer_shape
     if shape.is_array and shape.layout is not None and shape.layout.element_size_in_bits % 8:
@@ -842,7 +798,7 @@ def true_num_dimensions(shape) -> int:
     >>> true_num_dimensions("f32[1,3,1,0]")
     2
     """
-    shape = _array_shape(shape, "true_num_dimensions")
+    shape = array_shape(shape, "true_num_dimensions")
     return sum(1 for d in shape.dimensions if d != 1)
 
 
@@ -852,7 +808,7 @@ def is_effective_scalar(shape) -> bool:
     >>> is_effective_scalar("f32[1,1]"), is_effective_scalar("f32[1,2]")
     (True, False)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     return shape.is_array and true_num_dimensions(shape) == 0
 
 
@@ -862,7 +818,7 @@ def is_scalar(shape) -> bool:
     >>> is_scalar("f32[]"), is_scalar("f32[1]")
     (True, False)
     """
-    return _as_shape(shape).is_scalar
+    return as_shape(shape).is_scalar
 
 
 def is_zero_element_array(shape) -> bool:
@@ -871,7 +827,7 @@ def is_zero_element_array(shape) -> bool:
     >>> is_zero_element_array("s32[3,0,5]"), is_zero_element_array("(s32[0])")
     (True, False)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     return shape.is_array and 0 in shape.dimensions
 
 
@@ -881,7 +837,7 @@ def has_degenerate_dimensions(shape) -> bool:
     >>> has_degenerate_dimensions("f32[3,1,2]")
     True
     """
-    shape = _array_shape(shape, "has_degenerate_dimensions")
+    shape = array_shape(shape, "has_degenerate_dimensions")
     return 1 in shape.dimensions
 
 
@@ -891,7 +847,7 @@ def is_empty_tuple(shape) -> bool:
     >>> is_empty_tuple("()"), is_empty_tuple("(s32[])")
     (True, False)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     return shape.is_tuple and not shape.tuple_shapes
 
 
@@ -901,7 +857,7 @@ def is_nested_tuple(shape) -> bool:
     >>> is_nested_tuple("(s32[], ())"), is_nested_tuple("(s32[], s32[])")
     (True, False)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     return shape.is_tuple and any(s.is_tuple for s in shape.tuple_shapes)
 
 
@@ -911,7 +867,7 @@ def tuple_element_count(shape) -> int:
     >>> tuple_element_count("(f32[2], token[])")
     2
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if not shape.is_tuple:
         raise InvalidShapeError(f"{shape.human_string()} is not a tuple")
     return len(shape.tuple_shapes)
@@ -923,7 +879,7 @@ def has_primitive_type(shape, element_type) -> bool:
     >>> has_primitive_type("(s32[], (s16[]))", "s16")
     True
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     et = as_primitive_type(element_type)
     if shape.element_type is et:
         return True
@@ -936,7 +892,7 @@ def element_is_integral(shape) -> bool:
     >>> element_is_integral("u8[2]"), element_is_integral("f32[2]")
     (True, False)
     """
-    return _as_shape(shape).element_type.is_integral
+    return as_shape(shape).element_type.is_integral
 
 
 def element_is_floating(shape) -> bool:
@@ -945,7 +901,7 @@ def element_is_floating(shape) -> bool:
     >>> element_is_floating("bf16[2]")
     True
     """
-    return _as_shape(shape).element_type.is_floating_point
+    return as_shape(shape).element_type.is_floating_point
 
 
 def element_is_complex(shape) -> bool:
@@ -954,7 +910,7 @@ def element_is_complex(shape) -> bool:
     >>> element_is_complex("c64[2]")
     True
     """
-    return _as_shape(shape).element_type.is_complex
+    return as_shape(shape).element_type.is_complex
 
 
 def element_is_signed(shape) -> bool:
@@ -963,7 +919,7 @@ def element_is_signed(shape) -> bool:
     >>> element_is_signed("s8[]"), element_is_signed("f32[]"), element_is_signed("c64[]")
     (True, True, False)
     """
-    et = _as_shape(shape).element_type
+    et = as_shape(shape).element_type
     return et.is_signed_integral or et.is_floating_point
 
 
@@ -973,7 +929,7 @@ def element_has_bit_width(shape, bits: int) -> bool:
     >>> element_has_bit_width("s4[8]", 4)
     True
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     return shape.is_array and shape.element_type.bit_width == as_int(bits, "bits")
 
 
@@ -983,7 +939,7 @@ def same_rank(lhs, rhs) -> bool:
     >>> same_rank("f32[1,2]", "s8[3,4]")
     True
     """
-    return len(_as_shape(lhs).dimensions) == len(_as_shape(rhs).dimensions)
+    return len(as_shape(lhs).dimensions) == len(as_shape(rhs).dimensions)
 
 
 def same_dimensions(lhs, rhs) -> bool:
@@ -992,7 +948,7 @@ def same_dimensions(lhs, rhs) -> bool:
     >>> same_dimensions("f32[?,3]", "s8[7,3]"), same_dimensions("f32[1]", "f32[2]")
     (True, False)
     """
-    lhs, rhs = _as_shape(lhs), _as_shape(rhs)
+    lhs, rhs = as_shape(lhs), as_shape(rhs)
     if len(lhs.dimensions) != len(rhs.dimensions):
         return False
     for i, (a, b) in enumerate(zip(lhs.dimensions, rhs.dimensions)):
@@ -1009,7 +965,7 @@ def same_element_type(lhs, rhs) -> bool:
     >>> same_element_type("f32[2]", "f32[7,7]")
     True
     """
-    return _as_shape(lhs).element_type is _as_shape(rhs).element_type
+    return as_shape(lhs).element_type is as_shape(rhs).element_type
 
 
 def same_element_type_ignoring_fp_precision(lhs, rhs) -> bool:
@@ -1019,7 +975,7 @@ def same_element_type_ignoring_fp_precision(lhs, rhs) -> bool:
     >>> same_element_type_ignoring_fp_precision("bf16[]", "f32[]")
     True
     """
-    a, b = _as_shape(lhs).element_type, _as_shape(rhs).element_type
+    a, b = as_shape(lhs).element_type, as_shape(rhs).element_type
     if a.is_floating_point and b.is_floating_point:
         return True
     return a is b
@@ -1032,7 +988,7 @@ def last_dim_is_minor_most(shape) -> bool:
     >>> last_dim_is_minor_most("s8[5,6]{0,1}")
     False
     """
-    shape = _array_shape(shape, "last_dim_is_minor_most")
+    shape = array_shape(shape, "last_dim_is_minor_most")
     if shape.layout is None or not shape.dimensions:
         return True
     return shape.layout.minor_to_major[0] == len(shape.dimensions) - 1
@@ -1045,10 +1001,10 @@ def is_effectively_most_major_dimension(shape, dimension: int) -> bool:
     >>> is_effectively_most_major_dimension("f32[1,1,16,1,279]{4,0,1,2,3}", 2)
     True
     """
-    shape = _array_shape(shape, "is_effectively_most_major_dimension")
+    shape = array_shape(shape, "is_effectively_most_major_dimension")
     dimension = as_int(dimension, "dimension")
-    layout = _layout_or_default(shape)
-    _check_m2m_permutation(shape, layout)
+    layout = layout_or_default(shape)
+    require_permutation(shape, layout)
     for d in reversed(layout.minor_to_major):
         if d == dimension:
             return True
@@ -1064,7 +1020,7 @@ def device_shape_is_host_shape(shape) -> bool:
     >>> device_shape_is_host_shape("f32[8,128]{1,0:T(8,128)}"), device_shape_is_host_shape("f32[8]")
     (False, True)
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_tuple:
         return all(device_shape_is_host_shape(s) for s in shape.tuple_shapes)
     if shape.is_buffer:
@@ -1094,7 +1050,7 @@ def equal(lhs, rhs) -> bool:
     >>> equal(make_shape("f32", []), make_shape_with_dense_layout("f32", [], []))
     True
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs))
+    return _equal(as_shape(lhs), as_shape(rhs))
 
 
 def equal_ignoring_element_type(lhs, rhs) -> bool:
@@ -1103,7 +1059,7 @@ def equal_ignoring_element_type(lhs, rhs) -> bool:
     >>> equal_ignoring_element_type("f32[4,3]{0,1}", "s32[4,3]{0,1}")
     True
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs), ignore_element_type=True)
+    return _equal(as_shape(lhs), as_shape(rhs), ignore_element_type=True)
 
 
 def equal_ignoring_fp_precision(lhs, rhs) -> bool:
@@ -1113,7 +1069,7 @@ def equal_ignoring_fp_precision(lhs, rhs) -> bool:
     >>> equal_ignoring_fp_precision("f32[4,3]{0,1}", "f16[4,3]{0,1}")
     True
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs), ignore_fp_precision=True)
+    return _equal(as_shape(lhs), as_shape(rhs), ignore_fp_precision=True)
 
 
 def compatible(lhs, rhs) -> bool:
@@ -1123,7 +1079,7 @@ def compatible(lhs, rhs) -> bool:
     >>> compatible("f32[3,2]{0,1}", "f32[3,2]{1,0}"), compatible("f32[?]", "f32[7]")
     (True, True)
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
+    return _equal(as_shape(lhs), as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True)
 
 
@@ -1133,7 +1089,7 @@ def compatible_ignoring_element_type(lhs, rhs) -> bool:
     >>> compatible_ignoring_element_type("(pred[4,5], f32[3,2])", "(pred[4,5], s32[3,2])")
     True
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
+    return _equal(as_shape(lhs), as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True, ignore_element_type=True)
 
 
@@ -1143,7 +1099,7 @@ def compatible_ignoring_fp_precision(lhs, rhs) -> bool:
     >>> compatible_ignoring_fp_precision("bf16[3,2]", "f32[3,2]")
     True
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
+    return _equal(as_shape(lhs), as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True, ignore_fp_precision=True)
 
 
@@ -1158,7 +1114,7 @@ def compatible_kind(lhs, rhs, ignore_buffer: bool = False) -> bool:
     >>> compatible_kind("(f32[1])", "(s8[7])"), compatible_kind("f32[1]", "f32[1,1]")
     (True, False)
     """
-    return _equal(_as_shape(lhs), _as_shape(rhs), ignore_layout=True,
+    return _equal(as_shape(lhs), as_shape(rhs), ignore_layout=True,
                   ignore_dynamic_dimension=True, ignore_element_type=True,
                   ignore_dimensions=True, ignore_buffer=bool(ignore_buffer))
 
@@ -1169,7 +1125,7 @@ def equal_structure(lhs, rhs) -> bool:
     >>> equal_structure("(f32[1], ())", "(token[], ())")
     True
     """
-    lhs, rhs = _as_shape(lhs), _as_shape(rhs)
+    lhs, rhs = as_shape(lhs), as_shape(rhs)
     if lhs.is_tuple != rhs.is_tuple:
         return False
     if not lhs.is_tuple:
@@ -1189,7 +1145,7 @@ def get_dimension_number(shape, dimension_number: int) -> int:
     >>> get_dimension_number("f32[2,3]", -1)
     1
     """
-    shape = _array_shape(shape, "get_dimension_number")
+    shape = array_shape(shape, "get_dimension_number")
     i = as_int(dimension_number, "dimension_number")
     n = len(shape.dimensions)
     j = i + n if i < 0 else i
@@ -1206,7 +1162,7 @@ def get_dimension(shape, dimension_number: int) -> int:
     >>> get_dimension("f32[1,2,3,4]", -1)
     4
     """
-    shape = _array_shape(shape, "get_dimension")
+    shape = array_shape(shape, "get_dimension")
     return shape.dimensions[get_dimension_number(shape, dimension_number)]
 
 
@@ -1221,7 +1177,7 @@ def change_element_type(shape, element_type) -> Shape:
     >>> str(change_element_type("s4[64,128]{1,0:E(4)}", "u4"))
     'u4[64,128]{1,0:E(4)}'
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     et = as_primitive_type(element_type)
     if shape.is_tuple:
         return Shape.tuple([change_element_type(s, et) for s in shape.tuple_shapes])
@@ -1244,7 +1200,7 @@ def permute_dimensions_ignoring_layout(permutation: Sequence[int], shape) -> Sha
     >>> str(permute_dimensions_ignoring_layout([1, 2, 0], "f32[10,100,1000]{2,1,0}"))
     'f32[100,1000,10]{2,1,0}'
     """
-    shape = _array_shape(shape, "permute_dimensions")
+    shape = array_shape(shape, "permute_dimensions")
     p = _check_permutation(permutation, len(shape.dimensions))
     dims = [shape.dimensions[i] for i in p]
     dyn = [shape.dynamic_dimensions[i] for i in p]
@@ -1299,7 +1255,7 @@ def _delete_dims(shape: Shape, dims: list) -> Shape:
     keep = [i for i in range(n) if i not in gone]
     layout = shape.layout
     if layout is not None:
-        _check_m2m_permutation(shape, layout)
+        require_permutation(shape, layout)
         for d in sorted(dims, reverse=True):
             layout = layout_util.delete_dimension(layout, d)
     return Shape(shape.element_type, [shape.dimensions[i] for i in keep], layout,
@@ -1314,7 +1270,7 @@ def delete_dimension(dim_to_delete: int, shape) -> Shape:
     >>> str(delete_dimension(1, "f32[5,3,2]{2,0,1}"))
     'f32[5,2]{1,0}'
     """
-    shape = _array_shape(shape, "delete_dimension")
+    shape = array_shape(shape, "delete_dimension")
     return _delete_dims(shape, [as_int(dim_to_delete, "dimension")])
 
 
@@ -1324,7 +1280,7 @@ def delete_dimensions(dims_to_delete: Sequence[int], shape) -> Shape:
     >>> str(delete_dimensions([3, 2, 1], "f32[5,3,2,7,9]{2,0,1,4,3}"))
     'f32[5,9]{0,1}'
     """
-    shape = _array_shape(shape, "delete_dimensions")
+    shape = array_shape(shape, "delete_dimensions")
     return _delete_dims(shape, int_list(dims_to_delete, "dims_to_delete"))
 
 
@@ -1335,7 +1291,7 @@ def filter_dimensions(predicate: Callable[[int], bool], shape) -> Shape:
     >>> str(filter_dimensions(lambda i: i != 1, "f32[2,3,4]"))
     'f32[2,4]{1,0}'
     """
-    shape = _array_shape(shape, "filter_dimensions")
+    shape = array_shape(shape, "filter_dimensions")
     if not callable(predicate):
         raise ShapeTypeError(f"predicate must be callable, got {type(predicate).__name__}")
     return _delete_dims(shape, [i for i in range(len(shape.dimensions)) if not predicate(i)])
@@ -1347,7 +1303,7 @@ def drop_degenerate_dimensions(shape) -> Shape:
     >>> str(drop_degenerate_dimensions("f32[1,3,1,2]{0,1,2,3}"))
     'f32[3,2]{0,1}'
     """
-    shape = _array_shape(shape, "drop_degenerate_dimensions")
+    shape = array_shape(shape, "drop_degenerate_dimensions")
     return _delete_dims(shape, [i for i, d in enumerate(shape.dimensions) if d == 1])
 
 
@@ -1370,7 +1326,7 @@ def prepend_major_dimension(bound: int, shape) -> Shape:
     >>> str(prepend_major_dimension(40, "f32[10,20,30]{0,2,1}"))
     'f32[40,10,20,30]{1,3,2,0}'
     """
-    shape = _array_shape(shape, "prepend_major_dimension")
+    shape = array_shape(shape, "prepend_major_dimension")
     b = _bound(bound)
     layout = None
     if shape.layout is not None:
@@ -1386,7 +1342,7 @@ def append_minor_dimension(bound: int, shape) -> Shape:
     >>> str(append_minor_dimension(40, "f32[10,20,30]{0,2,1}"))
     'f32[10,20,30,40]{3,0,2,1}'
     """
-    shape = _array_shape(shape, "append_minor_dimension")
+    shape = array_shape(shape, "append_minor_dimension")
     b = _bound(bound)
     layout = shape.layout
     n = len(shape.dimensions)
@@ -1403,7 +1359,7 @@ def append_major_dimension(bound: int, shape) -> Shape:
     >>> str(append_major_dimension(40, "f32[10,20]{1,0}"))
     'f32[10,20,40]{1,0,2}'
     """
-    shape = _array_shape(shape, "append_major_dimension")
+    shape = array_shape(shape, "append_major_dimension")
     b = _bound(bound)
     layout = shape.layout
     n = len(shape.dimensions)
@@ -1435,7 +1391,7 @@ def insert_dimensions_at_index(shape, dim_idx: int, bounds: Sequence[int]) -> Sh
     >>> str(insert_dimensions_at_index("f32[10,20,30]{0,2,1}", 1, [40, 50]))
     'f32[10,40,50,20,30]{0,4,3,2,1}'
     """
-    shape = _array_shape(shape, "insert_dimensions_at_index")
+    shape = array_shape(shape, "insert_dimensions_at_index")
     n = len(shape.dimensions)
     i = as_int(dim_idx, "dim_idx")
     if not 0 <= i <= n:
@@ -1446,7 +1402,7 @@ def insert_dimensions_at_index(shape, dim_idx: int, bounds: Sequence[int]) -> Sh
     dyn = shape.dynamic_dimensions[:i] + (False,) * k + shape.dynamic_dimensions[i:]
     layout = None
     if shape.layout is not None:
-        _check_m2m_permutation(shape, shape.layout)
+        require_permutation(shape, shape.layout)
         inserted = [i + j for j in range(k - 1, -1, -1)]
         m2m = []
         if i == n:
@@ -1481,12 +1437,12 @@ def move_dim_to_major(shape, dim: int) -> Shape:
     >>> str(move_dim_to_major("f32[10,10,10]{0,2,1}", 0))
     'f32[10,10,10]{2,1,0}'
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if shape.is_tuple:
         return Shape.tuple([move_dim_to_major(s, dim) for s in shape.tuple_shapes])
-    shape = _array_shape(shape, "move_dim_to_major")
+    shape = array_shape(shape, "move_dim_to_major")
     dim = as_int(dim, "dimension")
-    layout = _layout_or_default(shape)
+    layout = layout_or_default(shape)
     m2m = [d for d in layout.minor_to_major if d != dim]
     if len(m2m) == len(layout.minor_to_major):
         raise ShapeIndexError(f"dimension {dim} is not in layout {layout}")
@@ -1529,7 +1485,7 @@ def device_shape_to_host_shape(shape) -> Shape:
             tiles=(), memory_space=0, physical_shape=None, element_size_in_bits=0,
             tail_padding_alignment_in_elements=1, dynamic_shape_metadata_prefix_bytes=0))
 
-    return _as_shape(shape).map_arrays(strip)
+    return as_shape(shape).map_arrays(strip)
 
 
 def get_subshape(shape, index: Sequence[int]) -> Shape:
@@ -1538,7 +1494,7 @@ def get_subshape(shape, index: Sequence[int]) -> Shape:
     >>> str(get_subshape("(f32[2], (s8[], token[]))", [1, 0]))
     's8[]'
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     path = int_list(index, "shape index")
     cur = shape
     for depth, i in enumerate(path):
@@ -1556,7 +1512,7 @@ def get_leaf_count(shape) -> int:
     >>> get_leaf_count("(f32[2], (s8[], token[]), ())")
     3
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if not shape.is_tuple:
         return 1
     return sum(get_leaf_count(s) for s in shape.tuple_shapes)
@@ -1568,7 +1524,7 @@ def flatten_tuple_shape(shape) -> list:
     >>> [str(s) for s in flatten_tuple_shape("(f32[2], (s8[], ()))")]
     ['f32[2]{0}', 's8[]']
     """
-    shape = _as_shape(shape)
+    shape = as_shape(shape)
     if not shape.is_tuple:
         return [shape]
     out = []
@@ -1578,10 +1534,10 @@ def flatten_tuple_shape(shape) -> list:
 
 
 def _layout_required(shape, what: str) -> Shape:
-    shape = _array_shape(shape, what)
+    shape = array_shape(shape, what)
     if shape.layout is None:
         raise InvalidShapeError(f"{what} needs shapes with layouts; {shape} has none")
-    _check_m2m_permutation(shape, shape.layout)
+    require_permutation(shape, shape.layout)
     return shape
 
 
@@ -1635,8 +1591,8 @@ def reshape_is_bitcast(input_shape, output_shape, ignore_element_type: bool = Fa
     """
     a = _layout_required(input_shape, "reshape_is_bitcast")
     b = _layout_required(output_shape, "reshape_is_bitcast")
-    _check_bounded(a, "reshape_is_bitcast")
-    _check_bounded(b, "reshape_is_bitcast")
+    require_sizes(a, "reshape_is_bitcast")
+    require_sizes(b, "reshape_is_bitcast")
     if not ignore_element_type and a.element_type is not b.element_type:
         return False
     if elements_in(a) != elements_in(b):
@@ -1688,7 +1644,7 @@ def human_string(shape) -> str:
     >>> human_string("f32[2,3]{0,1}")
     'f32[2,3]'
     """
-    return _as_shape(shape).human_string()
+    return as_shape(shape).human_string()
 
 
 def human_string_with_layout(shape) -> str:
@@ -1698,4 +1654,4 @@ def human_string_with_layout(shape) -> str:
     >>> human_string_with_layout("f32[2,3]{0,1}")
     'f32[2,3]{0,1}'
     """
-    return _as_shape(shape).to_string(True)
+    return as_shape(shape).to_string(True)

@@ -49,11 +49,12 @@ import numbers
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from ._base import INT64_MAX, check_index
+from ._base import check_index, element_bits
+from ._shared import as_shape, index_rows, offset_array
+from ._validation import check_element_size, check_tiles, require_permutation, require_sizes
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
-from .layout import COMBINE_DIMENSION, Layout
-from .primitive_types import PrimitiveType
-from .shape import Shape, UNBOUNDED_SIZE
+from .layout import COMBINE_DIMENSION, Layout, Tile
+from .shape import Shape
 
 __all__ = [
     "LayoutPlan",
@@ -94,7 +95,8 @@ _VERIFY_LIMIT = 4096
 
 
 class _Level:
-    """One tile level of the model, with what is needed to run it both ways."""
+    """One tile level of the model, as the plan's programs need it (the public
+    view is :class:`TileLevel`)."""
 
     __slots__ = ("prepend", "k", "sizes", "groups", "group_sizes", "tile")
 
@@ -105,6 +107,104 @@ class _Level:
         self.groups = groups          # list of lists of positions (0..k-1) combined by '*'
         self.group_sizes = group_sizes  # product of sizes per group
         self.tile = tile              # tile bound per group
+
+
+def _tile_levels(sizes: list, layout: Layout) -> Tuple[tuple, list]:
+    """Run the tiles of ``layout`` over physical dimension ``sizes`` (major to
+    minor, before tiling): the levels, and the final physical dimensions.
+
+    This is the size half of the model, shared by :class:`LayoutPlan` (which
+    then compiles the levels into its programs) and the padding suggestions
+    (which size many candidate layouts without building plans).
+    """
+    levels = []
+    for tile in layout.tiles:
+        t = tile.dimensions
+        k = len(t)
+        pre = max(0, k - len(sizes))
+        sizes = [1] * pre + sizes
+        suffix = sizes[len(sizes) - k:]
+        groups, gsizes, gtile = [], [], []
+        cur, csize = [], 1
+        for j in range(k):
+            csize *= suffix[j]
+            cur.append(j)
+            if t[j] == COMBINE_DIMENSION:
+                if j == k - 1:
+                    raise InvalidShapeError(
+                        f"tile {tile} of layout {layout} ends with '*': there is no "
+                        "more-minor dimension to combine with")
+                continue
+            groups.append(cur)
+            gsizes.append(csize)
+            gtile.append(t[j])
+            cur, csize = [], 1
+        levels.append(_Level(pre, k, tuple(suffix), groups, tuple(gsizes), tuple(gtile)))
+        sizes = (sizes[: len(sizes) - k] + [-(-g // tt) for g, tt in zip(gsizes, gtile)]
+                 + gtile)
+    return tuple(levels), sizes
+
+
+@dataclass(frozen=True)
+class TileEntry:
+    """One entry of a tile as the model applies it: the physical dimensions it
+    covers (several, when ``*`` entries combine them), their combined size,
+    and the tile bound that splits that size into tiles.
+
+    ``inputs`` has one item per covered physical dimension, major to minor:
+    the logical dimensions that dimension comes from (one at the first tile
+    level; at later levels, all the logical dimensions that fed it; ``()``
+    for a size-1 dimension the level added because the tile has more
+    dimensions than there are). ``input_sizes`` are those dimensions' sizes
+    and ``size`` their product.
+
+    >>> e = plan("bf16[8,1,1280]{2,1,0:T(8,128)(2,1)}").tile_levels[0].entries[0]
+    >>> e.inputs, e.size, e.tile_size, e.count, e.padded_size
+    (((1,),), 1, 8, 1, 8)
+    """
+
+    inputs: tuple
+    input_sizes: tuple
+    size: int
+    tile_size: int
+
+    @property
+    def dimensions(self) -> tuple:
+        """The logical dimensions this entry covers, in increasing order."""
+        return tuple(sorted(set().union(*self.inputs)))
+
+    @property
+    def count(self) -> int:
+        """How many tiles the size is split into: ``ceil(size / tile_size)``."""
+        return -(-self.size // self.tile_size)
+
+    @property
+    def padded_size(self) -> int:
+        """The size rounded up to whole tiles: ``count * tile_size``."""
+        return self.count * self.tile_size
+
+
+@dataclass(frozen=True)
+class TileLevel:
+    """One tile of the layout (``T(8,128)`` of ``T(8,128)(2,1)`` is level 0),
+    as the model applies it to the physical dimensions left by the previous
+    level (the layout's dimensions, major to minor, for level 0).
+
+    ``added_dimensions`` size-1 dimensions are put in front first when the
+    tile has more entries than there are dimensions; ``entries`` are the
+    tile's entries, major to minor, a run combined by ``*`` counting as one.
+    Each entry turns its (combined) dimension into ``count`` tiles (a more
+    major physical dimension) times ``tile_size`` positions (a more minor one).
+
+    >>> [(e.dimensions, e.size, e.tile_size)
+    ...  for e in plan("f32[2,3,128]{2,1,0:T(*,8,128)}").tile_levels[0].entries]
+    [((0, 1), 6, 8), ((2,), 128, 128)]
+    """
+
+    index: int
+    tile: Tile
+    added_dimensions: int
+    entries: tuple
 
 
 class LayoutPlan:
@@ -156,17 +256,14 @@ class LayoutPlan:
         self.rank = n
         m2m = layout.minor_to_major
         self.minor_to_major = m2m
-        padded = layout.padded_dimensions or dims
-        for d, (p, s) in enumerate(zip(padded, dims)):
-            if p < s:
-                raise InvalidShapeError(
-                    f"padded_dimensions[{d}] is {p}, smaller than dimension {d} of size {s}")
-        self.padded_dimensions = tuple(padded)
+        padded = _padded_dimensions(shape, layout)
+        self.padded_dimensions = padded
+        self.element_bits = element_bits(self.element_type, layout)
 
-        bits = layout.element_size_in_bits or self.element_type.byte_width * 8
-        self.element_bits = bits
-
-        # -- run the model symbolically: sizes and registers side by side ---
+        # -- the model: sizes level by level, then the registers that follow
+        # a logical index through the same levels (the offset program) -----
+        levels, sizes = _tile_levels([padded[d] for d in reversed(m2m)], layout)
+        self._levels = levels
         ZERO = n
         ops = []
         nreg = [n + 1]
@@ -175,49 +272,25 @@ class LayoutPlan:
             nreg[0] += 1
             return nreg[0] - 1
 
-        sizes = [padded[d] for d in reversed(m2m)]
         regs = [d for d in reversed(m2m)]
-        levels = []
-        for tile in layout.tiles:
-            t = tile.dimensions
-            k = len(t)
-            pre = max(0, k - len(sizes))
-            sizes = [1] * pre + sizes
-            regs = [ZERO] * pre + regs
-            suf_sizes = sizes[len(sizes) - k:]
-            suf_regs = regs[len(regs) - k:]
-            groups, gsizes, gregs, gtile = [], [], [], []
-            cur, csize, creg = [], 1, ZERO
-            for j in range(k):
-                s, r = suf_sizes[j], suf_regs[j]
-                if cur:
-                    # combine the carried dims with this one: v = carry * s + r
-                    if creg == ZERO:
-                        nr = r
-                    elif s == 1:
-                        nr = creg  # r is 0 on a size-1 dim
-                    else:
+        for lv in levels:
+            regs = [ZERO] * lv.prepend + regs
+            suf_regs = regs[len(regs) - lv.k:]
+            gregs = []
+            for grp in lv.groups:
+                creg = ZERO
+                for pos, j in enumerate(grp):
+                    s, r = lv.sizes[j], suf_regs[j]
+                    if pos == 0 or creg == ZERO:
+                        creg = r
+                    elif s != 1:  # r is 0 on a size-1 dim
+                        # combine the carried dims with this one: v = carry * s + r
                         nr = new_reg()
                         ops.append((OP_MULADD, nr, creg, r, s))
-                    csize, creg = csize * s, nr
-                else:
-                    csize, creg = s, r
-                cur.append(j)
-                if t[j] == COMBINE_DIMENSION:
-                    if j == k - 1:
-                        raise InvalidShapeError(
-                            f"tile {tile} of layout {layout} ends with '*': there is no "
-                            "more-minor dimension to combine with")
-                    continue
-                groups.append(cur)
-                gsizes.append(csize)
+                        creg = nr
                 gregs.append(creg)
-                gtile.append(t[j])
-                cur, csize, creg = [], 1, ZERO
-            qs, qr, rs, rr = [], [], [], []
-            for s, r, tt in zip(gsizes, gregs, gtile):
-                qs.append(-(-s // tt))
-                rs.append(tt)
+            qr, rr = [], []
+            for s, r, tt in zip(lv.group_sizes, gregs, lv.tile):
                 if r == ZERO:
                     qr.append(ZERO)
                     rr.append(ZERO)
@@ -234,11 +307,8 @@ class LayoutPlan:
                     ops.append((OP_MOD, m, r, 0, tt))
                     qr.append(q)
                     rr.append(m)
-            levels.append(_Level(pre, k, tuple(suf_sizes), groups, tuple(gsizes), tuple(gtile)))
-            sizes = sizes[: len(sizes) - k] + qs + rs
-            regs = regs[: len(regs) - k] + qr + rr
+            regs = regs[: len(regs) - lv.k] + qr + rr
 
-        self.levels = tuple(levels)
         self.physical_dimensions = tuple(sizes)
         strides = [1] * len(sizes)
         acc = 1
@@ -247,12 +317,9 @@ class LayoutPlan:
             acc *= sizes[i]
         self.physical_strides = tuple(strides)
         total = acc
-        align = layout.tail_padding_alignment_in_elements
-        if align > 1:
-            total = -(-total // align) * align
         self.unpadded_element_count = _prod(dims)
-        self.element_count = total
-        self.size_in_bytes = -(-total * bits // 8)
+        self.element_count = _aligned_count(total, layout)
+        self.size_in_bytes = _size_in_bytes(total, layout, self.element_type)
 
         # Offset program outputs; several physical dims may share a register
         # only through ZERO, which is dropped.
@@ -268,6 +335,25 @@ class LayoutPlan:
         self._final_regs = tuple(regs)
         self._analyse_minor_runs()
         self._build_inverse()
+
+    @functools.cached_property
+    def tile_levels(self) -> tuple:
+        """The tile levels of the layout as the model applies them, one
+        :class:`TileLevel` per tile (``()`` without tiles): which logical
+        dimensions each entry covers, their combined size and the tile bound."""
+        origin = [(d,) for d in reversed(self.minor_to_major)]
+        out = []
+        for i, (lv, tile) in enumerate(zip(self._levels, self.layout.tiles)):
+            origin = [()] * lv.prepend + origin
+            suffix = origin[len(origin) - lv.k:]
+            entries = tuple(
+                TileEntry(tuple(suffix[j] for j in grp), tuple(lv.sizes[j] for j in grp),
+                          size, t)
+                for grp, size, t in zip(lv.groups, lv.group_sizes, lv.tile))
+            out.append(TileLevel(i, tile, lv.prepend, entries))
+            fed = [e.dimensions for e in entries]
+            origin = origin[: len(origin) - lv.k] + fed + fed
+        return tuple(out)
 
     # -- analysis for the bulk kernels --------------------------------------
     def _analyse_minor_runs(self):
@@ -499,7 +585,7 @@ class LayoutPlan:
             else:
                 reg = emit(OP_DIV, 0, 0, st) if st > 1 else 0
                 coords.append(emit(OP_MOD, reg, 0, p))
-        for lv in reversed(self.levels):
+        for lv in reversed(self._levels):
             m = len(lv.groups)
             q = coords[len(coords) - 2 * m: len(coords) - m]
             r = coords[len(coords) - m:]
@@ -545,20 +631,6 @@ class LayoutPlan:
                 return None
         return tuple(r[x] for x in self.inverse_out_registers)
 
-    @property
-    def compiled(self):
-        """The plan's compiled maps (``xlashape._core.IndexMaps``), built once."""
-        maps = self.__dict__.get("_compiled")
-        if maps is None:
-            from . import _core  # the compiled core sits above this module
-
-            try:
-                maps = _core.IndexMaps(self)
-            except ValueError as e:  # more ops or registers than the core holds
-                raise InvalidShapeError(str(e)) from None
-            self.__dict__["_compiled"] = maps
-        return maps
-
     # -- evaluation (pure Python; the reference for the compiled kernels) ---
     def run_program(self, index: Sequence[int]) -> int:
         """Evaluate the offset program in Python (checks nothing)."""
@@ -576,7 +648,7 @@ class LayoutPlan:
         """The model run step by step: a logical index -> physical coordinates."""
         m2m = self.minor_to_major
         coords = [index[d] for d in reversed(m2m)]
-        for lv in self.levels:
+        for lv in self._levels:
             coords = [0] * lv.prepend + coords
             k = lv.k
             suffix = coords[len(coords) - k:]
@@ -593,7 +665,7 @@ class LayoutPlan:
     def coordinates_to_index(self, coords: Sequence[int]) -> Optional[tuple]:
         """Physical coordinates -> logical index, or None for a padding slot."""
         coords = list(coords)
-        for lv in reversed(self.levels):
+        for lv in reversed(self._levels):
             m = len(lv.groups)
             q = coords[len(coords) - 2 * m: len(coords) - m]
             r = coords[len(coords) - m:]
@@ -643,6 +715,83 @@ class LayoutPlan:
             return None
         return self.coordinates_to_index(coords)
 
+    def model_linear_indices(self, rows):
+        """:meth:`linear_index` of every row of an ``(N, rank)`` int64 array,
+        the model run on whole columns (numpy). Rows are bounds-checked first
+        (:class:`~xlashape.ShapeIndexError` names the first bad row and axis)."""
+        import numpy as np
+
+        n = rows.shape[0]
+        dims = np.array(self.dimensions, dtype=np.int64)
+        bad = (rows < 0) | (rows >= dims)
+        if bad.any():
+            row, axis = (int(x) for x in np.argwhere(bad)[0])
+            raise ShapeIndexError(
+                f"index {int(rows[row, axis])} is out of bounds for axis {axis} with size "
+                f"{self.dimensions[axis]} (row {row} of the indices)")
+        zeros = np.zeros(n, dtype=np.int64)
+        coords = [rows[:, d] for d in reversed(self.minor_to_major)]
+        for lv in self._levels:
+            coords = [zeros] * lv.prepend + coords
+            suffix = coords[len(coords) - lv.k:]
+            values = []
+            for grp in lv.groups:
+                v = suffix[grp[0]]
+                for j in grp[1:]:
+                    v = v * lv.sizes[j] + suffix[j]
+                values.append(v)
+            coords = (coords[: len(coords) - lv.k] + [v // t for v, t in zip(values, lv.tile)]
+                      + [v % t for v, t in zip(values, lv.tile)])
+        out = zeros.copy()
+        for c, stride in zip(coords, self.physical_strides):
+            out += c * stride
+        return out
+
+    def model_multidimensional_indices(self, linear):
+        """:meth:`multidimensional_index` of every entry of an ``(N,)`` int64
+        array, the model run backwards on whole columns (numpy): ``(indices,
+        padding)`` with -1 rows where ``padding`` is True. Entries are
+        bounds-checked first."""
+        import numpy as np
+
+        n = linear.shape[0]
+        count = self.element_count
+        bad = (linear < 0) | (linear >= count)
+        if bad.any():
+            entry = int(np.flatnonzero(bad)[0])
+            raise ShapeIndexError(
+                f"linear index {int(linear[entry])} is out of bounds for a buffer of "
+                f"{count} elements (entry {entry})")
+        pad = np.zeros(n, dtype=bool)
+        coords, rem = [], linear
+        for stride in self.physical_strides:
+            coords.append(rem // stride)
+            rem = rem % stride
+        if coords:
+            pad |= coords[0] >= self.physical_dimensions[0]  # tail padding (L(n))
+        else:
+            pad |= linear > 0
+        for lv in reversed(self._levels):
+            m = len(lv.groups)
+            q = coords[len(coords) - 2 * m: len(coords) - m]
+            r = coords[len(coords) - m:]
+            suffix = [None] * lv.k
+            for grp, gsize, t, qq, rr in zip(lv.groups, lv.group_sizes, lv.tile, q, r):
+                v = qq * t + rr
+                pad |= v >= gsize
+                for j in reversed(grp):
+                    size = max(lv.sizes[j], 1)  # a 0 size makes the whole entry padding
+                    suffix[j] = v % size
+                    v = v // size
+            coords = coords[: len(coords) - 2 * m] + suffix
+            coords = coords[lv.prepend:]
+        out = np.empty((n, self.rank), dtype=np.int64)
+        for c, d in zip(coords, reversed(self.minor_to_major)):
+            pad |= c >= self.dimensions[d]
+            out[:, d] = c
+        out[pad] = -1
+        return out, pad
+
     def __repr__(self):
         return f"<LayoutPlan {self.shape} -> {list(self.physical_dimensions)}>"
 
@@ -659,32 +808,19 @@ MAX_TILE_LEVELS = 64
 
 
 def _check_layout(shape: Shape, layout: Layout) -> None:
-    """The checks without which the model is meaningless (a subset of
-    ``ValidateShape``, with messages that say what to fix)."""
+    """The checks without which the model is meaningless: a subset of XLA's
+    validation (the model ignores split configs, and index/pointer types and
+    physical shapes, which no dense layout has), with the same messages."""
     if len(layout.tiles) > MAX_TILE_LEVELS:
         # Each level adds physical dimensions, so the model's cost grows with
         # the square of the level count; real layouts use one to three.
         raise InvalidShapeError(
             f"layout has {len(layout.tiles)} tile levels; xlashape's tiling model "
             f"supports at most {MAX_TILE_LEVELS}")
-    n = len(shape.dimensions)
-    m2m = layout.minor_to_major
-    if len(m2m) != n:
-        raise InvalidShapeError(
-            f"layout {layout} has {len(m2m)} minor_to_major entries but shape "
-            f"{shape.human_string()} has {n} dimensions")
-    if sorted(m2m) != list(range(n)):
-        raise InvalidShapeError(
-            f"layout {layout} minor_to_major must be a permutation of 0..{n - 1}")
-    for d, size in enumerate(shape.dimensions):
-        if size < 0:
-            raise InvalidShapeError(f"dimension {d} has negative size {size}")
-    for t in layout.tiles:
-        if len(t) == 0 or any(x == 0 for x in t.dimensions):
-            raise InvalidShapeError(f"layout has invalid tiles: {shape}")
-    bits = layout.element_size_in_bits
-    if bits < 0:
-        raise InvalidShapeError(f"layout element_size_in_bits field is negative: {bits}")
+    require_permutation(shape, layout)
+    require_sizes(shape, "the tiling model")
+    check_tiles(layout, shape)
+    check_element_size(layout)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -698,13 +834,7 @@ def plan(shape) -> LayoutPlan:
     A shape without a layout gets XLA's default layout ``{n-1,...,0}``.
     Accepts a :class:`Shape` or HLO text.
     """
-    if isinstance(shape, str):
-        from .hlo_text import parse_shape  # the parser sits above this layer
-
-        shape = parse_shape(shape)
-    if not isinstance(shape, Shape):
-        raise ShapeTypeError(f"expected a Shape or shape text, got {type(shape).__name__}")
-    return _plan_cached(shape)
+    return _plan_cached(as_shape(shape))
 
 
 def physical_dimensions(shape) -> tuple:
@@ -755,46 +885,10 @@ def multidimensional_index(shape, linear: int) -> Optional[tuple]:
     return plan(shape).multidimensional_index(linear)
 
 
-# -- vectorized maps (compiled) ---------------------------------------------
-
-
-def _as_int64_array(values, what: str):
-    """``values`` as an int64 numpy array; ShapeTypeError for non-integers,
-    ShapeIndexError for integers that do not fit in int64."""
-    import numpy as np
-
-    arr = np.asarray(values)
-    kind = arr.dtype.kind
-    if kind == "O":
-        flat = arr.ravel()
-        for pos, v in enumerate(flat):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-                raise ShapeTypeError(
-                    f"{what} must be integers, got {type(v).__name__} at position {pos}")
-            if not -INT64_MAX - 1 <= v <= INT64_MAX:
-                raise ShapeIndexError(
-                    f"{what} entry {v} at position {pos} does not fit in int64")
-        return np.array(flat.tolist(), dtype=np.int64).reshape(arr.shape)
-    if kind not in "iu":
-        raise ShapeTypeError(f"{what} must be an integer array, got dtype {arr.dtype}")
-    if kind == "u" and arr.dtype.itemsize >= 8 and arr.size:
-        too_big = arr > INT64_MAX
-        if too_big.any():
-            pos = int(np.flatnonzero(too_big.ravel())[0])
-            raise ShapeIndexError(
-                f"{what} entry {int(arr.ravel()[pos])} at position {pos} does not fit in int64")
-    return np.asarray(arr, dtype=np.int64, order="C")
-
-
-def _check_int64_plan(p: LayoutPlan) -> None:
-    if p.element_count > INT64_MAX:
-        raise InvalidShapeError(
-            f"{p.shape} has {p.element_count} elements with padding; offsets beyond "
-            "int64 cannot be computed by the compiled core")
-
+# -- vectorized maps (numpy; the compiled ones are in xlashape.index_maps) ----
 
 def linear_indices(shape, indices):
-    """Element offsets of many logical indices at once (compiled).
+    """Element offsets of many logical indices at once.
 
     ``indices`` is an integer array of shape ``(..., rank)`` (typically
     ``(N, rank)``); the result is an int64 array of shape ``(...)``. Every
@@ -802,29 +896,22 @@ def linear_indices(shape, indices):
     :class:`~xlashape.ShapeIndexError` naming the row, the axis and its size,
     and nothing is returned.
 
+    This is the model run level by level on whole numpy columns: the
+    reference for :func:`xlashape.index_maps.linear_indices`, which gives the
+    same results and errors from the compiled offset program, several times
+    faster.
+
     >>> import numpy as np
     >>> linear_indices("f32[3,5]{1,0:T(2,2)}", np.array([[0, 0], [2, 3]])).tolist()
     [0, 17]
     """
-    import numpy as np
-
     p = plan(shape)
-    _check_int64_plan(p)
-    arr = _as_int64_array(indices, "indices")
-    if arr.ndim == 0 or arr.shape[-1] != p.rank:
-        raise ShapeIndexError(
-            f"indices must have shape (N, {p.rank}) (or (..., {p.rank})) for the "
-            f"{p.rank}-dimensional shape {p.shape}, got shape {arr.shape}")
-    batch = arr.shape[:-1]
-    n = 1
-    for b in batch:
-        n *= b
-    flat = arr.reshape(n, p.rank)
-    return p.compiled.linear_indices(flat).reshape(batch)
+    flat, batch = index_rows(p, indices)
+    return p.model_linear_indices(flat).reshape(batch)
 
 
 def multidimensional_indices(shape, linear):
-    """Logical indices stored at many element offsets (compiled).
+    """Logical indices stored at many element offsets.
 
     ``linear`` is an integer array of any shape ``(...)``. Returns
     ``(indices, padding)``: ``indices`` an int64 array of shape
@@ -834,14 +921,16 @@ def multidimensional_indices(shape, linear):
     An offset outside ``0 .. physical_element_count - 1`` raises
     :class:`~xlashape.ShapeIndexError` and nothing is returned.
 
+    The model run backwards on numpy columns: the reference for
+    :func:`xlashape.index_maps.multidimensional_indices` (compiled).
+
     >>> idx, pad = multidimensional_indices("f32[3,5]{1,0:T(2,2)}", [17, 9])
     >>> idx.tolist(), pad.tolist()
     ([[2, 3], [-1, -1]], [False, True])
     """
     p = plan(shape)
-    _check_int64_plan(p)
-    arr = _as_int64_array(linear, "linear indices")
-    out, pad = p.compiled.multidimensional_indices(arr.reshape(-1))
+    arr = offset_array(p, linear)
+    out, pad = p.model_multidimensional_indices(arr.reshape(-1))
     return out.reshape(arr.shape + (p.rank,)), pad.reshape(arr.shape)
 
 
@@ -992,10 +1081,6 @@ def _dims_text(dims) -> str:
     return "dimensions " + ", ".join(map(str, dims[:-1])) + f" and {dims[-1]}"
 
 
-def _tile_text(tile) -> str:
-    return "(" + ",".join("*" if t == COMBINE_DIMENSION else str(t) for t in tile) + ")"
-
-
 def _padding_sources(p: LayoutPlan) -> list:
     sources = []
     if p.element_count == 0 and _prod(p.padded_dimensions) == 0:
@@ -1008,31 +1093,24 @@ def _padding_sources(p: LayoutPlan) -> list:
                 "padded_dimensions", None, (d,), s, ps, f,
                 f"dimension {d} has size {s} but padded_dimensions pads it to {ps}: "
                 f"{_fmt_factor(f)}"))
-    # which logical dims feed each physical position, level by level
-    origin = [frozenset((d,)) for d in reversed(p.minor_to_major)]
-    layout_tiles = p.layout.tiles
-    for level, (lv, tile) in enumerate(zip(p.levels, layout_tiles)):
-        origin = [frozenset()] * lv.prepend + origin
-        suffix = origin[len(origin) - lv.k:]
-        group_origin = [frozenset().union(*(suffix[j] for j in grp)) for grp in lv.groups]
-        m = len(lv.groups)
-        for g, (grp, gsize, t, src) in enumerate(zip(lv.groups, lv.group_sizes, lv.tile,
-                                                    group_origin)):
-            ps = -(-gsize // t) * t
+    for lv in p.tile_levels:
+        level, tile, m = lv.index, lv.tile, len(lv.entries)
+        for g, e in enumerate(lv.entries):
+            gsize, t, ps, src = e.size, e.tile_size, e.padded_size, e.dimensions
             if ps <= gsize:
                 continue
             f = _ratio(ps, gsize)
-            pos = m - 1 - g  # 0 = most minor group of this tile
+            pos = m - 1 - g  # 0 = most minor entry of this tile
             tail = f"tiled by {t}: padded to {ps} ({_fmt_factor(f)})"
             if not src:
-                desc = (f"tile level {level} {_tile_text(tile)} has more dimensions than the "
+                desc = (f"tile level {level} {tile} has more dimensions than the "
                         f"shape, and pads an added size-{gsize} dimension to {ps}: "
                         f"{_fmt_factor(f)}")
             elif level == 0:
                 what = _dims_text(src)
                 if len(src) > 1:
                     desc = (f"{what}, combined by '*' into size {gsize}, are the "
-                            f"{_ordinal(pos)} dimension of tile {_tile_text(tile)}, {tail}")
+                            f"{_ordinal(pos)} dimension of tile {tile}, {tail}")
                 elif gsize < t:
                     desc = (f"{what} has size {gsize} but is the {_ordinal(pos)} dimension, "
                             f"tiled by {t}: {_fmt_factor(f)}")
@@ -1040,10 +1118,9 @@ def _padding_sources(p: LayoutPlan) -> list:
                     desc = (f"{what} has size {gsize}, not a multiple of its tile size {t}: "
                             f"padded to {ps} ({_fmt_factor(f)})")
             else:
-                desc = (f"tile level {level} {_tile_text(tile)} pads a dimension of size "
+                desc = (f"tile level {level} {tile} pads a dimension of size "
                         f"{gsize} (from {_dims_text(src)}) to {ps}: {_fmt_factor(f)}")
-            sources.append(PaddingSource("tile", level, tuple(sorted(src)), gsize, ps, f, desc))
-        origin = origin[: len(origin) - lv.k] + group_origin + group_origin
+            sources.append(PaddingSource("tile", level, src, gsize, ps, f, desc))
     total = _prod(p.physical_dimensions)
     if p.element_count > total:
         f = _ratio(p.element_count, total)
@@ -1065,40 +1142,39 @@ def _padding_sources(p: LayoutPlan) -> list:
     return sources
 
 
+def _padded_dimensions(shape: Shape, layout: Layout) -> tuple:
+    """The logical dimensions after the legacy ``padded_dimensions``."""
+    padded = layout.padded_dimensions or shape.dimensions
+    for d, (p, s) in enumerate(zip(padded, shape.dimensions)):
+        if p < s:
+            raise InvalidShapeError(
+                f"padded_dimensions[{d}] is {p}, smaller than dimension {d} of size {s}")
+    return tuple(padded)
+
+
+def _aligned_count(count: int, layout: Layout) -> int:
+    """The element count rounded up to the layout's ``L(n)``."""
+    align = layout.tail_padding_alignment_in_elements
+    return -(-count // align) * align
+
+
+def _size_in_bytes(count: int, layout: Layout, element_type) -> int:
+    """Bytes of ``count`` physical elements (before ``L(n)``) in ``layout``."""
+    return -(-_aligned_count(count, layout) * element_bits(element_type, layout) // 8)
+
+
 def _size_with(shape: Shape, layout: Layout) -> Optional[int]:
-    """physical_size_in_bytes of ``shape`` with another layout, computed from
-    sizes alone (the suggestions try many layouts; a full plan is slower).
-    None if that layout is not valid for the shape."""
+    """physical_size_in_bytes of ``shape`` with another layout, from the size
+    half of the model alone (the suggestions try many layouts; a full plan,
+    with its programs, is slower). None if that layout is not valid for the
+    shape."""
     try:
         _check_layout(shape, layout)
+        padded = _padded_dimensions(shape, layout)
+        _, sizes = _tile_levels([padded[d] for d in reversed(layout.minor_to_major)], layout)
     except InvalidShapeError:
         return None
-    dims = layout.padded_dimensions or shape.dimensions
-    if any(p < d for p, d in zip(dims, shape.dimensions)):
-        return None
-    sizes = [dims[d] for d in reversed(layout.minor_to_major)]
-    for tile in layout.tiles:
-        t = tile.dimensions
-        k = len(t)
-        sizes = [1] * max(0, k - len(sizes)) + sizes
-        suffix = sizes[len(sizes) - k:]
-        qs, rs = [], []
-        carry = 1
-        for j in range(k):
-            carry *= suffix[j]
-            if t[j] == COMBINE_DIMENSION:
-                if j == k - 1:
-                    return None
-                continue
-            qs.append(-(-carry // t[j]))
-            rs.append(t[j])
-            carry = 1
-        sizes = sizes[: len(sizes) - k] + qs + rs
-    total = _prod(sizes)
-    align = layout.tail_padding_alignment_in_elements
-    total = -(-total // align) * align
-    bits = layout.element_size_in_bits or shape.element_type.byte_width * 8
-    return -(-total * bits // 8)
+    return _size_in_bytes(_prod(sizes), layout, shape.element_type)
 
 
 def _suggestions(p: LayoutPlan) -> list:
@@ -1128,8 +1204,6 @@ def _suggestions(p: LayoutPlan) -> list:
                   f"out of the {min(k, n)} minor-most that tile {layout.tiles[0]} covers: "
                   f"layout {new_l}" + tail(size), size)
         if n <= 6:
-            import itertools
-
             best = None
             for perm in itertools.permutations(m2m):
                 if list(perm) == m2m:
@@ -1141,7 +1215,7 @@ def _suggestions(p: LayoutPlan) -> list:
                 new_l = layout.replace(minor_to_major=best[1])
                 offer(f"reorder the dimensions: layout {new_l}" + tail(best[0]), best[0])
     if layout.tiles:
-        lv = p.levels[0]
+        entries = p.tile_levels[0].entries
         first = layout.tiles[0].dimensions
         new_first = list(first)
         gi = 0
@@ -1150,21 +1224,21 @@ def _suggestions(p: LayoutPlan) -> list:
         for j, t in enumerate(first):
             if t == COMBINE_DIMENSION:
                 continue
-            gsize = lv.group_sizes[gi]
+            gsize = entries[gi].size
             gi += 1
             if 0 < gsize < t and j != last:
                 new_first[j] = 1 << (gsize - 1).bit_length()
         if new_first != list(first):
-            tiles = (tuple(new_first),) + tuple(layout.tiles[1:])
-            size = _size_with(shape, layout.replace(tiles=tiles))
-            offer(f"a smaller first tile {_tile_text(new_first)} instead of "
-                  f"{_tile_text(first)} (if the backend supports it)" + tail(size), size)
+            smaller = Tile(new_first)
+            size = _size_with(shape, layout.replace(tiles=(smaller,) + layout.tiles[1:]))
+            offer(f"a smaller first tile {smaller} instead of {layout.tiles[0]} "
+                  "(if the backend supports it)" + tail(size), size)
         if COMBINE_DIMENSION not in first and n > len(first):
-            tiles = ((COMBINE_DIMENSION,) + tuple(first),) + tuple(layout.tiles[1:])
-            size = _size_with(shape, layout.replace(tiles=tiles))
+            merged = Tile((COMBINE_DIMENSION,) + tuple(first))
+            size = _size_with(shape, layout.replace(tiles=(merged,) + layout.tiles[1:]))
             a, b = m2m[len(first)], m2m[len(first) - 1]
             offer(f"merge dimension {a} into dimension {b} (a reshape, or tile "
-                  f"{_tile_text(tiles[0])})" + tail(size), size)
+                  f"{merged})" + tail(size), size)
     et = p.element_type
     if et.bit_width and et.bit_width < 8 and layout.element_size_in_bits == 0:
         size = _size_with(shape, layout.replace(element_size_in_bits=et.bit_width))

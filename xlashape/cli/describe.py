@@ -196,22 +196,15 @@ def tile_levels(shape, p) -> list:
     (combined size), ``group_tiles`` (the tile's bound) and ``tile_counts``
     (tiles along the group, rounded up)."""
     written = _tile_text(shape)
-    phys = list(reversed(shape.layout.minor_to_major))
     out = []
-    # TODO(structure): read the plan's public per-level description once it exists
-    for i, lv in enumerate(p.levels):
+    for level in p.tile_levels:
         dims = None
-        if i == 0:
-            dims = []
-            for grp in lv.groups:
-                names = []
-                for j in grp:
-                    a = len(phys) - lv.k + j
-                    names.append(phys[a] if 0 <= a < len(phys) else None)
-                dims.append(names)
-        out.append({"tile": written[i], "dimensions": dims,
-                    "group_sizes": list(lv.group_sizes), "group_tiles": list(lv.tile),
-                    "tile_counts": [-(-gs // t) for gs, t in zip(lv.group_sizes, lv.tile)]})
+        if level.index == 0:
+            dims = [[d[0] if d else None for d in e.inputs] for e in level.entries]
+        out.append({"tile": written[level.index], "dimensions": dims,
+                    "group_sizes": [e.size for e in level.entries],
+                    "group_tiles": [e.tile_size for e in level.entries],
+                    "tile_counts": [e.count for e in level.entries]})
     return out
 
 
