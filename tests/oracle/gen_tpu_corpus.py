@@ -480,6 +480,32 @@ program("shard_map_psum_allgather", V5E,
         devices=4)(_shard_map)
 
 
+def _shard_map_async(topo):
+    import jax
+    import jax.numpy as jnp
+    from jax.sharding import NamedSharding, PartitionSpec as P
+
+    mesh = _mesh(topo)
+
+    def body(x, w):
+        n = jax.lax.axis_size("x")
+        y = jax.lax.ppermute(x, "x", [(i, (i + 1) % n) for i in range(n)])
+        g = jax.lax.all_gather(w, "y", tiled=True)
+        h = y @ g
+        return jax.lax.psum(h, "y"), jax.lax.psum_scatter(h, "x", scatter_dimension=0, tiled=True)
+
+    f = jax.shard_map(body, mesh=mesh, in_specs=(P("x", None), P("y", None)),
+                      out_specs=(P("x", None), P("x", "y")), check_vma=False)
+    x = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16, sharding=NamedSharding(mesh, P("x", None)))
+    w = jax.ShapeDtypeStruct((1024, 1024), jnp.bfloat16, sharding=NamedSharding(mesh, P("y", None)))
+    return f, (x, w), {}
+
+
+program("collectives_async", V5E,
+        "shard_map on a 2x2 mesh: ppermute (async collective-permute-start/done), all-gather, "
+        "all-reduce, reduce-scatter", dump=True, devices=4)(_shard_map_async)
+
+
 def _cond(topo):
     import jax
     import jax.numpy as jnp
