@@ -460,9 +460,10 @@ def test_oom_report_shapes(path):
     assert "Largest program allocations in hbm" in text
     entries = re.findall(
         r"^  +\d+\. Size: (\S+)\n(?:     Operator: .*\n)?     Shape: (.*)\n"
-        r"(?:     Unpadded size: (\S+)\n)?", text, re.M)
+        r"(?:     Unpadded size: (\S+)\n)?"
+        r"(?:     Extra memory due to padding: (\S+) \(([\d.]+)x expansion\)\n)?", text, re.M)
     assert entries
-    for size, shape_text, unpadded in entries:
+    for size, shape_text, unpadded, extra, expansion in entries:
         shape = parse_shape(shape_text)
         assert str(shape) == shape_text
         if shape.is_tuple:
@@ -470,8 +471,15 @@ def test_oom_report_shapes(path):
             assert size == _report_units(table), (size, shape_text)
             continue
         assert size == _report_units(tiling.physical_size_in_bytes(shape)), (size, shape_text)
+        logical = xlashape.shape_util.byte_size_of(shape)
+        padded = tiling.physical_size_in_bytes(shape)
         if unpadded:
-            assert unpadded == _report_units(xlashape.shape_util.byte_size_of(shape))
+            assert unpadded == _report_units(logical)
+        if extra:
+            assert extra == _report_units(padded - logical)
+            assert expansion == f"{padded / logical:.1f}"
+        else:
+            assert padded == logical or not unpadded, (shape_text, "padded but no Extra line")
 
 
 def _report_units(n):

@@ -629,6 +629,24 @@ program("oom_temps", V5E,
         "optimization_barrier", oom=True, dump=True)(_oom_temps)
 
 
+def _oom_padded_temps(topo):
+    import jax
+    import jax.numpy as jnp
+
+    def temps(x):
+        hs = [x * (i + 2) for i in range(8)]
+        hs = jax.lax.optimization_barrier(hs)
+        return sum(h.sum() for h in hs)
+
+    return temps, (_sds(topo, (1 << 27, 3), jnp.float32),), {}
+
+
+program("oom_padded_temps", V5E,
+        "OOM from padding of temporaries: eight f32[134217728,3] kept live, laid out "
+        "{0,1:T(4,128)} (2G each for 1.5G): 18G used, 13.5G without padding", oom=True, dump=True)(
+    _oom_padded_temps)
+
+
 def _oom_args_v4(topo):
     import jax.numpy as jnp
 
