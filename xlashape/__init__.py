@@ -27,6 +27,10 @@ from .errors import (
     ShapeBufferError,
     ReadOnlyBufferError,
     UnreadableInputError,
+    ShapeValueError,
+    ShapeOverflowError,
+    ShapeMemoryError,
+    ReleasedArrayError,
 )
 from .primitive_types import (
     PrimitiveType,
@@ -71,6 +75,7 @@ __version__ = "0.1.0"
 __all__ = [
     "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
     "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
+    "ShapeValueError", "ShapeOverflowError", "ShapeMemoryError", "ReleasedArrayError",
     "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",
     "Tile", "SplitConfig", "Layout", "COMBINE_DIMENSION",
     "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",

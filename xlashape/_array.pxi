@@ -6,6 +6,56 @@
 # protocol of the LayoutArray itself, and of `physical` and the numpy views
 # made from it) is counted; release() refuses while any is alive, and every
 # view holds a reference to its exporter, so no view can outlive the memory.
+#
+# Pinning discipline (no crash from any input or callback, any thread)
+# ---------------------------------------------------------------------
+# release() frees the storage whenever no export and no pin is held, and it
+# can run in the middle of any operation: from a Python callback that the
+# operation makes (a slice bound's __index__, a value's __float__, an
+# array-like's __array__, a finalizer run by the garbage collector) or from
+# another thread while the GIL is free (any Python code, and every kernel,
+# which runs without the GIL). So `self.data` is only read under one of:
+#
+#   pin      `_pin()` re-checks `released` and counts the operation in
+#            `n_pins` (release() refuses while it is nonzero); `_unpin()` in a
+#            `finally`. Every helper that hands `self.data` to a kernel pins
+#            itself, right before building its Sides, and no Python code runs
+#            between the pin and the kernel's last access.
+#   check    the scalar paths convert every Python input first (the index's
+#            __index__, the value through numpy), then check `released` and
+#            touch memory with C code only: nothing can run in between.
+#   export   a numpy view of the storage (`_view()`, physical_array) holds a
+#            counted buffer export for as long as it lives.
+#
+# Storage-touching entry points and how each holds the memory:
+#   la[i, j] (get)             check after the index's __index__ calls
+#   la[i, j] = v               check after the index, and after converting v
+#                              (exact int/float/bool: in C; else numpy)
+#   la[key] (slices, ..., None)  key normalized first (bounds' __index__);
+#                              strided: export (view) then copy; tiled: pin
+#                              in _gather / _unpack_into
+#   la[key] = v                key normalized first; strided: export (view)
+#                              while numpy assigns v; tiled: pinned gather,
+#                              v assigned into the block (no pin: a callback
+#                              may release, then the pinned scatter raises)
+#   la[...] = v / la[:] = v    v converted to an array first, pin in the copy
+#   fill(v)                    v converted first, pin in _fill_logical
+#   to_numpy(out=)             out checked (C-level shape/dtype) first, pin
+#   relayout, copy             target planned/allocated first, pin on self
+#   __array__, __repr__        export (view) for strided layouts, else to_numpy
+#   __int__/__float__/__complex__/__index__/__bool__   to_numpy (pin)
+#   __iter__                   la[i] per row (each pinned); checked at start
+#   __reduce__                 bytes(la.physical): export while copying
+#   physical, physical_array() export (counted memoryview)
+#   memoryview(la) (buffer protocol)  export, checked in __getbuffer__
+#   frombuffer                 holds the wrapped object's buffer (a Py_buffer)
+#                              until release() or deallocation
+#   from_numpy, LayoutArray()  a new array nobody else can reach; source
+#                              converted first
+# After release() every one of these raises ReleasedArrayError (a
+# ValueError); metadata (shape, dtype, ndim, size, itemsize, nbytes,
+# xla_shape, layout, plan, physical_nbytes, readonly, exports, len()) stays
+# readable and repr() says "released".
 
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE,
                              PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_SIMPLE,
@@ -15,14 +65,16 @@ from libc.stdlib cimport free, malloc
 from posix.stdlib cimport posix_memalign
 
 import numbers as _numbers
+from operator import index as _operator_index
 
 try:
     from numpy.lib.array_utils import byte_bounds as _byte_bounds
 except ImportError:  # numpy < 2
     from numpy import byte_bounds as _byte_bounds
 
-from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeBufferError,
-                     ShapeIndexError, ShapeTypeError)
+from .errors import (InvalidShapeError, ReadOnlyBufferError, ReleasedArrayError,
+                     ShapeBufferError, ShapeIndexError, ShapeMemoryError,
+                     ShapeOverflowError, ShapeTypeError, ShapeValueError, XlaShapeError)
 from .layout import Layout as _Layout
 from .shape import Shape as _Shape
 from . import tiling as _tiling
@@ -68,47 +120,125 @@ cdef _check_key_types(key):
                 f"{type(x).__name__} at position {pos}")
 
 
-def _basic_selection(key, shape):
-    """numpy basic indexing, decomposed: (per-axis index lists, post key).
+_CONVERSION_ERRORS = (ValueError, TypeError, OverflowError)
 
-    The block of the per-axis selections, indexed by the post key (0 for an
-    int axis, slice(None) for a sliced one, None where the key has None),
-    is ``x[key]``.
+
+cdef int _reraise_family(object e, object prefix=None) except -1:
+    """Raise the xlashape twin of a builtin ValueError / TypeError /
+    OverflowError that numpy (or a value's own __float__, __index__, ...)
+    raised while converting a value: same builtin, same message (numpy's),
+    optionally prefixed. An xlashape error is re-raised as it is."""
+    if isinstance(e, XlaShapeError):
+        raise e
+    msg = str(e) if prefix is None else f"{prefix}: {e}"
+    if isinstance(e, OverflowError):
+        raise ShapeOverflowError(msg) from None
+    if isinstance(e, TypeError):
+        raise ShapeTypeError(msg) from None
+    raise ShapeValueError(msg) from None
+
+
+def _normalize_key(key, shape):
+    """numpy basic indexing ``x[key]`` over ``shape``, with every Python
+    conversion done: ``(nkey, axes, post, full)``.
+
+    Ints go through ``__index__`` and are bounds-checked, slice bounds
+    through ``slice.indices`` (their ``__index__``), so nothing here runs
+    once storage is touched. ``nkey`` holds only in-range non-negative ints,
+    slices of plain ints, None and at most one Ellipsis: numpy indexing with
+    it runs no Python code and cannot fail. ``axes`` lists, per logical
+    axis, the int or the ``(start, stop, step)`` range selected; ``post``
+    indexes the block of those selections into ``x[key]`` (0 for an int
+    axis, ``slice(None)`` for a range, None where the key has None);
+    ``full`` is True when the key selects every element with no None
+    (``la[...]``, ``la[:, :]``). Every error is numpy's, as an xlashape one.
     """
-    items = list(key) if type(key) is tuple else [key]
+    items = key if type(key) is tuple else (key,)
     rank = len(shape)
-    n_ell = sum(1 for x in items if x is Ellipsis)
+    n_real = 0
+    n_ell = 0
+    for pos, x in enumerate(items):
+        if x is None:
+            continue
+        if x is Ellipsis:
+            n_ell += 1
+            continue
+        if isinstance(x, slice):
+            n_real += 1
+            continue
+        if isinstance(x, (bool, np.bool_)):
+            raise ShapeTypeError(
+                f"LayoutArray indices must be integers, slices, '...' or None; got a "
+                f"boolean at position {pos} (boolean masks are not supported: use "
+                f"la.to_numpy()[mask])")
+        if not isinstance(x, (_numbers.Integral, np.integer)):
+            raise ShapeTypeError(
+                f"LayoutArray indices must be integers, slices, '...' or None; got "
+                f"{type(x).__name__} at position {pos}")
+        n_real += 1
     if n_ell > 1:
         raise ShapeIndexError("an index can only have a single ellipsis ('...')")
-    n_real = sum(1 for x in items if x is not None and x is not Ellipsis)
     if n_real > rank:
         raise ShapeIndexError(
             f"too many indices for array: array is {rank}-dimensional, but "
             f"{n_real} were indexed")
-    if n_ell:
-        at = items.index(Ellipsis)
-        items[at:at + 1] = [slice(None)] * (rank - n_real)
-    else:
-        items += [slice(None)] * (rank - n_real)
-    sels, post = [], []
+    nkey, axes, post = [], [], []
+    full = True
     axis = 0
     for x in items:
         if x is None:
+            nkey.append(None)
             post.append(None)
+            full = False
+            continue
+        if x is Ellipsis:
+            nkey.append(Ellipsis)
+            for _ in range(rank - n_real):
+                axes.append((0, shape[axis], 1))
+                post.append(slice(None))
+                axis += 1
             continue
         size = shape[axis]
         if isinstance(x, slice):
-            sels.append(np.arange(*x.indices(size), dtype=np.intp))
+            try:
+                start, stop, step = x.indices(size)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
+            axes.append((start, stop, step))
+            if start != 0 or stop != size or step != 1:
+                full = False
+            # indices() gives stop -1 for "before the first element" when
+            # stepping down; as a slice bound -1 would mean the last one.
+            nkey.append(slice(start, None if stop < 0 else stop, step))
             post.append(slice(None))
         else:
-            i = x.__index__()
+            try:
+                i = _operator_index(x)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
             if not -size <= i < size:
                 raise ShapeIndexError(
                     f"index {i} is out of bounds for axis {axis} with size {size}")
-            sels.append(np.array([i + size if i < 0 else i], dtype=np.intp))
+            if i < 0:
+                i += size
+            nkey.append(i)
+            axes.append(i)
             post.append(0)
+            full = False
         axis += 1
-    return sels, tuple(post)
+    while axis < rank:
+        axes.append((0, shape[axis], 1))
+        post.append(slice(None))
+        axis += 1
+    if n_ell:
+        post.append(Ellipsis)     # x[0, ...] is a 0-d array, not a scalar
+    return tuple(nkey), axes, tuple(post), full
+
+
+def _short_repr(value):
+    """repr(value) cut to a readable length, for messages."""
+    r = repr(value)
+    return r if len(r) <= 80 else r[:77] + "..."
 
 
 def _layout_text_to_layout(obj):
@@ -169,7 +299,8 @@ cdef class LayoutArray:
     cdef bint has_view
     cdef bint released
     cdef readonly bint readonly
-    cdef Py_ssize_t n_exports
+    cdef Py_ssize_t n_exports       # live buffer exports (views of the storage)
+    cdef Py_ssize_t n_pins          # operations using the storage right now
     cdef Py_ssize_t nbytes_phys
     cdef bint strided
     cdef Py_ssize_t c_shape[MAX_RANK]
@@ -249,7 +380,7 @@ cdef class LayoutArray:
             return 0
         self.tab_block = <int64_t*>malloc(max(total, 1) * sizeof(int64_t))
         if self.tab_block == NULL:
-            raise MemoryError(
+            raise ShapeMemoryError(
                 f"cannot allocate the offset tables ({total} entries) for {plan.shape}")
         p = self.tab_block
         for d in range(rank):
@@ -288,7 +419,7 @@ cdef class LayoutArray:
         cdef size_t align = 64
         cdef void* p = NULL
         if n > <size_t>(2 ** 62):
-            raise MemoryError(f"{self._shape} needs {n} bytes")
+            raise ShapeMemoryError(f"{self._shape} needs {n} bytes")
         self.nbytes_phys = n
         if n == 0:
             n = 64
@@ -296,7 +427,7 @@ cdef class LayoutArray:
             align = HUGE_ALIGN
         n = (n + 63) & ~(<size_t>63)
         if posix_memalign(&p, align, n) != 0 or p == NULL:
-            raise MemoryError(f"cannot allocate {n} bytes for {self._shape}")
+            raise ShapeMemoryError(f"cannot allocate {n} bytes for {self._shape}")
         if align == HUGE_ALIGN:
             xs_hint_hugepages(p, n)  # only a hint: failure is harmless
         self.alloc = p
@@ -304,17 +435,27 @@ cdef class LayoutArray:
         self.readonly = False
         return 0
 
-    cdef bytes _encode(self, value, what):
-        """value -> the bytes of one element (numpy's conversion rules)."""
+    cdef bytes _encode(self, value, what, error=None):
+        """value -> the bytes of one element (numpy's conversion rules; PRED
+        as 0 or 1). A value numpy cannot convert raises `error` if given,
+        else the xlashape twin of numpy's error."""
         try:
             tmp = np.array(value, dtype=self._dtype)
-        except (ValueError, TypeError, OverflowError) as e:
-            raise InvalidShapeError(
-                f"{what} {value!r} cannot be stored as {self._shape.element_type.hlo_name} "
-                f"({self._dtype}): {e}") from None
+        except _CONVERSION_ERRORS as e:
+            if isinstance(e, XlaShapeError):
+                raise
+            prefix = (f"{what} {_short_repr(value)} cannot be stored as "
+                      f"{self._shape.element_type.hlo_name} ({self._dtype})")
+            if error is not None:
+                raise error(f"{prefix}: {e}") from None
+            _reraise_family(e, prefix)
         if tmp.ndim != 0:
-            raise InvalidShapeError(f"{what} must be a scalar, got shape {tmp.shape}")
-        return tmp.tobytes()
+            raise (error or ShapeValueError)(
+                f"{what} must be a scalar, got an array of shape {tmp.shape}")
+        elem = tmp.tobytes()
+        if self.di.kind == K_BOOL:
+            elem = b"\x00" if elem == b"\x00" else b"\x01"
+        return elem
 
     cdef int _fill_bytes_with(self, bytes elem) except -1:
         """Every slot of the physical buffer (padding included) := elem."""
@@ -323,24 +464,23 @@ cdef class LayoutArray:
         cdef int k
         cdef const char* pat = elem
         cdef int64_t n = self.nbytes_phys
+        cdef char* data
+        byte = 0
         if self.di.packed_bits:
             code = (<const uint8_t*>pat)[0] & self.di.mask
-            byte = 0
             for k in range(0, 8, self.di.packed_bits):
                 byte |= <uint8_t>(code << k)
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
+        self._pin()
+        try:
+            data = self.data
+            if self.di.packed_bits:
                 with nogil:
-                    memset(self.data, byte, n)
-            finally:
-                self.n_exports -= 1
-        else:
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
+                    memset(data, byte, n)
+            else:
                 with nogil:
-                    fill_pattern(self.data, n, pat, self.di.itemsize)
-            finally:
-                self.n_exports -= 1
+                    fill_pattern(data, n, pat, self.di.itemsize)
+        finally:
+            self._unpin()
         return 0
 
     cdef int _fill_padding(self, bint zero_logical) except -1:
@@ -350,19 +490,23 @@ cdef class LayoutArray:
             self.nbytes_phys * 8 > self._plan.element_count * self._plan.element_bits
         if not has_padding:
             if zero_logical:
-                memset(self.data, 0, self.nbytes_phys)
+                self._pin()
+                try:
+                    memset(self.data, 0, self.nbytes_phys)
+                finally:
+                    self._unpin()
             return 0
-        pad = self._encode(pv, "padding_value")
+        pad = self._encode(pv, "padding_value", InvalidShapeError)
         self._fill_bytes_with(pad)
         if zero_logical and pad.count(0) != len(pad):
             self._fill_logical(bytes(len(pad)))
         return 0
 
     cdef int _fill_logical(self, bytes elem) except -1:
-        """Every logical element := elem (one element's bytes)."""
+        """Every logical element := elem (one element's bytes, already
+        converted: PRED 0 or 1)."""
         cdef Side dst, src
         cdef int d
-        self._side(&dst)
         src.base = <char*>(<const char*>elem)
         src.prog = NULL
         src.tabs = NULL
@@ -371,12 +515,13 @@ cdef class LayoutArray:
         src.minor_dim = -1
         for d in range(self.prog.rank):
             src.bstride[d] = 0
-        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        self._pin()
         try:
+            self._side(&dst)
             with nogil:
                 copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
         finally:
-            self.n_exports -= 1
+            self._unpin()
         return 0
 
     cdef void _side(self, Side* s):
@@ -389,12 +534,24 @@ cdef class LayoutArray:
 
     cdef inline int _check_alive(self) except -1:
         if self.released:
-            raise ValueError(_RELEASED)
+            raise ReleasedArrayError(_RELEASED)
         return 0
+
+    cdef inline int _pin(self) except -1:
+        """Hold the storage (release() refuses) until _unpin(); raises
+        ReleasedArrayError if it is already gone. Read `self.data` only
+        after this, and call _unpin() in a `finally`."""
+        if self.released:
+            raise ReleasedArrayError(_RELEASED)
+        self.n_pins += 1
+        return 0
+
+    cdef inline void _unpin(self) noexcept:
+        self.n_pins -= 1
 
     cdef inline int _check_writable(self) except -1:
         if self.released:
-            raise ValueError(_RELEASED)
+            raise ReleasedArrayError(_RELEASED)
         if self.readonly:
             raise ReadOnlyBufferError(
                 "assignment destination is read-only (this LayoutArray wraps a "
@@ -423,8 +580,13 @@ cdef class LayoutArray:
         cdef LayoutArray la
         cdef cnp.ndarray arr
         cdef Side dst, src
-        if not isinstance(array, np.ndarray):
-            array = np.asarray(array)
+        if type(array) is not np.ndarray:
+            # also turns a subclass into a plain view, whose shape and dtype
+            # are those of its memory (a subclass could redefine them)
+            try:
+                array = np.asarray(array)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
         shape_or_layout = _layout_text_to_layout(shape_or_layout)
         if shape_or_layout is None or isinstance(shape_or_layout, _Layout):
             try:
@@ -448,21 +610,45 @@ cdef class LayoutArray:
                     f"array dtype {array.dtype} does not match the element type "
                     f"{plan.element_type.hlo_name} ({target}) of {plan.shape}; "
                     f"pass dtype_cast=True to convert")
-            array = array.astype(target)
+            try:
+                array = array.astype(target)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
+        if array.dtype == np.bool_:
+            array = bool_array_clean(array)   # PRED: every nonzero byte as 1
         la = LayoutArray.__new__(LayoutArray)
         la._setup(plan)
         la._allocate()
         la._fill_padding(False)
-        arr = array
-        la._side(&dst)
-        side_from_ndarray(&src, arr)
-        if la._same_dense(arr):
-            with nogil:
-                memcpy(la.data, src.base, la.logical_size * la.di.itemsize)
-        else:
-            with nogil:
-                copy_sides(&dst, &src, la.prog.dims, la.prog.rank, la.di.mask)
+        la._copy_in(array)
         return la
+
+    cdef int _copy_in(self, cnp.ndarray arr) except -1:
+        """Every logical element := arr's (a plain ndarray of our dtype and
+        shape, any strides; PRED bytes already 0/1). Pins."""
+        cdef Side dst, src
+        cdef int d
+        if cnp.PyArray_NDIM(arr) != self.prog.rank or \
+                cnp.PyArray_ITEMSIZE(arr) != self.di.itemsize:
+            raise ShapeValueError(f"internal: array of shape {(<object>arr).shape} and "
+                                  f"dtype {arr.dtype} cannot be copied into {self._shape}")
+        for d in range(self.prog.rank):
+            if cnp.PyArray_DIMS(arr)[d] != self.prog.dims[d]:
+                raise ShapeValueError(f"internal: array of shape {(<object>arr).shape} cannot be "
+                                      f"copied into {self._shape}")
+        self._pin()
+        try:
+            self._side(&dst)
+            side_from_ndarray(&src, arr)
+            if self._same_dense(arr):
+                with nogil:
+                    memcpy(dst.base, src.base, self.logical_size * self.di.itemsize)
+            else:
+                with nogil:
+                    copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+        finally:
+            self._unpin()
+        return 0
 
     cdef bint _same_dense(self, cnp.ndarray arr):
         """True when arr's memory is byte for byte our physical buffer."""
@@ -539,8 +725,12 @@ cdef class LayoutArray:
         """Free the storage now (or let go of a wrapped buffer).
 
         Raises ``ShapeBufferError`` while any export (memoryview, numpy view,
-        ``physical``) is alive: the memory would vanish under it. After
-        release every other operation raises ``ValueError``.
+        ``physical``) is alive, or while an operation is using the storage
+        (in another thread, or in a Python callback that operation made): the
+        memory would vanish under it. After release every operation on the
+        elements raises :class:`~xlashape.ReleasedArrayError` (a
+        ``ValueError``); the metadata (``shape``, ``dtype``, ``xla_shape``,
+        ...) stays readable. Releasing twice is allowed.
         """
         if self.released:
             return
@@ -548,6 +738,11 @@ cdef class LayoutArray:
             raise ShapeBufferError(
                 f"cannot release a LayoutArray while {self.n_exports} buffer export(s) "
                 f"(memoryviews or numpy views of it) are alive")
+        if self.n_pins > 0:
+            raise ShapeBufferError(
+                "cannot release a LayoutArray while an operation on it is in progress "
+                "(in another thread, or in a Python callback such as __index__ or "
+                "__float__ that the operation called)")
         self.released = True
         self.data = NULL
         if self.has_view:
@@ -636,7 +831,7 @@ cdef class LayoutArray:
 
     def __len__(self):
         if self.prog.rank == 0:
-            raise TypeError("len() of unsized object")
+            raise ShapeTypeError("len() of unsized object")
         return self.c_shape[0]
 
     # -- conversion to Python scalars (numpy 2's rules) ----------------------
@@ -646,13 +841,17 @@ cdef class LayoutArray:
         """The single logical element as a 0-d numpy array (a copy)."""
         self._check_alive()
         if self.logical_size != 1:
-            raise TypeError(
+            raise ShapeTypeError(
                 f"only 0-d or size-1 LayoutArrays can be converted to Python scalars; "
                 f"this one has shape {self._pyshape} ({self.logical_size} elements)")
         return self.to_numpy().reshape(())
 
     def __int__(self):
-        return int(self._one_element())
+        x = self._one_element()
+        try:
+            return int(x)         # NaN and inf: numpy's ValueError / OverflowError
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
 
     def __float__(self):
         return float(self._one_element())
@@ -663,7 +862,7 @@ cdef class LayoutArray:
     def __index__(self):
         self._check_alive()
         if self.prog.rank != 0 or not self._plan.element_type.is_integral:
-            raise TypeError(
+            raise ShapeTypeError(
                 f"only integer scalar arrays can be converted to a scalar index; "
                 f"this LayoutArray is {self._shape.to_string(False)}")
         return int(self._one_element())
@@ -671,21 +870,22 @@ cdef class LayoutArray:
     def __bool__(self):
         self._check_alive()
         if self.logical_size == 0:
-            raise ValueError(
+            raise ShapeValueError(
                 f"The truth value of an empty array is ambiguous (shape "
                 f"{self._pyshape}). Use `la.size > 0` to check that it is not empty")
         if self.logical_size > 1:
-            raise ValueError(
+            raise ShapeValueError(
                 f"The truth value of an array with more than one element is ambiguous "
                 f"(shape {self._pyshape}). Use np.asarray(la).any() or .all()")
         return bool(self._one_element())
 
     def __iter__(self):
-        cdef Py_ssize_t i
+        """Rows (``la[0]``, ``la[1]``, ...), each read when it is reached:
+        a release() between two rows makes the next one raise."""
+        self._check_alive()
         if self.prog.rank == 0:
-            raise TypeError("iteration over a 0-d array")
-        for i in range(self.c_shape[0]):
-            yield self[i]
+            raise ShapeTypeError("iteration over a 0-d array")
+        return _rows(self, self.c_shape[0])
 
     # -- numpy interop -----------------------------------------------------
     def to_numpy(self, out=None):
@@ -693,43 +893,67 @@ cdef class LayoutArray:
 
         With ``out`` (a writable numpy array of the same shape and dtype, any
         strides) the values are unpacked into it instead, and it is returned.
+        PRED elements come out as 0 or 1 whatever byte the storage holds.
 
         >>> LayoutArray("s4[2,2]{1,0:E(4)}").to_numpy().dtype
         dtype(int4)
         """
-        cdef Side dst, src
+        cdef cnp.ndarray arr
         self._check_alive()
         if out is None:
-            out = np.empty(self._pyshape, dtype=self._dtype)
-        else:
-            if not isinstance(out, np.ndarray):
-                raise ShapeTypeError(f"out must be a numpy array, got {type(out).__name__}")
-            if out.shape != self._pyshape or out.dtype != self._dtype:
-                raise InvalidShapeError(
-                    f"out has shape {out.shape} and dtype {out.dtype}; expected "
-                    f"{self._pyshape} and {self._dtype}")
-            if not out.flags.writeable:
-                raise ValueError("out is read-only")
-        return self._unpack_into(out)
+            arr = np.empty(self._pyshape, dtype=self._dtype)
+            return self._unpack_into(arr)
+        if not isinstance(out, np.ndarray):
+            raise ShapeTypeError(f"out must be a numpy array, got {type(out).__name__}")
+        # A plain view of the same memory: its shape, dtype and flags are the
+        # memory's own (a subclass could report others in Python).
+        arr = out if type(out) is np.ndarray else np.asarray(out)
+        oshape = (<object>arr).shape
+        if oshape != self._pyshape:
+            raise ShapeValueError(
+                f"out has shape {oshape} and dtype {arr.dtype}; expected "
+                f"{self._pyshape} and {self._dtype}")
+        if arr.dtype != self._dtype:
+            raise ShapeTypeError(
+                f"out has shape {oshape} and dtype {arr.dtype}; expected "
+                f"{self._pyshape} and {self._dtype}")
+        if not arr.flags.writeable:
+            raise ReadOnlyBufferError(
+                "output array is read-only: to_numpy(out=...) needs a writable array")
+        lo, hi = _byte_bounds(arr)
+        self._pin()
+        try:
+            if lo < <size_t>self.data + self.nbytes_phys and <size_t>self.data < hi:
+                # out is a view of this very storage: unpack, then copy over
+                np.copyto(arr, self._unpack_into(np.empty(self._pyshape, dtype=self._dtype)))
+            else:
+                self._unpack_into(arr)
+        finally:
+            self._unpin()
+        return out
 
     cdef object _unpack_into(self, cnp.ndarray out):
+        """Every logical element -> out (a plain ndarray of our shape and
+        dtype, any strides); PRED bytes as 0/1. Pins."""
         cdef Side dst, src
-        self._side(&src)
-        side_from_ndarray(&dst, out)
-        if self._same_dense(out):
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
+        cdef bint dirty = False
+        self._pin()
+        try:
+            self._side(&src)
+            side_from_ndarray(&dst, out)
+            if self._same_dense(out):
                 with nogil:
-                    memcpy(dst.base, self.data, self.logical_size * self.di.itemsize)
-            finally:
-                self.n_exports -= 1
-        else:
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
+                    memcpy(dst.base, src.base, self.logical_size * self.di.itemsize)
+            else:
                 with nogil:
                     copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
-            finally:
-                self.n_exports -= 1
+            if self.di.kind == K_BOOL and not self.di.packed_bits:
+                with nogil:
+                    dirty = bytes_above_one(src.base, self.nbytes_phys)
+        finally:
+            self._unpin()
+        if dirty:
+            bool_array_fix(out)
         return out
 
     cdef object _view(self):
@@ -754,15 +978,18 @@ cdef class LayoutArray:
         """numpy 2 semantics: a view when the layout allows one and copy is
         not True; copy=False raises ValueError when a copy is unavoidable."""
         self._check_alive()
-        same = dtype is None or np.dtype(dtype) == self._dtype
+        try:
+            same = dtype is None or np.dtype(dtype) == self._dtype
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
         if copy is False:
             if not self.strided:
-                raise ValueError(
+                raise ShapeValueError(
                     f"Unable to avoid copy while creating an array as requested: "
                     f"{self._shape} is tiled or packed; its logical array is not "
                     f"expressible by strides")
             if not same:
-                raise ValueError("Unable to avoid copy while creating an array as "
+                raise ShapeValueError("Unable to avoid copy while creating an array as "
                                  f"requested: dtype {np.dtype(dtype)} differs from "
                                  f"{self._dtype}")
             return self._view()
@@ -771,7 +998,10 @@ cdef class LayoutArray:
         else:
             out = self.to_numpy()
         if not same:
-            out = out.astype(dtype)
+            try:
+                out = out.astype(dtype)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
         return out
 
     def __getbuffer__(self, Py_buffer* buf, int flags):
@@ -853,11 +1083,14 @@ cdef class LayoutArray:
                 if not isinstance(obj, (_numbers.Integral, np.integer)):
                     return 0
                 try:
-                    v = obj.__index__()
-                except OverflowError:
+                    big = _operator_index(obj)      # may run Python code
+                except _CONVERSION_ERRORS as e:
+                    _reraise_family(e)
+                if not -(2 ** 63) <= big < 2 ** 63:
                     raise ShapeIndexError(
-                        f"index {obj} is out of bounds for axis {i} with size "
-                        f"{self.prog.dims[i]}") from None
+                        f"index {big} is out of bounds for axis {i} with size "
+                        f"{self.prog.dims[i]}")
+                v = big
             size = self.prog.dims[i]
             if v < 0:
                 if v + size < 0:
@@ -882,154 +1115,201 @@ cdef class LayoutArray:
         With slices, ``...`` or ``None`` (numpy's basic indexing), or fewer
         ints than axes: a new numpy array holding the selection (always a
         copy; write with ``la[key] = value``). Out-of-range ints raise
-        ``IndexError`` naming the axis and its size.
+        :class:`~xlashape.ShapeIndexError` (an ``IndexError``) naming the
+        axis and its size, the same on every layout.
         """
         cdef int64_t idx[MAX_RANK]
         cdef int64_t off
         if self.released:
-            raise ValueError(_RELEASED)
+            raise ReleasedArrayError(_RELEASED)
         if self._full_int_key(key) and self._parse_index(key, idx):
+            # _parse_index may have run an index's __index__ (which may have
+            # released us); from this check on, C code only.
+            if self.released:
+                raise ReleasedArrayError(_RELEASED)
             off = self._offset(idx)
             return load_scalar(&self.di, self.data, off)
-        _check_key_types(key)
+        return self._get_block(key)
+
+    cdef object _get_block(self, key):
+        cdef bint pred = self.di.kind == K_BOOL
+        nkey, axes, post, full = _normalize_key(key, self._pyshape)
+        self._check_alive()
         if self.strided:
-            out = self._view()[key]
-            return out.copy() if isinstance(out, np.ndarray) else out
+            out = self._view()[nkey]       # the view holds an export meanwhile
+            if isinstance(out, np.ndarray):
+                out = out.copy()
+                if pred:
+                    bool_array_fix(out)
+            return out
         if self.tabs_or_null == NULL:
-            return self.to_numpy()[key]
-        sels, post = _basic_selection(key, self._pyshape)
-        return self._gather(sels, None)[post]
+            return self.to_numpy()[nkey]
+        return self._gather(axes, None)[post]
 
     def __setitem__(self, key, value):
         """``la[i, j] = v`` stores with numpy's conversion rules (rounding,
         OverflowError for out-of-range Python ints); slices, ``...`` and
         ``None`` assign like numpy's basic indexing, writing through to the
-        physical buffer (padding is never touched)."""
+        physical buffer (padding is never touched). Values numpy cannot
+        convert raise numpy's error as an xlashape one (ShapeValueError,
+        ShapeTypeError, ShapeOverflowError); PRED is stored as 0 or 1."""
         cdef int64_t idx[MAX_RANK]
         cdef int64_t off
-        cdef Side dst, src
-        cdef cnp.ndarray arr
         self._check_writable()
         if self._full_int_key(key) and self._parse_index(key, idx):
+            if self.released:          # an index's __index__ released us
+                raise ReleasedArrayError(_RELEASED)
             off = self._offset(idx)
+            # store_fast converts exact int/float/bool in C and runs no
+            # Python code before its store.
             if store_fast(&self.di, self.data, off, value, self._dtype):
                 return
             self._store_slow(off, value)
             return
-        _check_key_types(key)
-        if key is Ellipsis or (type(key) is tuple and len(key) == self.prog.rank and all(
-                type(k) is slice and k == slice(None) for k in key)):
+        self._set_block(key, value)
+
+    cdef int _set_block(self, key, value) except -1:
+        cdef cnp.ndarray arr
+        nkey, axes, post, full = _normalize_key(key, self._pyshape)
+        self._check_alive()
+        if full:
             self._assign_all(value)
-            return
+            return 0
         if self.strided:
-            self._view()[key] = value
-            return
+            view = self._view()            # holds an export while numpy assigns
+            try:
+                view[nkey] = value
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
+            if self.di.kind == K_BOOL:
+                # value may be a bool array holding other bytes than 0/1
+                bool_array_fix(view[nkey + (Ellipsis,)])
+            return 0
         if self.tabs_or_null == NULL:
             arr = self.to_numpy()
-            arr[key] = value
-            self._side(&dst)
-            side_from_ndarray(&src, arr)
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
-                with nogil:
-                    copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
-            finally:
-                self.n_exports -= 1
-            return
+            self._assign_into(arr, nkey, value)
+            self._copy_in(arr)
+            return 0
         # read the selected block, assign like numpy, write the block back
-        sels, post = _basic_selection(key, self._pyshape)
-        block = self._gather(sels, None)
-        block[post] = value
-        self._gather(sels, block)
+        block = self._gather(axes, None)
+        self._assign_into(block, post, value)
+        self._gather(axes, block)
+        return 0
+
+    cdef int _assign_into(self, cnp.ndarray arr, key, value) except -1:
+        """arr[key] = value with numpy's rules and xlashape's errors; PRED
+        bytes folded to 0/1 (arr is our own temporary)."""
+        try:
+            arr[key] = value
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
+        if self.di.kind == K_BOOL:
+            bool_array_fix(arr)
+        return 0
 
     cdef int _assign_all(self, value) except -1:
         """``la[...] = value``: pack straight from the source, no unpacking."""
-        cdef Side dst, src
         cdef cnp.ndarray arr
-        if not isinstance(value, np.ndarray) or value.dtype != self._dtype:
-            if np.ndim(value) == 0:
-                if self._tmp is None:
-                    self._tmp = np.zeros((), dtype=self._dtype)
-                self._tmp[()] = value
-                self._fill_logical(self._tmp.tobytes())
+        if type(value) is not np.ndarray or value.dtype != self._dtype:
+            try:
+                scalar = np.ndim(value) == 0
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
+            if scalar:
+                self._fill_logical(self._encode(value, "value"))
                 return 0
             tmp = np.empty(self._pyshape, dtype=self._dtype)
-            tmp[...] = value
+            self._assign_into(tmp, Ellipsis, value)
             value = tmp
-        arr = np.broadcast_to(value, self._pyshape)
-        lo, hi = _byte_bounds(arr)
-        if lo < <size_t>self.data + self.nbytes_phys and <size_t>self.data < hi:
-            arr = arr.copy()     # the source is a view of this very buffer
-        self._side(&dst)
-        side_from_ndarray(&src, arr)
-        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        elif self.di.kind == K_BOOL:
+            value = bool_array_clean(value)
         try:
-            with nogil:
-                copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            arr = np.broadcast_to(value, self._pyshape)
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
+        lo, hi = _byte_bounds(arr)
+        self._pin()
+        try:
+            if lo < <size_t>self.data + self.nbytes_phys and <size_t>self.data < hi:
+                arr = arr.copy()     # the source is a view of this very buffer
+            self._copy_in(arr)
         finally:
-            self.n_exports -= 1
+            self._unpin()
         return 0
 
-    cdef object _gather(self, list sels, object block):
-        """The block sels[0] x sels[1] x ... (index arrays per axis): read into
-        a new array (block None) or written from `block`. Offsets come from
-        the per-dimension tables, restricted to the selected indices."""
+    cdef object _gather(self, list axes, object block):
+        """The block of the selections `axes` (per logical axis an int or a
+        (start, stop, step) range): read into a new array (block None) or
+        written from `block`. Offsets come from the per-dimension tables,
+        restricted to the selected indices. Pins."""
         cdef Side phys, arr_side
         cdef cnp.ndarray sub, tab
         cdef int64_t* tptrs[MAX_RANK]
         cdef int64_t dims[MAX_RANK]
         cdef int d, rank = self.prog.rank
         cdef int64_t unit = 1 if self.di.packed_bits else self.di.itemsize
+        cdef bint dirty = False
         if self._tabnp is None:
             self._tabnp = [np.asarray(<int64_t[:self.prog.dims[d]]>self.tabs[d])
                            if self.prog.dims[d] else np.zeros(0, np.int64)
                            for d in range(rank)]
         keep = []
         for d in range(rank):
-            tab = np.ascontiguousarray(self._tabnp[d][sels[d]] * unit, dtype=np.int64)
+            a = axes[d]
+            sel = np.arange(*a, dtype=np.intp) if type(a) is tuple else \
+                np.array([a], dtype=np.intp)
+            tab = np.ascontiguousarray(self._tabnp[d][sel] * unit, dtype=np.int64)
             keep.append(tab)
             tptrs[d] = <int64_t*>cnp.PyArray_DATA(tab)
-            dims[d] = len(sels[d])
-        phys.base = self.data
+            dims[d] = len(sel)
+        if block is None:
+            sub = np.empty(tuple(dims[d] for d in range(rank)), dtype=self._dtype)
+        else:
+            sub = block
         phys.prog = NULL
         phys.tabs = tptrs
         phys.itemsize = self.di.itemsize
         phys.packed_bits = self.di.packed_bits
         phys.minor_dim = -1
-        if block is None:
-            sub = np.empty(tuple(dims[d] for d in range(rank)), dtype=self._dtype)
-        else:
-            sub = block
         side_from_ndarray(&arr_side, sub)
-        if block is None:
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
+        self._pin()
+        try:
+            phys.base = self.data
+            if block is None:
                 with nogil:
                     copy_sides(&arr_side, &phys, dims, rank, self.di.mask)
-            finally:
-                self.n_exports -= 1
-        else:
-            self.n_exports += 1    # pinned: release() refuses while a kernel runs
-            try:
+                if self.di.kind == K_BOOL and not self.di.packed_bits:
+                    with nogil:
+                        dirty = bytes_above_one(phys.base, self.nbytes_phys)
+            else:
                 with nogil:
                     copy_sides(&phys, &arr_side, dims, rank, self.di.mask)
-            finally:
-                self.n_exports -= 1
+        finally:
+            self._unpin()
+        if dirty:
+            bool_array_fix(sub)
         return sub
 
     cdef int _store_slow(self, int64_t off, object value) except -1:
         """Store through a one-element numpy array: exactly numpy's rules."""
         cdef cnp.ndarray tmp
-        cdef const char* p
+        cdef uint8_t elem[16]
         if self._tmp is None:
             self._tmp = np.zeros((), dtype=self._dtype)
         tmp = self._tmp
-        tmp[()] = value
-        p = <const char*>cnp.PyArray_DATA(tmp)
+        try:
+            tmp[()] = value            # may run the value's Python code
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
+        memcpy(elem, cnp.PyArray_DATA(tmp), self.di.itemsize)
+        if self.released:              # ... which may have released us
+            raise ReleasedArrayError(_RELEASED)
+        if self.di.kind == K_BOOL:
+            elem[0] = elem[0] != 0
         if self.di.value_bits < 8 or self.di.packed_bits:
-            store_code(&self.di, self.data, off, (<const uint8_t*>p)[0])
+            store_code(&self.di, self.data, off, elem[0])
         else:
-            memcpy(self.data + off * self.di.itemsize, p, self.di.itemsize)
+            memcpy(self.data + off * self.di.itemsize, elem, self.di.itemsize)
         return 0
 
     # -- whole-array operations --------------------------------------------
@@ -1037,21 +1317,27 @@ cdef class LayoutArray:
         """Set every logical element to ``value`` (numpy's conversion);
         padding slots keep ``padding_value``."""
         self._check_writable()
-        self._fill_logical(self._encode(value, "fill value"))
+        elem = self._encode(value, "fill value")    # may run the value's Python code
+        self._fill_logical(elem)                    # pins (raises if released meanwhile)
 
     def copy(self):
         """A new, writable LayoutArray with the same shape and bytes (padding too)."""
         cdef LayoutArray la
+        cdef char* src
         self._check_alive()
         la = LayoutArray.__new__(LayoutArray)
         la._setup(self._plan)
         la._allocate()
-        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        self._pin()
         try:
+            src = self.data
             with nogil:
-                memcpy(la.data, self.data, self.nbytes_phys)
+                memcpy(la.data, src, self.nbytes_phys)
         finally:
-            self.n_exports -= 1
+            self._unpin()
+        if la.di.kind == K_BOOL and not la.di.packed_bits:
+            with nogil:
+                bytes_to_bools(la.data, la.nbytes_phys)   # PRED as 0/1
         return la
 
     def relayout(self, layout):
@@ -1069,6 +1355,7 @@ cdef class LayoutArray:
         """
         cdef LayoutArray la
         cdef Side dst, src
+        cdef char* clean
         self._check_alive()
         layout = _layout_text_to_layout(layout)
         if isinstance(layout, _Layout):
@@ -1090,13 +1377,25 @@ cdef class LayoutArray:
         la._allocate()
         la._fill_padding(False)
         la._side(&dst)
-        self._side(&src)
-        self.n_exports += 1    # pinned: release() refuses while a kernel runs
+        clean = NULL
+        self._pin()
         try:
+            self._side(&src)
+            if self.di.kind == K_BOOL and not self.di.packed_bits and \
+                    bytes_above_one(src.base, self.nbytes_phys):
+                # PRED bytes other than 0/1 (a wrapped buffer, or a write
+                # through a view): copy from a folded copy of the storage
+                clean = <char*>malloc(max(self.nbytes_phys, 1))
+                if clean == NULL:
+                    raise ShapeMemoryError(f"cannot allocate {self.nbytes_phys} bytes")
+                memcpy(clean, src.base, self.nbytes_phys)
+                bytes_to_bools(clean, self.nbytes_phys)
+                src.base = clean
             with nogil:
                 copy_sides(&dst, &src, la.prog.dims, la.prog.rank, la.di.mask)
         finally:
-            self.n_exports -= 1
+            self._unpin()
+            free(clean)
         return la
 
     def __reduce__(self):
@@ -1104,10 +1403,13 @@ cdef class LayoutArray:
         return (_rebuild, (bytes(self.physical), self._shape))
 
     def __repr__(self):
-        if self.released:
-            return f"<released LayoutArray {self._shape}>"
-        body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
-        return f"LayoutArray({self._shape},\n  {body})"
+        if not self.released:
+            try:
+                body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
+                return f"LayoutArray({self._shape},\n  {body})"
+            except ReleasedArrayError:     # released by another thread meanwhile
+                pass
+        return f"<released LayoutArray {self._shape}>"
 
 
 cdef class _PhysicalExporter:
@@ -1151,6 +1453,11 @@ cdef class _PhysicalExporter:
     def __releasebuffer__(self, Py_buffer* buf):
         self.owner.n_exports -= 1
 
+
+
+def _rows(la, n):
+    for i in range(n):
+        yield la[i]
 
 
 def _rebuild(data, shape):

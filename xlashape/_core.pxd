@@ -23,6 +23,9 @@ cdef extern from "Python.h":
     bint PyBool_Check(object o)
     long long PyLong_AsLongLongAndOverflow(object o, int* overflow) except? -1
     double PyFloat_AS_DOUBLE(object o)
+    double PyLong_AsDouble_noexc "PyLong_AsDouble" (object o) noexcept
+    PyObject* PyErr_Occurred() noexcept
+    void PyErr_Clear() noexcept
     # Borrowed-pointer variants for the scalar index path (no reference counting).
     PyObject* PyTuple_GET_ITEM_PTR "PyTuple_GET_ITEM" (object t, Py_ssize_t i)
     bint PyLong_CheckExact_ptr "PyLong_CheckExact" (PyObject* o)

@@ -210,7 +210,56 @@ cdef object load_scalar(const DInfo* di, const char* base, int64_t elem):
 
 # numpy's wording for an out-of-range Python int (numpy 2 raises, never wraps).
 cdef int _int_overflow(object value, object dtype) except -1:
-    raise OverflowError(f"Python integer {value} out of bounds for {dtype}")
+    raise ShapeOverflowError(f"Python integer {value} out of bounds for {dtype}")
+
+
+cdef double _int_to_double(object value) except? -1.0:
+    """An exact int as a double; ShapeOverflowError (Python's wording) past
+    the double range, as storing it through numpy raises OverflowError."""
+    cdef double x = PyLong_AsDouble_noexc(value)
+    if x == -1.0 and PyErr_Occurred() != NULL:
+        PyErr_Clear()
+        raise ShapeOverflowError("int too large to convert to float")
+    return x
+
+
+# PRED is stored as XLA stores it: one byte (or one bit with E(1)) holding 0
+# or 1. A numpy bool array can hold any nonzero byte (e.g.
+# np.array([2], np.uint8).view(bool), which numpy reads as True); these
+# helpers find and fold such bytes to 1.
+cdef inline bint bytes_above_one(const char* p, int64_t n) noexcept nogil:
+    """True when some byte of p[0:n] is neither 0 nor 1."""
+    cdef const uint8_t* b = <const uint8_t*>p
+    cdef uint8_t acc = 0
+    cdef int64_t i
+    for i in range(n):
+        acc |= b[i]
+    return (acc & 0xFE) != 0
+
+
+cdef inline void bytes_to_bools(char* p, int64_t n) noexcept nogil:
+    """Every nonzero byte of p[0:n] := 1."""
+    cdef uint8_t* b = <uint8_t*>p
+    cdef int64_t i
+    for i in range(n):
+        b[i] = b[i] != 0
+
+
+cdef object bool_array_clean(object arr):
+    """A numpy bool array whose bytes are all 0/1: `arr` itself, or a copy
+    with every nonzero byte as 1 (same shape, C order)."""
+    u = arr.view(np.uint8)
+    if u.size and u.max() > 1:
+        return np.not_equal(u, 0, out=np.empty(u.shape, np.bool_))
+    return arr
+
+
+cdef int bool_array_fix(object arr) except -1:
+    """In place: every nonzero byte of the (writable) numpy bool array := 1."""
+    u = arr.view(np.uint8)
+    if u.size:
+        np.minimum(u, 1, out=u)
+    return 0
 
 
 cdef int store_fast(const DInfo* di, char* base, int64_t elem, object value,
@@ -267,7 +316,7 @@ cdef int store_fast(const DInfo* di, char* base, int64_t elem, object value,
                 return 1
             return 0
         if di.kind == K_F32 or di.kind == K_F64:
-            x = value   # OverflowError for ints beyond double, as numpy
+            x = _int_to_double(value)   # OverflowError beyond double, as numpy
             if di.kind == K_F64:
                 memcpy(p, &x, 8)
                 return 1

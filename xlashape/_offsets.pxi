@@ -88,15 +88,15 @@ cdef int _to_block_ops(BlockOp* out, int nops, const int64_t* code, const int64_
 
 cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
     """Fill `p` from a LayoutPlan's inverse program (allocating its op arrays);
-    ValueError if it is too big."""
+    InvalidShapeError (a ValueError) if it is too big."""
     cdef int i
     cdef Py_ssize_t nops
     ops = plan.inverse_ops
     if plan.rank > MAX_RANK:
-        raise ValueError(f"rank {plan.rank} exceeds the compiled core's limit of {MAX_RANK}")
+        raise _InvalidShapeError(f"rank {plan.rank} exceeds the compiled core's limit of {MAX_RANK}")
     if plan.inverse_num_registers > MAX_INV_REGS:
-        raise ValueError(f"layout of {plan.shape} is too complex for the compiled core "
-                         f"(inverse: {len(ops)} ops, {plan.inverse_num_registers} registers)")
+        raise _InvalidShapeError(f"layout of {plan.shape} is too complex for the compiled core "
+                                 f"(inverse: {len(ops)} ops, {plan.inverse_num_registers} registers)")
     nops = len(ops)
     p.rank = plan.rank
     p.nops = <int>nops
@@ -104,7 +104,7 @@ cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
     p.element_count = plan.element_count
     p.op_code = <int64_t*>malloc(sizeof(int64_t) * 5 * (nops + 1))
     if p.op_code == NULL:
-        raise MemoryError()
+        raise _ShapeMemoryError("cannot allocate the index maps' working memory")
     p.op_dst = p.op_code + (nops + 1)
     p.op_a = p.op_dst + (nops + 1)
     p.op_b = p.op_a + (nops + 1)
@@ -148,7 +148,7 @@ cdef class IndexMaps:
         self.fwd_ops = <BlockOp*>malloc(sizeof(BlockOp) * (self.prog.nops + 1))
         self.inv_ops = <BlockOp*>malloc(sizeof(BlockOp) * (self.inv.nops + 1))
         if self.fwd_ops == NULL or self.inv_ops == NULL:
-            raise MemoryError()
+            raise _ShapeMemoryError("cannot allocate the index maps' working memory")
         _to_block_ops(self.fwd_ops, self.prog.nops, self.prog.op_code, self.prog.op_dst,
                       self.prog.op_a, self.prog.op_b, self.prog.op_c)
         _to_block_ops(self.inv_ops, self.inv.nops, self.inv.op_code, self.inv.op_dst,
@@ -191,7 +191,7 @@ cdef class IndexMaps:
         cdef int64_t[::1] out_v = out
         regs = <int64_t*>malloc(sizeof(int64_t) * BLOCK * self.prog.nregs)
         if regs == NULL:
-            raise MemoryError()
+            raise _ShapeMemoryError("cannot allocate the index maps' working memory")
         try:
             with nogil:
                 memset(regs, 0, sizeof(int64_t) * BLOCK * self.prog.nregs)  # r[rank] = 0
@@ -274,7 +274,7 @@ cdef class IndexMaps:
         cdef int64_t[:, ::1] out_v = out
         regs = <int64_t*>malloc(sizeof(int64_t) * BLOCK * self.inv.nregs)
         if regs == NULL:
-            raise MemoryError()
+            raise _ShapeMemoryError("cannot allocate the index maps' working memory")
         try:
             with nogil:
                 memset(regs, 0, sizeof(int64_t) * BLOCK * self.inv.nregs)  # r[1] = 0

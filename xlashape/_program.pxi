@@ -7,6 +7,8 @@ from libc.string cimport memcpy
 
 from xlashape import tiling as _tiling_ops
 from xlashape._base import INT64_MAX as _INT64_MAX, check_index as _check_index
+from xlashape.errors import (InvalidShapeError as _InvalidShapeError,
+                             ShapeMemoryError as _ShapeMemoryError)
 
 # The plan's opcodes (defined once, in tiling.py) and the C code of each.
 _C_OPCODES = {
@@ -26,40 +28,41 @@ cdef int64_t c_opcode(object op) except -1:
 
 
 cdef int _check_int64_fits(object plan) except -1:
-    """MemoryError (not a C-level OverflowError) when a figure of the plan
+    """ShapeMemoryError, a MemoryError (not a C-level OverflowError), when a figure of the plan
     cannot be an int64: such a buffer could never be allocated or addressed."""
     limit = _INT64_MAX
     if plan.size_in_bytes > limit:
-        raise MemoryError(
+        raise _ShapeMemoryError(
             f"{plan.shape} needs {plan.size_in_bytes} bytes, more than the {limit} "
             f"a 64-bit offset can address")
     if plan.element_count > limit:
-        raise MemoryError(
+        raise _ShapeMemoryError(
             f"{plan.shape} needs {plan.element_count} elements (padding included), "
             f"more than the {limit} a 64-bit offset can address")
     for v in plan.out_strides:
         if not -limit <= v <= limit:
-            raise MemoryError(
+            raise _ShapeMemoryError(
                 f"{plan.shape} has an element stride of {v}, more than the {limit} "
                 f"a 64-bit offset can address")
     for op in plan.ops:
         if not -limit - 1 <= op[4] <= limit:
-            raise MemoryError(
+            raise _ShapeMemoryError(
                 f"{plan.shape} needs an offset constant of {op[4]}, more than the "
                 f"{limit} a 64-bit offset can address")
     return 0
 
 
 cdef int program_from_plan(Program* p, object plan) except -1:
-    """Fill `p` from a tiling.LayoutPlan; ValueError if it is too big."""
+    """Fill `p` from a tiling.LayoutPlan; InvalidShapeError (a ValueError) if it
+    is too big for the compiled core."""
     cdef int i
     ops = plan.ops
     _check_int64_fits(plan)
     if plan.rank > MAX_RANK:
-        raise ValueError(f"rank {plan.rank} exceeds the compiled core's limit of {MAX_RANK}")
+        raise _InvalidShapeError(f"rank {plan.rank} exceeds the compiled core's limit of {MAX_RANK}")
     if len(ops) > MAX_OPS or plan.num_registers > MAX_REGS or len(plan.out_registers) > MAX_OUT:
-        raise ValueError(f"layout of {plan.shape} is too complex for the compiled core "
-                         f"({len(ops)} ops, {plan.num_registers} registers)")
+        raise _InvalidShapeError(f"layout of {plan.shape} is too complex for the compiled core "
+                                 f"({len(ops)} ops, {plan.num_registers} registers)")
     p.rank = plan.rank
     p.nops = len(ops)
     p.nregs = plan.num_registers

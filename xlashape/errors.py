@@ -17,6 +17,10 @@ __all__ = [
     "ShapeBufferError",
     "ReadOnlyBufferError",
     "UnreadableInputError",
+    "ShapeValueError",
+    "ShapeOverflowError",
+    "ShapeMemoryError",
+    "ReleasedArrayError",
 ]
 
 
@@ -54,6 +58,28 @@ class UnreadableInputError(XlaShapeError, ValueError):
     """A file or text that is not what the reader was asked to read: empty,
     binary, cut off before anything readable, or of another kind (e.g. not
     an HLO module, dump directory or out-of-memory report)."""
+
+
+class ShapeValueError(XlaShapeError, ValueError):
+    """A value that cannot be used where it was given: one that does not
+    convert to the element type (``'a'`` into ``f32``), an array that does
+    not broadcast, a zero slice step, ... The message is numpy's where numpy
+    has one for the same mistake."""
+
+
+class ShapeOverflowError(XlaShapeError, OverflowError):
+    """A number the element type cannot hold (``300`` into ``s8``), as numpy
+    raises ``OverflowError`` for it."""
+
+
+class ShapeMemoryError(XlaShapeError, MemoryError):
+    """A buffer too big to allocate, or to address with 64-bit offsets."""
+
+
+class ReleasedArrayError(ShapeValueError):
+    """An operation on a :class:`~xlashape.LayoutArray` after its
+    ``release()``: its storage is gone. Also a ``ValueError``, as Python
+    raises for a released ``memoryview``."""
 
 
 class HloParseError(XlaShapeError, ValueError):
