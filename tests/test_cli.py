@@ -176,6 +176,21 @@ def test_the_cli_imports_no_private_name_of_another_module():
     assert bad == []
 
 
+def test_the_cli_reads_no_private_attribute_of_other_objects():
+    # e.g. the tiling plan's private per-level objects: LayoutPlan.tile_levels is public
+    pkg = Path(__file__).resolve().parent.parent / "xlashape" / "cli"
+    if not pkg.exists():
+        pytest.skip("not run from a checkout")
+    bad = []
+    for path in pkg.glob("*.py"):
+        for n, line in enumerate(path.read_text().splitlines(), 1):
+            code = line.split("#")[0]
+            for m in re.finditer(r"(\w+)\._[A-Za-z]\w*", code):
+                if m.group(1) not in ("self", "cls"):
+                    bad.append(f"{path.name}:{n}: {line.strip()}")
+    assert bad == []
+
+
 # -- the entry points, in a real process --------------------------------------------
 
 

@@ -359,10 +359,9 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
                     elif ins.computation == OOM_REPORT:
                         title = "allocations listed in the out-of-memory report"
                     else:
-                        c = ins._comp
-                        title = ("ENTRY computation " if c is not None and c.is_entry
+                        kind = ins.computation_kind     # "entry" for the ENTRY computation
+                        title = ("ENTRY computation " if kind == "entry"
                                  else "computation ") + ins.computation
-                        kind = ins.computation_kind
                         if kind is not None and kind != "entry":
                             title += f" ({_KIND_TEXT.get(kind, kind)})"
                     write_lines([title, _ROWS.header()])
