@@ -302,10 +302,15 @@ def test_key_type_errors():
         la[0, 1.0]
     with pytest.raises(TypeError, match="got str at position 0"):
         la["a"]
-    with pytest.raises(TypeError, match="boolean at position 0"):
-        la[True, 0]
-    with pytest.raises(TypeError, match="got list at position 0"):
-        la[[0, 1], 0] = 3
+    with pytest.raises(xs.ShapeTypeError, match="got dict at position 1"):
+        la[[0, 1], {}]
+    # booleans and lists are numpy's advanced indexing (issue 13), not errors
+    ref = np.arange(12, dtype=np.int8).reshape(3, 4)
+    la[...] = ref
+    assert np.array_equal(la[True, 0], ref[True, 0])
+    la[[0, 1], 0] = 3
+    ref[[0, 1], 0] = 3
+    assert np.array_equal(la.to_numpy(), ref)
 
 
 def test_store_rules_match_numpy():

@@ -78,6 +78,7 @@ from .errors import (InvalidShapeError, ReadOnlyBufferError, ReleasedArrayError,
 from .layout import Layout as _Layout
 from .shape import Shape as _Shape
 from . import tiling as _tiling
+from . import _numpy_api as _npapi
 from .primitive_types import primitive_type_from_dtype as _ptype_from_dtype
 
 cdef extern from *:
@@ -106,18 +107,24 @@ def _is_index_item(x):
         and not isinstance(x, (bool, np.bool_)))
 
 
-cdef _check_key_types(key):
-    items = key if type(key) is tuple else (key,)
-    for pos, x in enumerate(items):
-        if isinstance(x, (bool, np.bool_)):
-            raise ShapeTypeError(
-                f"LayoutArray indices must be integers, slices, '...' or None; got a "
-                f"boolean at position {pos} (boolean masks are not supported: use "
-                f"la.to_numpy()[mask])")
+cdef bint _check_key_types(key) except -1:
+    """True when the key uses numpy's advanced indexing (integer arrays,
+    boolean masks, lists); raises for entries numpy would not accept."""
+    if type(key) is not tuple:
+        return not _is_index_item(key) and _check_key_item(key, 0)
+    adv = False
+    for pos, x in enumerate(key):
         if not _is_index_item(x):
-            raise ShapeTypeError(
-                f"LayoutArray indices must be integers, slices, '...' or None; got "
-                f"{type(x).__name__} at position {pos}")
+            adv = _check_key_item(x, pos) or adv
+    return adv
+
+
+cdef bint _check_key_item(x, int pos) except -1:
+    if _npapi.is_advanced_item(x):
+        return True
+    raise ShapeTypeError(
+        f"LayoutArray indices must be integers, slices, '...', None, or integer or "
+        f"boolean arrays; got {type(x).__name__} at position {pos}")
 
 
 _CONVERSION_ERRORS = (ValueError, TypeError, OverflowError)
@@ -1078,8 +1085,9 @@ cdef class LayoutArray:
                         f"{self.prog.dims[i]}")
             else:
                 obj = <object>item
-                if isinstance(obj, (bool, np.bool_)) or not _is_index_item(obj):
+                if not _is_index_item(obj):
                     _check_key_types(key)
+                    return 0
                 if not isinstance(obj, (_numbers.Integral, np.integer)):
                     return 0
                 try:
@@ -1129,6 +1137,8 @@ cdef class LayoutArray:
                 raise ReleasedArrayError(_RELEASED)
             off = self._offset(idx)
             return load_scalar(&self.di, self.data, off)
+        if _check_key_types(key):
+            return _npapi.getitem(self, key)
         return self._get_block(key)
 
     cdef object _get_block(self, key):
@@ -1165,6 +1175,9 @@ cdef class LayoutArray:
             if store_fast(&self.di, self.data, off, value, self._dtype):
                 return
             self._store_slow(off, value)
+            return
+        if _check_key_types(key):
+            _npapi.setitem(self, key, value)
             return
         self._set_block(key, value)
 
@@ -1410,6 +1423,351 @@ cdef class LayoutArray:
             except ReleasedArrayError:     # released by another thread meanwhile
                 pass
         return f"<released LayoutArray {self._shape}>"
+
+    # -- numpy's protocols (the logic lives in _numpy_api.py) ---------------
+    __hash__ = None       # elementwise ==, as numpy arrays (unhashable)
+
+    @staticmethod
+    def _empty(shape):
+        """Internal: padding slots hold padding_value, logical elements are
+        left uninitialized (the caller writes every one of them)."""
+        cdef LayoutArray la = LayoutArray.__new__(LayoutArray)
+        la._setup(_as_plan(shape))
+        la._allocate()
+        la._fill_padding(False)
+        return la
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        """NEP 13. Elementwise ufuncs on LayoutArrays of one layout (and
+        scalars) run on the physical buffers and return a LayoutArray in that
+        layout; anything else gives numpy's result (see ``xlashape._numpy_api``)."""
+        return _npapi.array_ufunc(self, ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        """NEP 18: numpy functions see the logical array (numpy results);
+        transposes, reshape and astype keep the layout."""
+        return _npapi.array_function(self, func, types, args, kwargs)
+
+    def __add__(self, other):
+        return _npapi.binop(np.add, self, other)
+
+    def __radd__(self, other):
+        return _npapi.rbinop(np.add, self, other)
+
+    def __iadd__(self, other):
+        return _npapi.ibinop(np.add, self, other)
+
+    def __sub__(self, other):
+        return _npapi.binop(np.subtract, self, other)
+
+    def __rsub__(self, other):
+        return _npapi.rbinop(np.subtract, self, other)
+
+    def __isub__(self, other):
+        return _npapi.ibinop(np.subtract, self, other)
+
+    def __mul__(self, other):
+        return _npapi.binop(np.multiply, self, other)
+
+    def __rmul__(self, other):
+        return _npapi.rbinop(np.multiply, self, other)
+
+    def __imul__(self, other):
+        return _npapi.ibinop(np.multiply, self, other)
+
+    def __truediv__(self, other):
+        return _npapi.binop(np.true_divide, self, other)
+
+    def __rtruediv__(self, other):
+        return _npapi.rbinop(np.true_divide, self, other)
+
+    def __itruediv__(self, other):
+        return _npapi.ibinop(np.true_divide, self, other)
+
+    def __floordiv__(self, other):
+        return _npapi.binop(np.floor_divide, self, other)
+
+    def __rfloordiv__(self, other):
+        return _npapi.rbinop(np.floor_divide, self, other)
+
+    def __ifloordiv__(self, other):
+        return _npapi.ibinop(np.floor_divide, self, other)
+
+    def __mod__(self, other):
+        return _npapi.binop(np.remainder, self, other)
+
+    def __rmod__(self, other):
+        return _npapi.rbinop(np.remainder, self, other)
+
+    def __imod__(self, other):
+        return _npapi.ibinop(np.remainder, self, other)
+
+    def __divmod__(self, other):
+        return _npapi.binop(np.divmod, self, other)
+
+    def __rdivmod__(self, other):
+        return _npapi.rbinop(np.divmod, self, other)
+
+    def __pow__(self, other, mod=None):
+        return _npapi.power(self, other, mod)
+
+    def __rpow__(self, other, mod=None):
+        if mod is not None:
+            return NotImplemented
+        return _npapi.rbinop(np.power, self, other)
+
+    def __ipow__(self, other):
+        return _npapi.ibinop(np.power, self, other)
+
+    def __matmul__(self, other):
+        return _npapi.binop(np.matmul, self, other)
+
+    def __rmatmul__(self, other):
+        return _npapi.rbinop(np.matmul, self, other)
+
+    def __imatmul__(self, other):
+        return _npapi.ibinop(np.matmul, self, other)
+
+    def __and__(self, other):
+        return _npapi.binop(np.bitwise_and, self, other)
+
+    def __rand__(self, other):
+        return _npapi.rbinop(np.bitwise_and, self, other)
+
+    def __iand__(self, other):
+        return _npapi.ibinop(np.bitwise_and, self, other)
+
+    def __or__(self, other):
+        return _npapi.binop(np.bitwise_or, self, other)
+
+    def __ror__(self, other):
+        return _npapi.rbinop(np.bitwise_or, self, other)
+
+    def __ior__(self, other):
+        return _npapi.ibinop(np.bitwise_or, self, other)
+
+    def __xor__(self, other):
+        return _npapi.binop(np.bitwise_xor, self, other)
+
+    def __rxor__(self, other):
+        return _npapi.rbinop(np.bitwise_xor, self, other)
+
+    def __ixor__(self, other):
+        return _npapi.ibinop(np.bitwise_xor, self, other)
+
+    def __lshift__(self, other):
+        return _npapi.binop(np.left_shift, self, other)
+
+    def __rlshift__(self, other):
+        return _npapi.rbinop(np.left_shift, self, other)
+
+    def __ilshift__(self, other):
+        return _npapi.ibinop(np.left_shift, self, other)
+
+    def __rshift__(self, other):
+        return _npapi.binop(np.right_shift, self, other)
+
+    def __rrshift__(self, other):
+        return _npapi.rbinop(np.right_shift, self, other)
+
+    def __irshift__(self, other):
+        return _npapi.ibinop(np.right_shift, self, other)
+
+    def __eq__(self, other):
+        return _npapi.compare(np.equal, self, other)
+
+    def __ne__(self, other):
+        return _npapi.compare(np.not_equal, self, other)
+
+    def __lt__(self, other):
+        return _npapi.compare(np.less, self, other)
+
+    def __le__(self, other):
+        return _npapi.compare(np.less_equal, self, other)
+
+    def __gt__(self, other):
+        return _npapi.compare(np.greater, self, other)
+
+    def __ge__(self, other):
+        return _npapi.compare(np.greater_equal, self, other)
+
+    def __neg__(self):
+        return np.negative(self)
+
+    def __pos__(self):
+        return np.positive(self)
+
+    def __abs__(self):
+        return np.absolute(self)
+
+    def __invert__(self):
+        return np.invert(self)
+
+    def __contains__(self, value):
+        return bool(np.equal(self, value).any())
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+    # -- views -------------------------------------------------------------
+    @property
+    def T(self):
+        """The transpose, zero-copy: a LayoutArray on the same storage whose
+        ``minor_to_major`` is permuted (tiles apply to the same physical
+        dimensions). Writes through either one show in the other."""
+        return _npapi.transpose(self, ())
+
+    def transpose(self, *axes):
+        """``la.transpose()``, ``la.transpose(1, 0, 2)`` or
+        ``la.transpose((1, 0, 2))``: a zero-copy view with the dimensions
+        permuted, as numpy's. The storage cannot be released while it lives.
+
+        >>> la = LayoutArray.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3),
+        ...                             "s32[2,3]{1,0:T(2,2)}")
+        >>> t = la.transpose()
+        >>> t.xla_shape.to_string(), t[2, 1]
+        ('s32[3,2]{0,1:T(2,2)}', 5)
+        """
+        return _npapi.transpose(self, axes)
+
+    def swapaxes(self, axis1, axis2):
+        """Two dimensions swapped: a zero-copy view, as ``transpose``."""
+        return _npapi.swapaxes(self, axis1, axis2)
+
+    def reshape(self, *shape, order="C", copy=None):
+        """The same elements in new dimensions (numpy's ``reshape``).
+
+        A zero-copy view (a LayoutArray on the same storage) when some
+        layout of the new dimensions keeps every element where it is: the
+        dimensions tiles touch stay as they are and the others split or
+        merge as a strided array would. Otherwise a copy in the default
+        row-major layout (``copy=False`` raises instead; ``copy=True``
+        always copies).
+
+        >>> la = LayoutArray("f32[4,8,128]{2,1,0:T(8,128)}")
+        >>> v = la.reshape(2, 2, 8, 128)
+        >>> v.xla_shape.to_string(), v.base is la
+        ('f32[2,2,8,128]{3,2,1,0:T(8,128)}', True)
+        """
+        return _npapi.reshape(self, shape, order, copy)
+
+    def ravel(self, order="C"):
+        """``reshape(-1)``: a zero-copy view when possible, else a copy."""
+        return _npapi.reshape(self, (-1,), order, None)
+
+    def flatten(self, order="C"):
+        """A 1-D copy (a LayoutArray in the default layout)."""
+        return _npapi.reshape(self, (-1,), order, True)
+
+    @property
+    def base(self):
+        """The LayoutArray this one is a view of (``T``, ``transpose``,
+        ``reshape``), the buffer object it wraps (``frombuffer``), or None
+        when it owns its storage."""
+        if not self.has_view:
+            return None
+        obj = <object>self.view.obj
+        if isinstance(obj, memoryview) and isinstance(obj.obj, _PhysicalExporter):
+            return (<_PhysicalExporter>obj.obj).owner
+        return obj
+
+    # -- numpy-style methods -------------------------------------------------
+    def astype(self, dtype, order="K", casting="unsafe", subok=True, copy=True):
+        """The values converted to ``dtype`` (numpy's rules), in the same layout.
+
+        A new LayoutArray when ``dtype`` is an XLA element type (``E(n)`` and
+        ``padding_value`` kept where the new type allows), converted
+        directly between the physical buffers; a numpy array otherwise.
+        ``copy=False`` returns this array itself when the dtype is unchanged.
+        """
+        return _npapi.astype(self, dtype, order, casting, subok, copy)
+
+    def tolist(self):
+        """The logical array as nested Python lists (numpy's ``tolist``)."""
+        return np.asarray(self).tolist()
+
+    def item(self, *args):
+        """One element as a Python scalar: ``item()`` (size 1), ``item(flat)``
+        or ``item(i, j, ...)``, read straight from the buffer."""
+        return _npapi.item(self, args)
+
+    def sum(self, *args, **kwargs):
+        """``np.sum`` of the logical array (a numpy result)."""
+        return np.sum(self, *args, **kwargs)
+
+    def prod(self, *args, **kwargs):
+        return np.prod(self, *args, **kwargs)
+
+    def min(self, *args, **kwargs):
+        return np.min(self, *args, **kwargs)
+
+    def max(self, *args, **kwargs):
+        return np.max(self, *args, **kwargs)
+
+    def mean(self, *args, **kwargs):
+        return np.mean(self, *args, **kwargs)
+
+    def std(self, *args, **kwargs):
+        return np.std(self, *args, **kwargs)
+
+    def var(self, *args, **kwargs):
+        return np.var(self, *args, **kwargs)
+
+    def any(self, *args, **kwargs):
+        return np.any(self, *args, **kwargs)
+
+    def all(self, *args, **kwargs):
+        return np.all(self, *args, **kwargs)
+
+    def argmin(self, *args, **kwargs):
+        return np.argmin(self, *args, **kwargs)
+
+    def argmax(self, *args, **kwargs):
+        return np.argmax(self, *args, **kwargs)
+
+    def cumsum(self, *args, **kwargs):
+        return np.cumsum(self, *args, **kwargs)
+
+    @property
+    def strides(self):
+        """numpy's byte strides of the logical array when the layout has them
+        (any dimension order, legacy padding), else None (tiled layouts and
+        ``E(n)``-packed sub-byte elements: no strides describe them)."""
+        return self._plan.strides if self.strided else None
+
+    @property
+    def flags(self):
+        """numpy-style flags; ``la.flags.writeable = False`` makes it read-only."""
+        return _npapi.LayoutArrayFlags(self)
+
+    def _set_writeable(self, bint flag):
+        self._check_alive()
+        if flag and self.readonly and self.has_view and self.view.readonly:
+            raise ReadOnlyBufferError(
+                "cannot make this LayoutArray writeable: it wraps a read-only buffer")
+        self.readonly = not flag
+
+    # -- DLPack ----------------------------------------------------------------
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export (``np.from_dlpack(la)``, ``torch.from_dlpack(la)``,
+        ``jax.dlpack.from_dlpack(la)``), zero-copy for layouts that strides
+        can express.
+
+        A tiled or packed layout raises ``BufferError`` naming the
+        alternatives unless ``copy=True`` (a row-major copy, flagged as
+        copied). A versioned capsule (``max_version`` (1, x)) carries the
+        read-only flag; an unversioned one refuses read-only arrays. bf16 has
+        a DLPack code; the f8 types need ``max_version >= (1, 1)``; the
+        sub-byte types have none.
+        """
+        return dlpack_export(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self):
+        """``(1, 0)``: kDLCPU, device 0."""
+        return (1, 0)
 
 
 cdef class _PhysicalExporter:

@@ -7,6 +7,7 @@ Split by concern into .pxi files:
   _dtypes.pxi   element types: storage, scalar load/store
   _kernels.pxi  bulk pack/unpack/relayout/fill kernels
   _array.pxi    LayoutArray
+  _dlpack.pxi   DLPack export of LayoutArray
 """
 
 include "_program.pxi"
@@ -14,3 +15,4 @@ include "_offsets.pxi"
 include "_dtypes.pxi"
 include "_kernels.pxi"
 include "_array.pxi"
+include "_dlpack.pxi"

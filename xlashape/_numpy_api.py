@@ -1,0 +1,887 @@
+"""numpy's protocols for :class:`~xlashape.LayoutArray`, in Python.
+
+The compiled class keeps thin methods that call into this module: ufuncs
+(NEP 13, ``__array_ufunc__``), numpy functions (NEP 18,
+``__array_function__``), the operators, the numpy-style methods (``astype``,
+``reshape``, ``sum``, ...), zero-copy views (``.T``, ``transpose``,
+``reshape``) and advanced indexing (integer arrays and boolean masks).
+
+What comes back
+---------------
+* An elementwise ufunc (``np.add``, ``np.sin``, ``la + 1``, ``la < lb``, ...)
+  whose array operands are LayoutArrays of **one layout** (same dimensions,
+  dimension order, tiles and legacy padding; the element types may differ),
+  mixed with scalars only, runs on the physical buffers directly (padding
+  slots are masked out, never computed) and returns a **LayoutArray in that
+  layout**, with numpy's result dtype and the layout's ``padding_value`` in
+  every padding slot (0 when the result type cannot hold that value exactly).
+  Sub-byte layouts packed with ``E(n)`` take the same result but compute
+  through the logical array.
+* Anything else (numpy arrays or LayoutArrays of other layouts among the
+  operands, broadcasting between different shapes, ``where=``, reductions,
+  ``accumulate``, ``outer``, gufuncs such as ``matmul``, and numpy functions
+  such as ``np.sum``, ``np.concatenate``, ``np.mean``) gives exactly numpy's
+  result on the logical arrays, as numpy arrays or numpy scalars. A result
+  dtype that has no XLA element type (``object``, ``float128``, strings)
+  also comes back as numpy.
+* ``out=`` a LayoutArray writes into its buffer (directly when the layouts
+  match, otherwise through the logical array) and returns it, as numpy
+  returns ``out``.
+* ``np.transpose``, ``np.swapaxes``, ``np.moveaxis``, ``np.permute_dims``,
+  ``np.reshape`` and ``np.astype`` of a LayoutArray give what the methods of
+  the same name give (LayoutArrays; the transposes are zero-copy views).
+"""
+
+from __future__ import annotations
+
+import numbers
+import operator
+import warnings
+from functools import lru_cache
+
+import numpy as np
+
+from .errors import (InvalidShapeError, ShapeBufferError, ShapeIndexError,
+                     ShapeTypeError, XlaShapeError)
+from .layout import Layout
+from .primitive_types import PrimitiveType, primitive_type_from_dtype
+from .shape import Shape
+from . import tiling
+
+try:
+    from numpy.lib.array_utils import normalize_axis_tuple as _normalize_axis_tuple
+except ImportError:  # numpy < 2
+    from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
+
+_LA = None
+
+
+def _la_type():
+    """The LayoutArray class (imported late: this module is loaded by it)."""
+    global _LA
+    if _LA is None:
+        from ._core import LayoutArray
+        _LA = LayoutArray
+    return _LA
+
+
+def _readonly_error():
+    from ._core import ReadOnlyBufferError
+    return ReadOnlyBufferError
+
+
+# -- layouts ----------------------------------------------------------------
+
+def _packed(la) -> bool:
+    """True when several elements share a byte (``E(n)`` below 8 bits)."""
+    return la.plan.element_bits < 8
+
+
+def _geometry(la):
+    """What decides where every logical element sits, element type aside."""
+    p = la.plan
+    return (p.dimensions, p.minor_to_major, p.layout.tiles, p.padded_dimensions)
+
+
+def _element_bits_for(layout: Layout, et: PrimitiveType) -> int:
+    """``E(n)`` of ``layout`` if it still means something for type ``et``."""
+    bits = layout.element_size_in_bits
+    if bits == et.byte_width * 8 or (et.bit_width < 8 and bits == et.bit_width):
+        return bits
+    return 0
+
+
+def _padding_for(pv, dtype):
+    """``pv`` if ``dtype`` holds it exactly, else 0."""
+    if pv == 0:
+        return pv
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            v = np.array(pv, dtype=dtype)
+            same = bool(v == pv) or (pv != pv and bool(v != v))
+    except (OverflowError, ValueError, TypeError):
+        return 0
+    return pv if same else 0
+
+
+def result_shape(shape: Shape, dtype) -> Shape:
+    """``shape``'s dimensions and layout for elements of numpy ``dtype``.
+
+    ``E(n)`` is kept when it is the new type's natural width or its packed
+    sub-byte width, ``padding_value`` when the new type holds it exactly.
+    Raises :class:`~xlashape.InvalidShapeError` for a dtype without an XLA
+    element type.
+    """
+    et = primitive_type_from_dtype(np.dtype(dtype))
+    layout = shape.layout
+    layout = layout.replace(element_size_in_bits=_element_bits_for(layout, et),
+                            padding_value=_padding_for(layout.padding_value, et.dtype))
+    return Shape(et, shape.dimensions, layout, shape.dynamic_dimensions)
+
+
+@lru_cache(maxsize=16)
+def _logical_mask(geometry_shape: Shape):
+    """Bool array over the physical dimensions: True at logical elements,
+    None when there is no padding slot inside them (cached per layout)."""
+    p = tiling.plan(geometry_shape)
+    n_phys = 1
+    for d in p.physical_dimensions:
+        n_phys *= d
+    if n_phys == p.unpadded_element_count:
+        return None
+    m = _la_type()(geometry_shape)
+    m.fill(True)
+    arr = m.physical_array()
+    arr.flags.writeable = False
+    return arr
+
+
+def _mask_of(la):
+    layout = la.layout.replace(element_size_in_bits=0, padding_value=0,
+                               tail_padding_alignment_in_elements=1, memory_space=0)
+    return _logical_mask(Shape(PrimitiveType.PRED, la.shape, layout))
+
+
+def _new(shape: Shape):
+    """A LayoutArray whose padding holds padding_value; its logical elements
+    are about to be overwritten."""
+    return _la_type()._empty(shape)
+
+
+def _dense_shape(la, dims) -> Shape:
+    """``dims`` in XLA's default (row-major) layout, keeping the element
+    type, a packed ``E(n)``, the memory space and the padding value."""
+    lay = la.layout
+    bits = lay.element_size_in_bits if _packed(la) else 0
+    layout = Layout(tuple(range(len(dims) - 1, -1, -1)), element_size_in_bits=bits,
+                    memory_space=lay.memory_space, padding_value=lay.padding_value)
+    return Shape(la.xla_shape.element_type, tuple(dims), layout)
+
+
+# -- ufuncs (NEP 13) --------------------------------------------------------
+
+_NO = object()
+
+
+def _foreign(x) -> bool:
+    """An operand with its own ``__array_ufunc__`` that numpy should ask."""
+    f = getattr(type(x), "__array_ufunc__", None)
+    return f is not None and f is not np.ndarray.__array_ufunc__ and \
+        not isinstance(x, _la_type())
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, (numbers.Number, np.generic)) or (
+        isinstance(x, np.ndarray) and x.ndim == 0)
+
+
+def array_ufunc(self, ufunc, method, inputs, kwargs):
+    LA = _la_type()
+    out = kwargs.get("out", ())
+    if out is None:
+        out = ()
+    elif not isinstance(out, tuple):
+        out = (out,)
+    for x in inputs + out:
+        if x is not None and _foreign(x):
+            return NotImplemented
+    for o in out:
+        if isinstance(o, LA) and o.readonly:
+            raise _readonly_error()(
+                "output array is read-only (the LayoutArray wraps a read-only buffer)")
+    if method == "__call__" and ufunc.signature is None:
+        r = _same_layout_call(ufunc, inputs, kwargs, out)
+        if r is not _NO:
+            return r
+    return _logical_call(ufunc, method, inputs, kwargs, out)
+
+
+def _same_layout_call(ufunc, inputs, kwargs, out):
+    """Elementwise on LayoutArrays of one layout: physical buffers, or the
+    logical arrays for packed sub-byte layouts; _NO when not applicable."""
+    LA = _la_type()
+    where = kwargs.get("where", True)
+    if not (where is True or (isinstance(where, (bool, np.bool_)) and where)):
+        return _NO
+    ref = next((x for x in inputs if isinstance(x, LA)), None)
+    if ref is None:
+        return _NO
+    geom = _geometry(ref)
+    for x in inputs:
+        if isinstance(x, LA):
+            if _geometry(x) != geom:
+                return _NO
+        elif not _is_scalar(x):
+            return _NO
+    if len(out) not in (0, ufunc.nout):
+        return _NO
+    for o in out:
+        if o is not None and not (isinstance(o, LA) and _geometry(o) == geom):
+            return _NO
+    kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
+    # numpy's own dtype resolution and errors (casting, Python int
+    # overflow), on empty stand-ins for the arrays
+    probe = ufunc(*[np.empty((0,), x.dtype) if isinstance(x, LA) else x
+                    for x in inputs], **kw)
+    probe = probe if isinstance(probe, tuple) else (probe,)
+    outs = list(out) if out else [None] * ufunc.nout
+    try:
+        for i, o in enumerate(outs):
+            if o is None:
+                outs[i] = _new(result_shape(ref.xla_shape, probe[i].dtype))
+    except XlaShapeError:
+        return _NO      # a result type XLA does not have: numpy's answer
+    packed = any(_packed(x) for x in list(inputs) + outs if isinstance(x, LA))
+    if packed:
+        # several elements per byte: through the logical arrays
+        tmp = ufunc(*[np.asarray(x) if isinstance(x, LA) else x for x in inputs],
+                    out=tuple(np.empty(o.shape, o.dtype) for o in outs), **kw)
+        tmp = tmp if isinstance(tmp, tuple) else (tmp,)
+        for o, t in zip(outs, tmp):
+            o[...] = t
+    else:
+        mask = _mask_of(ref)
+        phys_in = [x.physical_array() if isinstance(x, LA) else x for x in inputs]
+        phys_out = tuple(o.physical_array() for o in outs)
+        if mask is None:
+            ufunc(*phys_in, out=phys_out, **kw)
+        else:
+            ufunc(*phys_in, out=phys_out, where=mask, **kw)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def _writable_target(o, writeback):
+    """A numpy array that receives results for LayoutArray ``o``: its
+    zero-copy view when the layout is strided, else a copy written back."""
+    if o.readonly:
+        raise _readonly_error()(
+            "output array is read-only (the LayoutArray wraps a read-only buffer)")
+    if o.strides is not None:
+        return np.asarray(o)
+    tmp = o.to_numpy()
+    writeback.append((o, tmp))
+    return tmp
+
+
+def _logical_call(ufunc, method, inputs, kwargs, out):
+    LA = _la_type()
+    writeback = []
+    ins = list(inputs)
+    if method == "at" and ins and isinstance(ins[0], LA):
+        ins[0] = _writable_target(ins[0], writeback)
+    ins = [np.asarray(x) if isinstance(x, LA) else x for x in ins]
+    kw = dict(kwargs)
+    if out:
+        kw["out"] = tuple(_writable_target(o, writeback) if isinstance(o, LA) else o
+                          for o in out)
+    for k in ("where", "initial"):
+        if isinstance(kw.get(k), LA):
+            kw[k] = np.asarray(kw[k])
+    result = getattr(ufunc, method)(*ins, **kw)
+    for o, tmp in writeback:
+        o[...] = tmp
+    if out and any(isinstance(o, LA) for o in out):
+        if isinstance(result, tuple):
+            return tuple(o if isinstance(o, LA) else r for o, r in zip(out, result))
+        if isinstance(out[0], LA):
+            return out[0]
+    return result
+
+
+# -- operators ---------------------------------------------------------------
+
+def _defers(other) -> bool:
+    """numpy's rule: give way to an operand that opts out of ufuncs."""
+    return getattr(type(other), "__array_ufunc__", 0) is None
+
+
+def binop(ufunc, a, b):
+    if _defers(b):
+        return NotImplemented
+    return ufunc(a, b)
+
+
+def rbinop(ufunc, a, b):
+    if _defers(b):
+        return NotImplemented
+    return ufunc(b, a)
+
+
+def ibinop(ufunc, a, b):
+    if _defers(b):
+        return NotImplemented
+    return ufunc(a, b, out=(a,))
+
+
+def compare(ufunc, a, b):
+    """``==`` / ``!=`` fall back like numpy's when no loop compares the types."""
+    if _defers(b):
+        return NotImplemented
+    try:
+        return ufunc(a, b)
+    except TypeError:
+        if ufunc is np.equal:
+            return np.asarray(a).__eq__(b)
+        if ufunc is np.not_equal:
+            return np.asarray(a).__ne__(b)
+        raise
+
+
+def power(a, b, mod):
+    if mod is not None or _defers(b):
+        return NotImplemented
+    return np.power(a, b)
+
+
+# -- numpy functions (NEP 18) ------------------------------------------------
+
+def _convert(x):
+    LA = _la_type()
+    if isinstance(x, LA):
+        return np.asarray(x)
+    if type(x) in (list, tuple):
+        return type(x)(_convert(v) for v in x)
+    return x
+
+
+def _first_is_la(args, kwargs, name):
+    LA = _la_type()
+    a = args[0] if args else kwargs.get(name)
+    return isinstance(a, LA)
+
+
+def _fn_transpose(a, axes=None):
+    return a.transpose(axes)
+
+
+def _fn_swapaxes(a, axis1, axis2):
+    return a.swapaxes(axis1, axis2)
+
+
+def _fn_moveaxis(a, source, destination):
+    n = a.ndim
+    source = _normalize_axis_tuple(source, n, "source")
+    destination = _normalize_axis_tuple(destination, n, "destination")
+    if len(source) != len(destination):
+        raise InvalidShapeError(
+            "`source` and `destination` arguments must have the same number of "
+            f"elements, got {len(source)} and {len(destination)}")
+    order = [d for d in range(n) if d not in source]
+    for dest, src in sorted(zip(destination, source)):
+        order.insert(dest, src)
+    return a.transpose(order)
+
+
+def _fn_reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if shape is None:
+        shape = newshape
+    return a.reshape(shape, order=order, copy=copy)
+
+
+def _fn_astype(x, dtype, /, *, copy=True, device=None):
+    if device not in (None, "cpu"):
+        raise ShapeTypeError(f"LayoutArray lives on the CPU, got device={device!r}")
+    return x.astype(dtype, copy=copy)
+
+
+def _fn_shape(a):
+    return a.shape
+
+
+def _fn_ndim(a):
+    return a.ndim
+
+
+def _fn_size(a, axis=None):
+    return a.size if axis is None else a.shape[axis]
+
+
+_SPECIAL = {
+    np.transpose: ("a", _fn_transpose),
+    np.swapaxes: ("a", _fn_swapaxes),
+    np.moveaxis: ("a", _fn_moveaxis),
+    np.reshape: ("a", _fn_reshape),
+    np.shape: ("a", _fn_shape),
+    np.ndim: ("a", _fn_ndim),
+    np.size: ("a", _fn_size),
+}
+if hasattr(np, "permute_dims"):
+    _SPECIAL[np.permute_dims] = ("a", _fn_transpose)
+if hasattr(np, "astype"):
+    _SPECIAL[np.astype] = ("x", _fn_astype)
+
+# functions that write into their first argument
+_WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
+                 np.put_along_axis}
+
+
+def array_function(self, func, types, args, kwargs):
+    LA = _la_type()
+    for t in types:
+        if not (issubclass(t, LA) or issubclass(t, np.ndarray)):
+            return NotImplemented
+    special = _SPECIAL.get(func)
+    if special is not None and _first_is_la(args, kwargs, special[0]):
+        return special[1](*args, **kwargs)
+    writeback = []
+    args = list(args)
+    if func in _WRITES_FIRST and args and isinstance(args[0], LA):
+        args[0] = _writable_target(args[0], writeback)
+    args = [_convert(a) for a in args]
+    out = kwargs.get("out")
+    kwargs = {k: (_convert(v) if k != "out" else v) for k, v in kwargs.items()}
+    if isinstance(out, LA):
+        kwargs["out"] = _writable_target(out, writeback)
+    impl = getattr(func, "_implementation", func)
+    result = impl(*args, **kwargs)
+    for o, tmp in writeback:
+        o[...] = tmp
+    if isinstance(out, LA):
+        return out
+    return result
+
+
+# -- views: transpose and reshape ---------------------------------------------
+
+def _view(la, shape: Shape):
+    """A LayoutArray on ``la``'s storage in ``shape`` (same bytes)."""
+    return _la_type().frombuffer(la.physical, shape)
+
+
+def _axes_arg(axes, n):
+    if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+        axes = axes[0]
+    if axes is None or (isinstance(axes, (tuple, list)) and len(axes) == 0 and n != 0):
+        return tuple(range(n - 1, -1, -1))
+    try:
+        axes = tuple(operator.index(a) for a in axes)
+    except TypeError:
+        raise ShapeTypeError(
+            f"transpose axes must be integers, got {axes!r}") from None
+    if len(axes) != n:
+        raise InvalidShapeError(
+            f"axes don't match array: {len(axes)} axes given for a {n}-dimensional array")
+    norm = []
+    for a in axes:
+        if not -n <= a < n:
+            raise InvalidShapeError(
+                f"axis {a} is out of bounds for array of dimension {n}")
+        norm.append(a % n if n else a)
+    if len(set(norm)) != n:
+        raise InvalidShapeError(f"repeated axis in transpose: {axes}")
+    return tuple(norm)
+
+
+def permuted_shape(shape: Shape, axes) -> Shape:
+    """``shape`` with its logical dimensions permuted (new dim i is old dim
+    ``axes[i]``) and the same physical placement: the layout's
+    ``minor_to_major`` and legacy ``padded_dimensions`` follow, tiles stay."""
+    lay = shape.layout
+    inv = [0] * len(axes)
+    for i, a in enumerate(axes):
+        inv[a] = i
+    padded = tuple(lay.padded_dimensions[a] for a in axes) if lay.padded_dimensions else ()
+    layout = lay.replace(minor_to_major=tuple(inv[d] for d in lay.minor_to_major),
+                         padded_dimensions=padded)
+    return Shape(shape.element_type, tuple(shape.dimensions[a] for a in axes), layout,
+                 tuple(shape.dynamic_dimensions[a] for a in axes))
+
+
+def transpose(la, axes):
+    return _view(la, permuted_shape(la.xla_shape, _axes_arg(axes, la.ndim)))
+
+
+def swapaxes(la, axis1, axis2):
+    n = la.ndim
+    a1, a2 = _normalize_axis_tuple((axis1, axis2), n, allow_duplicate=True) \
+        if n else (axis1, axis2)
+    axes = list(range(n))
+    axes[a1], axes[a2] = axes[a2], axes[a1]
+    return transpose(la, (axes,))
+
+
+def _shape_arg(args, size):
+    if len(args) == 1 and not isinstance(args[0], (numbers.Integral, np.integer)):
+        args = args[0]
+    try:
+        dims = [operator.index(d) for d in (args if isinstance(args, (tuple, list)) else [args])]
+    except TypeError:
+        raise ShapeTypeError(
+            f"reshape takes integers (or a tuple of them), got {args!r}") from None
+    unknown = [i for i, d in enumerate(dims) if d == -1]
+    if len(unknown) > 1:
+        raise InvalidShapeError("can only specify one unknown dimension")
+    if any(d < -1 for d in dims):
+        raise InvalidShapeError(f"negative dimensions not allowed: {tuple(dims)}")
+    known = 1
+    for d in dims:
+        if d != -1:
+            known *= d
+    if unknown:
+        if known == 0 or size % known:
+            raise InvalidShapeError(
+                f"cannot reshape array of size {size} into shape {tuple(dims)}")
+        dims[unknown[0]] = size // known
+    elif known != size:
+        raise InvalidShapeError(
+            f"cannot reshape array of size {size} into shape {tuple(dims)}")
+    return tuple(dims)
+
+
+def _nocopy_reshape(olddims, oldstrides, newdims):
+    """New strides for a C-order reshape without copying, or None
+    (numpy's algorithm: groups of old dims that multiply to groups of new
+    dims, each old group contiguous in C order)."""
+    od = [(s, st) for s, st in zip(olddims, oldstrides) if s != 1]
+    newstrides = [0] * len(newdims)
+    oi, oj, ni, nj = 0, 1, 0, 1
+    while ni < len(newdims) and oi < len(od):
+        np_, op = newdims[ni], od[oi][0]
+        while np_ != op:
+            if np_ < op:
+                np_ *= newdims[nj]
+                nj += 1
+            else:
+                op *= od[oj][0]
+                oj += 1
+        for k in range(oi, oj - 1):
+            if od[k][1] != od[k + 1][0] * od[k + 1][1]:
+                return None
+        newstrides[nj - 1] = od[oj - 1][1]
+        for k in range(nj - 1, ni, -1):
+            newstrides[k - 1] = newstrides[k] * newdims[k]
+        ni, nj, oi, oj = nj, nj + 1, oj, oj + 1
+    return [0 if d == 1 else s for d, s in zip(newdims, newstrides)]
+
+
+def reshaped_shape(shape: Shape, newdims):
+    """A Shape of ``newdims`` whose layout puts every element of the C-order
+    reshape at the offset it has in ``shape``, or None if no layout does.
+
+    The dimensions that tiles touch (the ``k`` minor-most in physical order,
+    ``k`` the largest tile rank) must reappear unchanged; the others are
+    strided over whole tiled blocks and may be split or merged where numpy
+    could reshape a strided array without copying.
+    """
+    p = tiling.plan(shape)
+    old = tuple(shape.dimensions)
+    newdims = tuple(newdims)
+    n = len(old)
+    lay = p.layout
+    if newdims == old:
+        return shape
+    if p.unpadded_element_count == 0:
+        return None
+    k = min(max((len(t) for t in lay.tiles), default=0), n)
+    phys = list(reversed(lay.minor_to_major))          # major to minor
+    inner, outer = phys[n - k:], phys[:n - k]
+    if any(old[d] == 1 for d in inner):
+        return None       # a size-1 tiled dimension cannot be followed
+    fake = 1 << 50        # beyond any real offset: never merges with anything
+    strides = [0] * n
+    for j, d in enumerate(inner):
+        strides[d] = fake + j
+    for d in outer:
+        e = [0] * n
+        e[d] = 1
+        strides[d] = p.run_program(e)
+    new_strides = _nocopy_reshape(old, strides, newdims)
+    if new_strides is None:
+        return None
+    new_inner = []
+    for j, d in enumerate(inner):
+        hits = [i for i, s in enumerate(new_strides) if s == fake + j]
+        if len(hits) != 1 or newdims[hits[0]] != old[d]:
+            return None
+        new_inner.append(hits[0])
+    rest = [i for i in range(len(newdims)) if i not in new_inner]
+    if any(new_strides[i] >= fake for i in rest):
+        return None
+    real = sorted((i for i in rest if newdims[i] != 1), key=lambda i: new_strides[i])
+    ones = [i for i in rest if newdims[i] == 1]
+    m2m = list(reversed(new_inner)) + real + ones
+    padded = [0] * len(newdims)
+    pad_old = p.padded_dimensions
+    for i, d in zip(new_inner, inner):
+        padded[i] = pad_old[d]
+    span = 1
+    for x in p.physical_dimensions:
+        span *= x
+    for j, i in enumerate(real):
+        hi = new_strides[real[j + 1]] if j + 1 < len(real) else span
+        if new_strides[i] <= 0 or hi % new_strides[i]:
+            return None
+        padded[i] = hi // new_strides[i]
+    for i in ones:
+        padded[i] = 1
+    if tuple(padded) == newdims and not lay.padded_dimensions:
+        padded = ()
+    try:
+        layout = lay.replace(minor_to_major=tuple(m2m), padded_dimensions=tuple(padded))
+        cand = Shape(shape.element_type, newdims, layout)
+        q = tiling.plan(cand)
+    except XlaShapeError:
+        return None
+    if q.size_in_bytes != p.size_in_bytes or q.element_count != p.element_count:
+        return None
+    for i in real:
+        e = [0] * len(newdims)
+        e[i] = 1
+        if q.run_program(e) != new_strides[i]:
+            return None
+    return cand
+
+
+def reshape(la, args, order="C", copy=None):
+    dims = _shape_arg(args, la.size)
+    if order == "A":
+        f = la.flags
+        order = "F" if f.f_contiguous and not f.c_contiguous else "C"
+    if order == "F":
+        return reshape(la.T, (dims[::-1],), "C", copy).T
+    if order != "C":
+        raise InvalidShapeError(f"order must be one of 'C', 'F', 'A', got {order!r}")
+    if copy is not True:
+        shape = reshaped_shape(la.xla_shape, dims)
+        if shape is not None:
+            return _view(la, shape)
+        if copy is False:
+            raise InvalidShapeError(
+                f"cannot reshape {la.xla_shape} into {dims} without copying: no "
+                f"layout of the new dimensions keeps every element where it is")
+    return _la_type().from_numpy(np.asarray(la).reshape(dims), _dense_shape(la, dims))
+
+
+# -- methods -------------------------------------------------------------------
+
+def astype(la, dtype, order="K", casting="unsafe", subok=True, copy=True):
+    dt = np.dtype(dtype)
+    if dt == la.dtype and not copy:
+        return la
+    try:
+        shape = result_shape(la.xla_shape, dt)
+    except XlaShapeError:
+        return np.asarray(la).astype(dt, order=order, casting=casting, subok=subok)
+    if _packed(la) or tiling.plan(shape).element_bits < 8:
+        values = np.asarray(la).astype(dt, casting=casting)
+        return _la_type().from_numpy(values, shape)
+    out = _new(shape)
+    mask = _mask_of(la)
+    np.copyto(out.physical_array(), la.physical_array(), casting=casting,
+              where=True if mask is None else mask)
+    return out
+
+
+def item(la, args):
+    if not args:
+        if la.size != 1:
+            raise ShapeIndexError(
+                f"can only convert an array of size 1 to a Python scalar; this one "
+                f"has shape {la.shape} ({la.size} elements)")
+        return la[(0,) * la.ndim]
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]
+    if len(args) == 1 and la.ndim != 1:
+        i = operator.index(args[0])
+        if not -la.size <= i < la.size:
+            raise ShapeIndexError(f"index {i} is out of bounds for size {la.size}")
+        return la[tuple(int(x) for x in np.unravel_index(i % la.size, la.shape))]
+    if len(args) != la.ndim:
+        raise ShapeIndexError(
+            f"incorrect number of indices for array: {len(args)} given for a "
+            f"{la.ndim}-dimensional array")
+    return la[tuple(operator.index(a) for a in args)]
+
+
+class LayoutArrayFlags:
+    """numpy-style flags of a LayoutArray (``la.flags``).
+
+    ``writeable`` can be set: False makes the array read-only; True is
+    refused for an array that wraps a read-only buffer. ``c_contiguous`` and
+    ``f_contiguous`` describe the logical array in the buffer (always False
+    for tiled or packed layouts), ``owndata`` is False for views and wrapped
+    buffers.
+    """
+
+    __slots__ = ("_la",)
+    _NAMES = {"W": "writeable", "WRITEABLE": "writeable", "C": "c_contiguous",
+              "C_CONTIGUOUS": "c_contiguous", "CONTIGUOUS": "c_contiguous",
+              "F": "f_contiguous", "F_CONTIGUOUS": "f_contiguous",
+              "FORTRAN": "f_contiguous", "O": "owndata", "OWNDATA": "owndata",
+              "A": "aligned", "ALIGNED": "aligned"}
+
+    def __init__(self, la):
+        self._la = la
+
+    @property
+    def writeable(self):
+        return not self._la.readonly
+
+    @writeable.setter
+    def writeable(self, value):
+        self._la._set_writeable(bool(value))
+
+    def _contiguous(self, c_order):
+        la = self._la
+        st = la.strides
+        if st is None:
+            return False
+        acc = la.itemsize
+        dims = range(la.ndim - 1, -1, -1) if c_order else range(la.ndim)
+        for d in dims:
+            if la.shape[d] > 1 and st[d] != acc:
+                return False
+            acc *= la.shape[d]
+        return True
+
+    @property
+    def c_contiguous(self):
+        return self._contiguous(True)
+
+    @property
+    def f_contiguous(self):
+        return self._contiguous(False)
+
+    @property
+    def owndata(self):
+        return self._la.base is None
+
+    @property
+    def aligned(self):
+        return True
+
+    def __getitem__(self, name):
+        try:
+            return getattr(self, self._NAMES[name.upper()])
+        except (KeyError, AttributeError):
+            raise KeyError(f"unknown flag {name!r}") from None
+
+    def __setitem__(self, name, value):
+        if self._NAMES.get(name.upper()) != "writeable":
+            raise KeyError(f"only WRITEABLE can be set, got {name!r}")
+        self.writeable = value
+
+    def __repr__(self):
+        return "\n".join(f"  {k} : {getattr(self, v)}" for k, v in [
+            ("C_CONTIGUOUS", "c_contiguous"), ("F_CONTIGUOUS", "f_contiguous"),
+            ("OWNDATA", "owndata"), ("WRITEABLE", "writeable"), ("ALIGNED", "aligned")])
+
+
+# -- advanced indexing -----------------------------------------------------------
+
+def is_advanced_item(x) -> bool:
+    """An index entry numpy treats as advanced: a bool, a list or an array."""
+    return isinstance(x, (bool, np.bool_, list, tuple, np.ndarray, _la_type()))
+
+
+def _key(key):
+    """LayoutArrays inside a key become numpy arrays."""
+    LA = _la_type()
+    if isinstance(key, LA):
+        return np.asarray(key)
+    if type(key) is tuple:
+        return tuple(np.asarray(k) if isinstance(k, LA) else k for k in key)
+    return key
+
+
+def _selected_offsets(la, key):
+    """Element offsets of ``la[key]`` in the physical buffer, shaped like the
+    result. numpy does the indexing (and its checks) on zero-copy index
+    grids, so every form numpy accepts works and nothing out of range gets
+    through."""
+    shape = la.shape
+    n = len(shape)
+    coords = []
+    for d in range(n):
+        grid = np.arange(shape[d], dtype=np.intp).reshape(
+            [shape[d] if i == d else 1 for i in range(n)])
+        try:
+            coords.append(np.asarray(np.broadcast_to(grid, shape)[key]))
+        except IndexError as e:
+            raise ShapeIndexError(str(e)) from None
+    return tiling.linear_indices(la.xla_shape, np.stack(coords, axis=-1))
+
+
+def _codes_info(la):
+    bits = la.plan.element_bits
+    return bits, (1 << bits) - 1
+
+
+def _gather(la, offs):
+    if _packed(la):
+        bits, mask = _codes_info(la)
+        raw = np.frombuffer(la.physical, np.uint8)
+        bit = offs * bits
+        codes = (raw[bit >> 3] >> (bit & 7).astype(np.uint8)) & mask
+        return codes.astype(np.uint8).view(la.dtype)
+    return np.frombuffer(la.physical, la.dtype)[offs]
+
+
+def _scatter(la, offs, values):
+    offs = offs.ravel()
+    vals = values.ravel()
+    if offs.size > 1:
+        # the last write to an offset wins, as in numpy
+        _, first_in_reversed = np.unique(offs[::-1], return_index=True)
+        keep = offs.size - 1 - first_in_reversed
+        offs, vals = offs[keep], vals[keep]
+    if _packed(la):
+        bits, mask = _codes_info(la)
+        raw = np.frombuffer(la.physical, np.uint8)
+        codes = vals.view(np.uint8).astype(np.int64) & mask
+        bit = offs * bits
+        byte, shift = bit >> 3, bit & 7
+        np.bitwise_and.at(raw, byte, (~(mask << shift) & 0xFF).astype(np.uint8))
+        np.bitwise_or.at(raw, byte, (codes << shift).astype(np.uint8))
+    else:
+        flat = np.frombuffer(la.physical, la.dtype)
+        flat[offs] = vals
+
+
+def getitem(la, key):
+    """``la[key]`` with integer arrays or boolean masks (numpy's advanced
+    indexing): a new numpy array, read straight from the tiled buffer."""
+    key = _key(key)
+    if la.strides is not None:
+        view = np.asarray(la)
+        try:
+            out = view[key]
+        except IndexError as e:
+            raise ShapeIndexError(str(e)) from None
+        if isinstance(out, np.ndarray) and np.may_share_memory(out, view):
+            out = out.copy()
+        return out
+    if la.ndim == 0 or la.size == 0:
+        try:
+            return la.to_numpy()[key]
+        except IndexError as e:
+            raise ShapeIndexError(str(e)) from None
+    offs = _selected_offsets(la, key)
+    out = _gather(la, offs)
+    return out[()] if out.ndim == 0 else out
+
+
+def setitem(la, key, value):
+    """``la[key] = value`` with integer arrays or boolean masks: numpy's
+    rules (broadcasting, conversion, last write wins), written through to
+    the tiled buffer; padding is never touched."""
+    key = _key(key)
+    if la.strides is not None:
+        try:
+            np.asarray(la)[key] = value
+        except IndexError as e:
+            raise ShapeIndexError(str(e)) from None
+        return
+    if la.ndim == 0 or la.size == 0:
+        tmp = la.to_numpy()
+        try:
+            tmp[key] = value
+        except IndexError as e:
+            raise ShapeIndexError(str(e)) from None
+        la[...] = tmp
+        return
+    offs = _selected_offsets(la, key)
+    vals = np.empty(offs.shape, la.dtype)
+    vals[...] = value
+    _scatter(la, offs, vals)
