@@ -21,7 +21,9 @@ What comes back
   operands, broadcasting between different shapes, ``where=``, reductions,
   ``accumulate``, ``outer``, gufuncs such as ``matmul``, and numpy functions
   such as ``np.sum``, ``np.concatenate``, ``np.mean``) gives exactly numpy's
-  result on the logical arrays, as numpy arrays or numpy scalars. A result
+  result on the logical arrays in C order (a zero-copy view for row-major
+  layouts, else a copy; so float sums do not depend on the layout), as
+  numpy arrays or numpy scalars. A 0-d numpy array counts as a scalar. A result
   dtype that has no XLA element type (``object``, ``float128``, strings)
   also comes back as numpy.
 * ``out=`` a LayoutArray writes into its buffer (directly when the layouts
@@ -159,6 +161,16 @@ def _dense_shape(la, dims) -> Shape:
     return Shape(la.xla_shape.element_type, tuple(dims), layout)
 
 
+def logical(la):
+    """The logical array in C order: a zero-copy view when the layout is
+    row-major (strided and C-contiguous), else a copy. Reductions and numpy
+    functions use it, so their results (float sums included) do not depend
+    on the layout."""
+    if la.strides is not None and la.flags.c_contiguous:
+        return np.asarray(la)
+    return la.to_numpy()
+
+
 # -- ufuncs (NEP 13) --------------------------------------------------------
 
 _NO = object()
@@ -270,14 +282,14 @@ def _logical_call(ufunc, method, inputs, kwargs, out):
     ins = list(inputs)
     if method == "at" and ins and isinstance(ins[0], LA):
         ins[0] = _writable_target(ins[0], writeback)
-    ins = [np.asarray(x) if isinstance(x, LA) else x for x in ins]
+    ins = [logical(x) if isinstance(x, LA) else x for x in ins]
     kw = dict(kwargs)
     if out:
         kw["out"] = tuple(_writable_target(o, writeback) if isinstance(o, LA) else o
                           for o in out)
     for k in ("where", "initial"):
         if isinstance(kw.get(k), LA):
-            kw[k] = np.asarray(kw[k])
+            kw[k] = logical(kw[k])
     result = getattr(ufunc, method)(*ins, **kw)
     for o, tmp in writeback:
         o[...] = tmp
@@ -339,7 +351,7 @@ def power(a, b, mod):
 def _convert(x):
     LA = _la_type()
     if isinstance(x, LA):
-        return np.asarray(x)
+        return logical(x)
     if type(x) in (list, tuple):
         return type(x)(_convert(v) for v in x)
     return x
@@ -600,7 +612,14 @@ def reshaped_shape(shape: Shape, newdims):
         return None
     real = sorted((i for i in rest if newdims[i] != 1), key=lambda i: new_strides[i])
     ones = [i for i in rest if newdims[i] == 1]
-    m2m = list(reversed(new_inner)) + real + ones
+    # a size-1 dimension goes just major of its logical right neighbour
+    # (row-major stays row-major); never among the tiled ones
+    order = list(real)
+    for i in reversed(ones):
+        right = [j for j in order if j > i]
+        at = order.index(min(right)) + 1 if right else 0
+        order.insert(at, i)
+    m2m = list(reversed(new_inner)) + order
     padded = [0] * len(newdims)
     pad_old = p.padded_dimensions
     for i, d in zip(new_inner, inner):
@@ -638,19 +657,25 @@ def reshape(la, args, order="C", copy=None):
     if order == "A":
         f = la.flags
         order = "F" if f.f_contiguous and not f.c_contiguous else "C"
-    if order == "F":
-        return reshape(la.T, (dims[::-1],), "C", copy).T
-    if order != "C":
+    if order not in ("C", "F"):
         raise InvalidShapeError(f"order must be one of 'C', 'F', 'A', got {order!r}")
     if copy is not True:
-        shape = reshaped_shape(la.xla_shape, dims)
+        if order == "C":
+            shape = reshaped_shape(la.xla_shape, dims)
+        else:
+            # Fortran order is C order on the reversed dimensions
+            rev = tuple(range(la.ndim - 1, -1, -1))
+            shape = reshaped_shape(permuted_shape(la.xla_shape, rev), dims[::-1])
+            if shape is not None:
+                shape = permuted_shape(shape, tuple(range(len(dims) - 1, -1, -1)))
         if shape is not None:
             return _view(la, shape)
         if copy is False:
             raise InvalidShapeError(
                 f"cannot reshape {la.xla_shape} into {dims} without copying: no "
                 f"layout of the new dimensions keeps every element where it is")
-    return _la_type().from_numpy(np.asarray(la).reshape(dims), _dense_shape(la, dims))
+    return _la_type().from_numpy(np.asarray(la).reshape(dims, order=order),
+                                 _dense_shape(la, dims))
 
 
 # -- methods -------------------------------------------------------------------
@@ -676,7 +701,7 @@ def astype(la, dtype, order="K", casting="unsafe", subok=True, copy=True):
 def item(la, args):
     if not args:
         if la.size != 1:
-            raise ShapeIndexError(
+            raise InvalidShapeError(
                 f"can only convert an array of size 1 to a Python scalar; this one "
                 f"has shape {la.shape} ({la.size} elements)")
         return la[(0,) * la.ndim]
