@@ -43,7 +43,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .errors import (InvalidShapeError, ShapeBufferError, ShapeIndexError,
+from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeIndexError,
                      ShapeTypeError, XlaShapeError)
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
@@ -65,11 +65,6 @@ def _la_type():
         from ._core import LayoutArray
         _LA = LayoutArray
     return _LA
-
-
-def _readonly_error():
-    from ._core import ReadOnlyBufferError
-    return ReadOnlyBufferError
 
 
 # -- layouts ----------------------------------------------------------------
@@ -200,7 +195,7 @@ def array_ufunc(self, ufunc, method, inputs, kwargs):
             return NotImplemented
     for o in out:
         if isinstance(o, LA) and o.readonly:
-            raise _readonly_error()(
+            raise ReadOnlyBufferError(
                 "output array is read-only (the LayoutArray wraps a read-only buffer)")
     if method == "__call__" and ufunc.signature is None:
         r = _same_layout_call(ufunc, inputs, kwargs, out)
@@ -267,7 +262,7 @@ def _writable_target(o, writeback):
     """A numpy array that receives results for LayoutArray ``o``: its
     zero-copy view when the layout is strided, else a copy written back."""
     if o.readonly:
-        raise _readonly_error()(
+        raise ReadOnlyBufferError(
             "output array is read-only (the LayoutArray wraps a read-only buffer)")
     if o.strides is not None:
         return np.asarray(o)
