@@ -25,6 +25,9 @@ MODULES = [
     "xlashape.cli._common",
     "xlashape.cli._output",
     "xlashape._core",
+    "xlashape._numpy_api",
+    "xlashape.cute",
+    "xlashape.jax_bridge",
 ]
 
 

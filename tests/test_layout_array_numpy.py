@@ -523,11 +523,20 @@ def test_reshape_matches_numpy_and_views_write_through(case, data):
     ("f32[4,8,128]{2,1,0:T(8,128)}", (2, 2, 8, 128), "f32[2,2,8,128]{3,2,1,0:T(8,128)}"),
     ("f32[3,5]{1,0}", (5, 3), "f32[5,3]{1,0}"),
     ("f32[3,5]{1,0}", (1, 15, 1), "f32[1,15,1]{2,1,0}"),
+    # the major-most tiled dimension absorbs or sheds whole tiles
+    ("f32[4,8,128]{2,1,0:T(8,128)}", (32, 128), "f32[32,128]{1,0:T(8,128)}"),
+    ("f32[32,128]{1,0:T(8,128)}", (2, 16, 128), "f32[2,16,128]{2,1,0:T(8,128)}"),
+    ("bf16[4,16,256]{2,1,0:T(8,128)(2,1)}", (64, 256), "bf16[64,256]{1,0:T(8,128)(2,1)}"),
+    ("f32[2,3,8,128]{3,2,1,0:T(8,128)}", (48, 128), "f32[48,128]{1,0:T(8,128)}"),
+    ("f32[32,128]{1,0:T(8,128)}", (8, 4, 128), None),       # cuts inside a tile
+    ("f32[4,8,128]{2,1,0:T(8,128)}", (4, 1024), None),      # merges tiled dims
+    ("f32[2,3,8,128]{3,2,0,1:T(8,128)}", (48, 128), None),  # 2 and 3 not adjacent in memory
     ("f32[4,6]{0,1}", (24,), None),
     ("f32[3,5]{1,0:T(2,2)}", (15,), None),
 ])
 def test_reshape_views_and_copies(text, new, view_text):
-    x = np.arange(np.prod(new), dtype=np.float32).reshape(xs.parse_shape(text).dimensions)
+    x = np.arange(np.prod(new), dtype=np.float32).reshape(
+        xs.parse_shape(text).dimensions).astype(xs.parse_shape(text).dtype)
     la = LayoutArray.from_numpy(x, text)
     r = la.reshape(new)
     assert np.array_equal(r.to_numpy(), x.reshape(new))

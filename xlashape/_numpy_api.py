@@ -567,22 +567,43 @@ def reshaped_shape(shape: Shape, newdims):
     reshape at the offset it has in ``shape``, or None if no layout does.
 
     The dimensions that tiles touch (the ``k`` minor-most in physical order,
-    ``k`` the largest tile rank) must reappear unchanged; the others are
-    strided over whole tiled blocks and may be split or merged where numpy
-    could reshape a strided array without copying.
+    ``k`` the largest tile rank) reappear unchanged, except that the
+    major-most of them may absorb or shed whole tiles (``f32[4,8,128]`` and
+    ``f32[32,128]`` under ``T(8,128)``); the others are strided over whole
+    tiled blocks and may be split or merged where numpy could reshape a
+    strided array without copying. Every candidate is checked against the
+    tiling model before it is used.
     """
     p = tiling.plan(shape)
-    old = tuple(shape.dimensions)
     newdims = tuple(newdims)
-    n = len(old)
-    lay = p.layout
-    if newdims == old:
+    if newdims == tuple(shape.dimensions):
         return shape
     if p.unpadded_element_count == 0:
         return None
+    return _reshape_try(p, shape, newdims, False) or _reshape_try(p, shape, newdims, True)
+
+
+def _reshape_try(p, shape, newdims, split_first):
+    old = tuple(shape.dimensions)
+    n = len(old)
+    lay = p.layout
     k = min(max((len(t) for t in lay.tiles), default=0), n)
     phys = list(reversed(lay.minor_to_major))          # major to minor
     inner, outer = phys[n - k:], phys[:n - k]
+    scale, t0, d0 = 1, 1, None
+    if split_first:
+        # The major-most tiled dimension d0, cut into whole tiles by the
+        # first tile level: its tile index is the major-most coordinate of
+        # the tiled block as long as later levels are no wider, so it is
+        # strided (S_q per tile) and can merge or split like the outer dims.
+        if not lay.tiles or k == 0 or len(lay.tiles[0]) != k or \
+                any(len(t) > k for t in lay.tiles):
+            return None
+        d0, t0 = inner[0], lay.tiles[0].dimensions[0]
+        if t0 <= 0 or old[d0] % t0 or p.padded_dimensions[d0] != old[d0]:
+            return None
+        inner = inner[1:]
+        scale = t0
     if any(old[d] == 1 for d in inner):
         return None       # a size-1 tiled dimension cannot be followed
     fake = 1 << 50        # beyond any real offset: never merges with anything
@@ -592,7 +613,12 @@ def reshaped_shape(shape: Shape, newdims):
     for d in outer:
         e = [0] * n
         e[d] = 1
-        strides[d] = p.run_program(e)
+        strides[d] = p.run_program(e) * scale
+    if d0 is not None:
+        e = [0] * n
+        e[d0] = t0
+        s_q = p.run_program(e)
+        strides[d0] = s_q           # per element, in units of 1/t0
     new_strides = _nocopy_reshape(old, strides, newdims)
     if new_strides is None:
         return None
@@ -602,9 +628,20 @@ def reshaped_shape(shape: Shape, newdims):
         if len(hits) != 1 or newdims[hits[0]] != old[d]:
             return None
         new_inner.append(hits[0])
+    new_d0 = None
+    if d0 is not None:
+        hits = [i for i, s in enumerate(new_strides) if s == s_q and newdims[i] != 1]
+        if len(hits) != 1 or newdims[hits[0]] % t0:
+            return None
+        new_d0 = hits[0]
+        new_inner.insert(0, new_d0)
     rest = [i for i in range(len(newdims)) if i not in new_inner]
     if any(new_strides[i] >= fake for i in rest):
         return None
+    for i in rest:
+        if new_strides[i] % scale:
+            return None
+        new_strides[i] //= scale
     real = sorted((i for i in rest if newdims[i] != 1), key=lambda i: new_strides[i])
     ones = [i for i in rest if newdims[i] == 1]
     # a size-1 dimension goes just major of its logical right neighbour
@@ -617,8 +654,10 @@ def reshaped_shape(shape: Shape, newdims):
     m2m = list(reversed(new_inner)) + order
     padded = [0] * len(newdims)
     pad_old = p.padded_dimensions
-    for i, d in zip(new_inner, inner):
+    for i, d in zip(new_inner[1:] if d0 is not None else new_inner, inner):
         padded[i] = pad_old[d]
+    if new_d0 is not None:
+        padded[new_d0] = newdims[new_d0]
     span = 1
     for x in p.physical_dimensions:
         span *= x
@@ -643,6 +682,11 @@ def reshaped_shape(shape: Shape, newdims):
         e = [0] * len(newdims)
         e[i] = 1
         if q.run_program(e) != new_strides[i]:
+            return None
+    if new_d0 is not None:
+        e = [0] * len(newdims)
+        e[new_d0] = t0
+        if q.run_program(e) != s_q:
             return None
     return cand
 
