@@ -654,3 +654,18 @@ def test_advanced_indexing_examples_on_a_tiled_layout():
     packed[[4, 0, 4]] = np.array([1, 2, 3], dtype=packed.dtype)
     assert packed.tolist() == [2, -1, 0, 3, 3]
     assert packed[[True, False, True, False, True]].tolist() == [2, 0, 3]
+
+
+@pytest.mark.parametrize("text", ["pred[6]{0}", "pred[6]{0:T(4)}", "pred[6]{0:E(1)}"])
+def test_pred_stays_0_or_1_through_the_numpy_paths(text):
+    odd = np.array([2, 0, 255, 1, 0, 7], np.uint8).view(np.bool_)   # "True" bytes != 1
+    la = LayoutArray(text)
+    la[[0, 1, 2, 3, 4, 5]] = odd
+    assert la.tolist() == [True, False, True, True, False, True]
+    la[np.array([True] * 6)] = odd[::-1]
+    np.copyto(la, odd)
+    np.logical_or(la, odd, out=la)
+    assert la.tolist() == [True, False, True, True, False, True]
+    p = tiling.plan(la.xla_shape)
+    slots = physical_slots(la, p)
+    assert set(slots) <= {0, 1}

@@ -52,6 +52,13 @@
 #                              until release() or deallocation
 #   from_numpy, LayoutArray()  a new array nobody else can reach; source
 #                              converted first
+#   numpy's protocols (_numpy_api.py: ufuncs, functions, advanced indexing,
+#   astype) and views (T, transpose, reshape)
+#                              export: physical_array() / physical views
+#                              while numpy works on them; a view is
+#                              frombuffer() of `physical`, a counted export
+#   __dlpack__                 export: the capsule holds a memoryview of
+#                              `physical` until the consumer's deleter runs
 # After release() every one of these raises ReleasedArrayError (a
 # ValueError); metadata (shape, dtype, ndim, size, itemsize, nbytes,
 # xla_shape, layout, plan, physical_nbytes, readonly, exports, len()) stays

@@ -264,8 +264,10 @@ def _writable_target(o, writeback):
     if o.readonly:
         raise ReadOnlyBufferError(
             "output array is read-only (the LayoutArray wraps a read-only buffer)")
-    if o.strides is not None:
+    if o.strides is not None and o.dtype != np.bool_:
         return np.asarray(o)
+    # tiled layouts, and PRED (whose bytes must stay 0/1: the write-back
+    # through la[...] = tmp folds whatever numpy stored)
     tmp = o.to_numpy()
     writeback.append((o, tmp))
     return tmp
@@ -903,6 +905,13 @@ def _scatter(la, offs, values):
         flat[offs] = vals
 
 
+def _clean(la, value):
+    """PRED stores 0 or 1: a bool array holding other bytes is folded."""
+    if la.dtype == np.bool_ and isinstance(value, np.ndarray) and value.dtype == np.bool_:
+        return value.view(np.uint8) != 0
+    return value
+
+
 def getitem(la, key):
     """``la[key]`` with integer arrays or boolean masks (numpy's advanced
     indexing): a new numpy array, read straight from the tiled buffer."""
@@ -931,6 +940,7 @@ def setitem(la, key, value):
     rules (broadcasting, conversion, last write wins), written through to
     the tiled buffer; padding is never touched."""
     key = _key(key)
+    value = _clean(la, value)
     if la.strides is not None:
         try:
             np.asarray(la)[key] = value
@@ -948,4 +958,4 @@ def setitem(la, key, value):
     offs = _selected_offsets(la, key)
     vals = np.empty(offs.shape, la.dtype)
     vals[...] = value
-    _scatter(la, offs, vals)
+    _scatter(la, offs, _clean(la, vals))
