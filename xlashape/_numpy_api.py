@@ -134,10 +134,107 @@ def _logical_mask(geometry_shape: Shape):
     return arr
 
 
-def _mask_of(la):
+def _axis_dims(p):
+    """For each physical axis, the logical dimension its coordinate comes
+    from (None for an axis that is always 0); None when '*' mixes two."""
+    deps = {d: {d} for d in range(p.rank)}
+    for op, dst, a, b, c in p.ops:
+        deps[dst] = deps.get(a, set()) | (deps.get(b, set()) if op == tiling.OP_MULADD else set())
+    out = []
+    for r in getattr(p, "_final_regs", ()):
+        ds = deps.get(r, set())
+        if len(ds) > 1:
+            return None
+        out.append(next(iter(ds)) if ds else None)
+    return out if len(out) == len(p.physical_dimensions) else None
+
+
+def _runs(flags):
+    """Maximal runs of True in a 1-D bool array, as slices."""
+    out, start = [], None
+    for i, f in enumerate(flags.tolist() + [False]):
+        if f and start is None:
+            start = i
+        elif not f and start is not None:
+            out.append((start, i))
+            start = None
+    return out
+
+
+def _dim_boxes(m):
+    """Boxes (tuples of (start, stop)) covering exactly the True cells of
+    the small bool array m, or None if that takes too many."""
+    if m.ndim == 0:
+        return [()] if m else []
+    boxes = []
+    for lo, hi in _runs(m.any(axis=tuple(range(1, m.ndim)))):
+        # rows lo..hi-1 of axis 0: split further where they differ
+        groups = []
+        for i in range(lo, hi):
+            if groups and np.array_equal(m[groups[-1][0]], m[i]):
+                groups[-1][1] = i + 1
+            else:
+                groups.append([i, i + 1])
+        for a, b in groups:
+            inner = _dim_boxes(m[a])
+            if inner is None:
+                return None
+            boxes.extend(((a, b),) + box for box in inner)
+        if len(boxes) > 8:
+            return None
+    return boxes
+
+
+@lru_cache(maxsize=16)
+def _mask_boxes(geometry_shape: Shape):
+    """Boxes of the physical array that hold only logical elements and
+    together hold them all: the product, over logical dimensions, of each
+    dimension's own boxes. None if the layout mixes dimensions ('*') or
+    needs too many boxes (then the mask is used)."""
+    mask = _logical_mask(geometry_shape)
+    p = tiling.plan(geometry_shape)
+    owner = _axis_dims(p)
+    if mask is None or owner is None:
+        return None
+    per_dim = []
+    for d in range(p.rank):
+        axes = [a for a, o in enumerate(owner) if o == d]
+        others = tuple(a for a in range(mask.ndim) if a not in axes)
+        md = mask.any(axis=others) if others else mask
+        boxes = _dim_boxes(md)
+        if boxes is None:
+            return None
+        per_dim.append((axes, boxes))
+    result = [[slice(None)] * mask.ndim]
+    for axes, boxes in per_dim:
+        result = [_with(r, axes, box) for r in result for box in boxes]
+        if len(result) > 16:
+            return None
+    result = [tuple(r) for r in result]
+    # every logical slot covered exactly once: the boxes partition the mask
+    count = np.zeros(mask.shape, np.int8)
+    for r in result:
+        count[r] += 1
+    if not np.array_equal(count, mask.astype(np.int8)):
+        return None
+    return result
+
+
+def _with(row, axes, box):
+    row = list(row)
+    for a, (lo, hi) in zip(axes, box):
+        row[a] = slice(lo, hi)
+    return row
+
+
+def _geometry_shape(la):
     layout = la.layout.replace(element_size_in_bits=0, padding_value=0,
                                tail_padding_alignment_in_elements=1, memory_space=0)
-    return _logical_mask(Shape(PrimitiveType.PRED, la.shape, layout))
+    return Shape(PrimitiveType.PRED, la.shape, layout)
+
+
+def _mask_of(la):
+    return _logical_mask(_geometry_shape(la))
 
 
 def _new(shape: Shape):
@@ -251,8 +348,18 @@ def _same_layout_call(ufunc, inputs, kwargs, out):
         mask = _mask_of(ref)
         phys_in = [x.physical_array() if isinstance(x, LA) else x for x in inputs]
         phys_out = tuple(o.physical_array() for o in outs)
+        # Unary loops stay on the masked path: numpy 2.4's unary loops can
+        # ignore the input stride of a strided view written to a strided out
+        # (np.negative(a[::8], out=o[::8]) on float64 reads a[0], a[1], ...).
+        boxes = None if mask is None or ufunc.nin < 2 else \
+            _mask_boxes(_geometry_shape(ref))
         if mask is None:
             ufunc(*phys_in, out=phys_out, **kw)
+        elif boxes is not None:
+            # padding-free boxes: numpy's fast unmasked loops, box by box
+            for box in boxes:
+                ufunc(*[x[box] if isinstance(x, np.ndarray) and x.ndim else x
+                        for x in phys_in], out=tuple(o[box] for o in phys_out), **kw)
         else:
             ufunc(*phys_in, out=phys_out, where=mask, **kw)
     return outs[0] if len(outs) == 1 else tuple(outs)
