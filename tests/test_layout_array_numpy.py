@@ -669,3 +669,13 @@ def test_pred_stays_0_or_1_through_the_numpy_paths(text):
     p = tiling.plan(la.xla_shape)
     slots = physical_slots(la, p)
     assert set(slots) <= {0, 1}
+
+
+def test_unary_and_binary_ufuncs_on_padded_tiles():
+    # the case that found numpy 2.4's strided unary-loop bug: a padded
+    # tile column whose boxes are strided views
+    x = np.arange(10, dtype=np.float64).reshape(2, 5) + 1
+    la = LayoutArray.from_numpy(x, "f64[2,5]{1,0:T(4)}")
+    assert np.negative(la).tolist() == (-x).tolist()
+    assert (la + la).tolist() == (2 * x).tolist()
+    assert np.sqrt(la).tolist() == np.sqrt(x).tolist()
