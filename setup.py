@@ -26,7 +26,13 @@ extensions = [
         include_dirs=[np.get_include()],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=extra_compile_args,
-    )
+    ),
+    # the HLO reader's fast lane (plain C string scanning, no numpy)
+    Extension(
+        "xlashape._hloscan",
+        ["xlashape/_hloscan.pyx"],
+        extra_compile_args=extra_compile_args,
+    ),
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives,

@@ -1,18 +1,27 @@
-"""Throughput of ``xlashape hlo`` on a large generated HLO dump.
+"""Throughput of xlashape's HLO reader, ``xlashape hlo`` and ``xlashape memory``
+on a large generated module, against XLA's own parser.
 
-Generates a realistic XLA:TPU-style module (fused computations, reducers, a
-while loop, tuples, tokens, ``metadata={...}`` on most lines, a pool of a few
-thousand distinct shapes the way real programs repeat shapes) of about
-``--size-mb`` MB in a temporary directory, then measures, median of
-``--repeat`` runs:
+Generates, in a temporary directory, a module of about ``--size-mb`` MB that
+XLA's parser accepts and that looks like what XLA:TPU prints after
+optimizations: the header with ``entry_computation_layout`` and
+``input_output_alias``, the stack-frame sections, fused computations (with
+tiled layouts from a pool of shapes, ``metadata={... stack_frame_id=N}``, a
+reduce with its reducer), an entry computation calling them with long JSON
+``backend_config`` attributes, get-tuple-elements, copy-start/copy-done pairs
+and a while loop (about 200 bytes per instruction, as in real dumps). Then it
+measures, medians of ``--repeat`` interleaved rounds:
 
 * reading the file line by line in Python (the floor any line-based reader pays),
-* the Python API: ``HloReader().read(f)`` (instructions with Shape objects),
-* the API plus ``memory_footprint`` per instruction (what ``hlo`` computes),
-* the command: ``python -m xlashape hlo FILE --summary``, ``--json`` and the
-  default table, with output to /dev/null (process start-up included).
+* the API: ``scan_calls`` (the call-graph pass) and ``HloReader(call_kinds=...).read``
+  (instructions with Shape objects, computation kinds, result kinds),
+* the commands: ``xlashape memory FILE --json``, ``xlashape hlo FILE --json``
+  and ``--summary``, output to /dev/null, process start-up included, with the
+  peak resident memory of each,
+* XLA's ``hlo_module_from_text`` on the same text (the parse call alone, the
+  text already in memory), in a Python that has jaxlib: this one if it does,
+  else ``--xla-python PATH`` (a separate process; skipped when neither has it).
 
-Run:  python benchmarks/bench_hlo.py [--size-mb 80] [--repeat 3]
+Run:  python benchmarks/bench_hlo.py [--size-mb 1000] [--repeat 3] [--xla-python PY]
 """
 
 from __future__ import annotations
@@ -26,123 +35,203 @@ import sys
 import tempfile
 import time
 
-_TYPES = [("bf16", "T(8,128)(2,1)"), ("f32", "T(8,128)"), ("s32", "T(8,128)"),
-          ("s8", "T(8,128)(4,1)"), ("pred", "T(8,128)(4,1)")]
+_LAYOUTS = {"f32": "T(8,128)", "bf16": "T(8,128)(2,1)"}
+_ELEMENTWISE = ["add", "multiply", "subtract", "maximum", "divide"]
+_UNARY = ["exponential", "tanh", "negate", "sqrt", "log"]
 
 
 def _shape_pool(rng: random.Random, n: int) -> list:
-    """Distinct array shape strings, as XLA:TPU prints them."""
-    pool = set()
-    dims_choices = [1, 2, 4, 8, 16, 32, 64, 96, 128, 256, 384, 512, 768, 1024, 1280, 2048,
-                    4096, 5120, 8192, 16384, 32000, 50257]
+    """Distinct (type, dims, layout text) with tiled TPU layouts."""
+    dims_choices = [1, 2, 4, 8, 16, 32, 64, 96, 128, 256, 384, 512, 768, 1024, 1280, 2048, 4096]
+    pool = {}
     while len(pool) < n:
-        rank = rng.choice([1, 2, 2, 3, 3, 4, 4, 5])
-        et, tile = rng.choice(_TYPES)
+        rank = rng.choice([2, 2, 3, 3, 4])
+        et = rng.choice(["f32", "bf16"])
         dims = [rng.choice(dims_choices) for _ in range(rank)]
-        elements = 1
-        for d in dims:
-            elements *= d
-        if elements > 1 << 32:   # keep shapes a real program could hold
-            continue
-        m2m = list(range(rank - 1, -1, -1))
         if rank >= 3 and rng.random() < 0.3:
+            dims[rng.randrange(rank - 1)] = 1
+        m2m = list(range(rank - 1, -1, -1))
+        if rng.random() < 0.3:
             i, j = rng.sample(range(rank), 2)
             m2m[i], m2m[j] = m2m[j], m2m[i]
-        if rank == 1:
-            tile = "T(1024)" if et != "bf16" else "T(1024)(128)(2,1)"
         space = "S(1)" if rng.random() < 0.05 else ""
-        pool.add(f"{et}[{','.join(map(str, dims))}]{{{','.join(map(str, m2m))}:{tile}{space}}}")
-    return sorted(pool)
+        dims_text = ",".join(map(str, dims))
+        text = f"{et}[{dims_text}]{{{','.join(map(str, m2m))}:{_LAYOUTS[et]}{space}}}"
+        pool[text] = (et, dims_text, text)
+    return sorted(pool.values())
 
 
-_OPS = ["add", "multiply", "subtract", "exponential", "convert", "broadcast", "transpose",
-        "reshape", "copy", "select", "maximum", "divide", "negate", "tanh", "bitcast"]
+_BACKEND = ('{{"flag_configs":[],"window_config":{{"kernel_window_bounds":[],"output_window_bounds":'
+            '["{a}","{b}"],"input_window_bounds":[],"estimated_cycles":"{c}","iteration_bounds":'
+            '["1","1"],"cost_model_type":"COST_MODEL_TYPE_INVALID","ml_estimated_microseconds":0,'
+            '"is_mask":false,"pad_output_on_minor_dim":"0","pad_input_on_minor_dim":"0",'
+            '"estimated_vmem_bytes":"0","estimated_bundle_count":"0","estimated_scoped_vmem_bytes":'
+            '"0","buffering_level":"2"}},"scoped_memory_configs":[],"used_scoped_memory_configs":'
+            '[{{"memory_space":"1","offset":"0","size":"{s}"}}],"retry_config":{{"retry_count":"0"}},'
+            '"aliasing_operands":{{"lists":[]}}}}')
 
 
 def generate(path: str, size_mb: float, seed: int = 0) -> int:
     """Write a module of about ``size_mb`` MB to ``path``; returns the byte count."""
     rng = random.Random(seed)
-    shapes = _shape_pool(rng, 3000)
-    scalar = "f32[]{:T(128)}"
+    pool = _shape_pool(rng, 64)
     target = int(size_mb * 1e6)
+    out = open(path, "w", buffering=1 << 20)
     written = 0
-    out = open(path, "w")
 
     def w(text):
         nonlocal written
         out.write(text)
         written += len(text)
 
-    w("HloModule jit_train_step, is_scheduled=true, entry_computation_layout="
-      "{(bf16[8,4096]{1,0:T(8,128)(2,1)}, f32[]{:T(128)})->bf16[8,4096]{1,0:T(8,128)(2,1)}}\n\n")
-    w("%region_add (a: f32[], b: f32[]) -> f32[] {\n"
-      f"  %a = {scalar} parameter(0)\n  %b = {scalar} parameter(1)\n"
-      f"  ROOT %s = {scalar} add({scalar} %a, {scalar} %b)\n}}\n\n")
+    scalar = "f32[]{:T(128)}"
+    params = [p[2] for p in pool] + [scalar]
+    ecl = ", ".join(params)
+    w(f"HloModule jit_train_step, is_scheduled=true, input_output_alias={{ {{0}}: (0, {{}}, "
+      f"may-alias) }}, entry_computation_layout={{({ecl})->({pool[0][2]}, {scalar})}}, "
+      f"allow_spmd_sharding_propagation_to_output={{true,true}}\n\n")
+    w('FileNames\n1 "model.py"\n\nFunctionNames\n1 "train_step"\n2 "layer"\n\nFileLocations\n')
+    for i in range(1, 101):
+        w(f"{i} {{file_name_id=1 function_name_id={1 + i % 2} line={10 + i} end_line={10 + i} "
+          f"column=4 end_column=30}}\n")
+    w("\nStackFrames\n")
+    for i in range(1, 101):
+        w(f"{i} {{file_location_id={i} parent_frame_id={max(1, i - 1)}}}\n")
+    w("\n\n")
+    w(f"%region_add (x: f32[], y: f32[]) -> f32[] {{\n  %x = {scalar} parameter(0)\n"
+      f"  %y = {scalar} parameter(1)\n  ROOT %sum = {scalar} add(%x, %y)\n}}\n\n")
+    w("%while_body (s: (s32[], f32[])) -> (s32[], f32[]) {\n"
+      "  %s = (s32[]{:T(128)}, f32[]{:T(128)}) parameter(0)\n"
+      "  %i = s32[]{:T(128)} get-tuple-element(%s), index=0\n"
+      "  %v = f32[]{:T(128)} get-tuple-element(%s), index=1\n"
+      "  %one = s32[]{:T(128)} constant(1)\n  %next = s32[]{:T(128)} add(%i, %one)\n"
+      "  %v2 = f32[]{:T(128)} multiply(%v, %v)\n"
+      "  ROOT %t = (s32[]{:T(128)}, f32[]{:T(128)}) tuple(%next, %v2)\n}\n\n"
+      "%while_cond (c: (s32[], f32[])) -> pred[] {\n"
+      "  %c = (s32[]{:T(128)}, f32[]{:T(128)}) parameter(0)\n"
+      "  %ci = s32[]{:T(128)} get-tuple-element(%c), index=0\n"
+      "  %n = s32[]{:T(128)} constant(8)\n"
+      "  ROOT %lt = pred[]{:T(512)} compare(%ci, %n), direction=LT\n}\n\n")
+    # the entry computation comes last in the text but is written as the
+    # fusions are: to a second file, appended at the end
+    entry_path = path + ".entry"
+    entry = open(entry_path, "w", buffering=1 << 20)
+    entry_written = 0
     k = 0
-    fused = []
-    entry_budget = target // 5
-    while written < target - entry_budget:
+    while written + entry_written < target:
         k += 1
-        name = f"fused_computation.{k}"
-        fused.append(name)
-        nparams = rng.randint(1, 4)
-        params = [rng.choice(shapes) for _ in range(nparams)]
-        sig = ", ".join(f"param_{i}.{k}: {p.split('{')[0]}" for i, p in enumerate(params))
-        res = rng.choice(shapes)
-        w(f"%{name} ({sig}) -> {res.split('{')[0]} {{\n")
-        names = []
-        for i, p in enumerate(params):
-            w(f"  %param_{i}.{k} = {p} parameter({i})\n")
-            names.append((f"param_{i}.{k}", p))
-        for j in range(rng.randint(3, 12)):
-            op = rng.choice(_OPS)
-            s = rng.choice(shapes) if rng.random() < 0.5 else names[-1][1]
-            a = rng.choice(names)
-            b = rng.choice(names)
-            nm = f"{op}.{k}.{j}"
-            w(f"  %{nm} = {s} {op}({a[1]} %{a[0]}, {b[1]} %{b[0]}), "
-              f"metadata={{op_type=\"{op}\" op_name=\"jit(train_step)/jit(main)/layer_{k % 48}/{op}\" "
-              f"source_file=\"/work/model.py\" source_line={rng.randint(1, 900)}}}\n")
-            names.append((nm, s))
-        last = names[-1]
-        w(f"  ROOT %tuple.{k} = ({last[1]}, {scalar}) tuple({last[1]} %{last[0]}, "
-          f"{scalar} %param_0.{k})\n}}\n\n")
-    w("ENTRY %main.1 (p0: bf16[8,4096], p1: f32[]) -> bf16[8,4096] {\n"
-      "  %p0 = bf16[8,4096]{1,0:T(8,128)(2,1)} parameter(0), sharding={replicated}\n"
-      f"  %p1 = {scalar} parameter(1)\n")
-    i = 0
-    while written < target:
-        i += 1
-        s = rng.choice(shapes)
-        calls = rng.choice(fused)
-        kind = rng.choice(["kLoop", "kInput", "kOutput"])
-        w(f"  %fusion.{i} = ({s}, {scalar}) fusion(bf16[8,4096]{{1,0:T(8,128)(2,1)}} %p0, {scalar} %p1), "
-          f"kind={kind}, calls=%{calls}, metadata={{op_type=\"fusion\" op_name=\"jit(train_step)/"
-          f"jit(main)/block_{i % 96}/fusion\" source_file=\"/work/model.py\" source_line={i % 900}}}, "
-          f"backend_config={{\"flag_configs\":[],\"scoped_memory_configs\":[],\"used_scoped_memory_configs\":[]}}\n")
-        w(f"  %gte.{i} = {s} get-tuple-element(({s}, {scalar}) %fusion.{i}), index=0\n")
-    w("  ROOT %copy.0 = bf16[8,4096]{1,0:T(8,128)(2,1)} copy(bf16[8,4096]{1,0:T(8,128)(2,1)} %p0)\n}\n")
+        pi = rng.randrange(len(pool))
+        et, dims_text, shp = pool[pi]
+        sig = f"param_0.{k}: {et}[{dims_text}], param_1.{k}: f32[]"
+        w(f"%fused_computation.{k} ({sig}) -> ({et}[{dims_text}], f32[]) {{\n")
+        w(f"  %param_0.{k} = {shp} parameter(0)\n  %param_1.{k} = {scalar} parameter(1)\n")
+        src = f"param_1.{k}"
+        if et != "f32":
+            w(f"  %convert.{k} = {et}[]{{:T(256)}} convert(%{src})\n")
+            src = f"convert.{k}"
+        w(f"  %broadcast.{k} = {shp} broadcast(%{src}), dimensions={{}}\n")
+        prev = f"param_0.{k}"
+        for j in range(rng.randint(3, 10)):
+            sf = rng.randint(1, 100)
+            if rng.random() < 0.4:
+                op = rng.choice(_UNARY)
+                operands = f"%{prev}"
+            else:
+                op = rng.choice(_ELEMENTWISE)
+                operands = f"%{prev}, %broadcast.{k}"
+            w(f"  %{op}.{k}.{j} = {shp} {op}({operands}), metadata={{op_name=\"jit(train_step)/"
+              f"layer_{k % 96}/{op}\" stack_frame_id={sf}}}\n")
+            prev = f"{op}.{k}.{j}"
+        if et != "f32":
+            w(f"  %f32.{k} = f32[{dims_text}]{{{shp.split('{')[1].split(':')[0]}:T(8,128)}} "
+              f"convert(%{prev})\n")
+            red_in = f"f32.{k}"
+        else:
+            red_in = prev
+        rank = dims_text.count(",") + 1
+        w(f"  %zero.{k} = {scalar} constant(0)\n"
+          f"  %reduce.{k} = {scalar} reduce(%{red_in}, %zero.{k}), dimensions="
+          f"{{{','.join(map(str, range(rank)))}}}, to_apply=%region_add, metadata={{op_name="
+          f"\"jit(train_step)/layer_{k % 96}/reduce_sum\" stack_frame_id={rng.randint(1, 100)}}}\n"
+          f"  ROOT %tuple.{k} = ({shp}, {scalar}) tuple(%{prev}, %reduce.{k})\n}}\n\n")
+        chain = f"gte.{k - 1}.1" if k > 1 else f"arg.{len(pool)}"
+        bc = _BACKEND.format(a=rng.randint(1, 64), b=rng.randint(1, 16),
+                             c=rng.randint(1000, 99999), s=rng.choice([0, 8192, 65536, 262144]))
+        line = (f"  %fusion.{k} = ({shp}, {scalar}) fusion(%arg.{pi}, %{chain}), kind=kLoop, "
+                f"calls=%fused_computation.{k}, metadata={{op_name=\"jit(train_step)/layer_"
+                f"{k % 96}/fusion\" stack_frame_id={rng.randint(1, 100)}}}, backend_config={bc}\n"
+                f"  %gte.{k}.0 = {shp} get-tuple-element(%fusion.{k}), index=0\n"
+                f"  %gte.{k}.1 = {scalar} get-tuple-element(%fusion.{k}), index=1\n")
+        if k % 50 == 0:
+            line += (f"  %copy-start.{k} = ({shp}, {shp}, u32[]{{:S(2)}}) copy-start(%gte.{k}.0), "
+                     f"cross_program_prefetch_index=0\n"
+                     f"  %copy-done.{k} = {shp} copy-done(%copy-start.{k})\n")
+        entry.write(line)
+        entry_written += len(line)
+    entry.close()
+    w(f"ENTRY %main.1 ("
+      + ", ".join(f"arg.{i}: {p[0]}[{p[1]}]" for i, p in enumerate(pool))
+      + f", arg.{len(pool)}: f32[]) -> ({pool[0][0]}[{pool[0][1]}], f32[]) {{\n")
+    for i, p in enumerate(pool):
+        w(f"  %arg.{i} = {p[2]} parameter({i}), metadata={{op_name=\"params[{i}]\"}}\n")
+    w(f"  %arg.{len(pool)} = {scalar} parameter({len(pool)})\n")
+    with open(entry_path) as f:
+        while True:
+            block = f.read(1 << 20)
+            if not block:
+                break
+            w(block)
+    os.remove(entry_path)
+    last = k
+    w(f"  %zero.i = s32[]{{:T(128)}} constant(0)\n"
+      f"  %init = (s32[]{{:T(128)}}, {scalar}) tuple(%zero.i, %gte.{last}.1)\n"
+      f"  %loop = (s32[]{{:T(128)}}, {scalar}) while(%init), condition=%while_cond, body=%while_body\n"
+      f"  %out.1 = {scalar} get-tuple-element(%loop), index=1\n"
+      f"  %out.0 = {pool[0][2]} copy(%arg.0)\n"
+      f"  ROOT %result = ({pool[0][2]}, {scalar}) tuple(%out.0, %out.1)\n}}\n")
     out.close()
     return os.path.getsize(path)
 
 
-def _median_time(fn, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
+_XLA_CHILD = r"""
+import sys, time
+from jax._src.lib import xla_client
+with open(sys.argv[1]) as f:
+    text = f.read()
+t = time.perf_counter()
+m = xla_client.hlo.hlo_module_from_text(text)
+print(time.perf_counter() - t)
+"""
+
+_RSS_CHILD = r"""
+import resource, subprocess, sys
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def _has_jaxlib(python: str) -> bool:
+    r = subprocess.run([python, "-c", "from jax._src.lib import xla_client; "
+                        "xla_client.hlo.hlo_module_from_text"],
+                       capture_output=True, env=dict(os.environ, JAX_PLATFORMS="cpu"))
+    return r.returncode == 0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--size-mb", type=float, default=80.0)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--keep", metavar="PATH", help="also copy the generated dump here")
+    ap.add_argument("--xla-python", metavar="PY",
+                    help="a Python with jaxlib for XLA's parser (default: this one, if it has it)")
+    ap.add_argument("--keep", metavar="PATH", help="also copy the generated module here")
     args = ap.parse_args(argv)
 
-    from xlashape.hlo_module import HloReader, memory_footprint
+    from xlashape import hlo_text, tiling
+    from xlashape.hlo_module import HloReader, memory_footprint, scan_calls
+
+    xla_python = args.xla_python or sys.executable
+    if not _has_jaxlib(xla_python):
+        xla_python = None
 
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "module.after_optimizations.txt")
@@ -152,70 +241,86 @@ def main(argv=None) -> int:
         with open(path) as f:
             nlines = sum(1 for _ in f)
         mb = nbytes / 1e6
-        print(f"generated {mb:.1f} MB, {nlines} lines in {gen:.1f} s: {path}")
+        print(f"generated {mb:.1f} MB, {nlines} lines in {gen:.1f} s")
         if args.keep:
             import shutil
 
             shutil.copy(path, args.keep)
+        count = [0]
+
+        def cold():
+            # every run starts cold, as a fresh process does
+            for f in (getattr(hlo_text, "_parse_shape_cached", None),
+                      getattr(tiling, "_plan_cached", None), memory_footprint):
+                if f is not None and hasattr(f, "cache_clear"):
+                    f.cache_clear()
 
         def read_lines():
             with open(path) as f:
                 for _ in f:
                     pass
 
-        count = [0]
+        def api_scan():
+            scan_calls(path)
 
-        def cold():
-            # every run starts cold, as a fresh `xlashape hlo` process does:
-            # no parsed shapes, plans or footprints left from the previous run
-            from xlashape import hlo_text, tiling
-
-            for f in (getattr(hlo_text, "_parse_shape_cached", None),
-                      getattr(tiling, "_plan_cached", None), memory_footprint):
-                if f is not None and hasattr(f, "cache_clear"):
-                    f.cache_clear()
-
-        def api_parse():
+        def api_read():
             cold()
             n = 0
+            kinds = scan_calls(path)
             with open(path) as f:
-                for _ in HloReader().read(f):
+                for ins in HloReader(call_kinds=kinds).read(f):
+                    ins.result
                     n += 1
             count[0] = n
 
-        def api_sizes():
-            cold()
-            with open(path) as f:
-                for ins in HloReader().read(f):
-                    memory_footprint(ins.shape)
-
         def cli(*extra):
+            cmd = [sys.executable, "-m", "xlashape", *extra, "--no-progress"]
+
             def run():
                 with open(os.devnull, "w") as devnull:
-                    subprocess.run([sys.executable, "-m", "xlashape", "hlo", path, "--no-progress",
-                                    *extra], stdout=devnull, check=True)
+                    subprocess.run(cmd, stdout=devnull, check=True)
+            run.cmd = cmd
             return run
 
-        def startup():
-            subprocess.run([sys.executable, "-m", "xlashape", "--version"],
-                           stdout=subprocess.DEVNULL, check=True)
+        xla_times = []
+
+        def xla():
+            r = subprocess.run([xla_python, "-c", _XLA_CHILD, path], capture_output=True,
+                               text=True, env=dict(os.environ, JAX_PLATFORMS="cpu"), check=True)
+            xla_times.append(float(r.stdout.strip().splitlines()[-1]))
 
         rows = [("read lines (Python floor)", read_lines),
-                ("API: HloReader().read", api_parse),
-                ("API: read + memory_footprint", api_sizes),
-                ("CLI: hlo --summary", cli("--summary")),
-                ("CLI: hlo --json > /dev/null", cli("--json")),
-                ("CLI: hlo (table) > /dev/null", cli())]
-        base = None
-        print(f"{'what':<34} {'median s':>9} {'MB/s':>8} {'vs floor':>9}")
+                ("API: scan_calls (call-graph pass)", api_scan),
+                ("API: scan_calls + HloReader().read", api_read),
+                ("CLI: memory FILE --json", cli("memory", path, "--json")),
+                ("CLI: hlo FILE --json", cli("hlo", path, "--json")),
+                ("CLI: hlo FILE --summary", cli("hlo", path, "--summary"))]
+        times = {name: [] for name, _ in rows}
+        for _ in range(args.repeat):          # interleaved rounds
+            for name, fn in rows:
+                t = time.perf_counter()
+                fn()
+                times[name].append(time.perf_counter() - t)
+            if xla_python:
+                xla()
+        ref = statistics.median(xla_times) if xla_times else None
+        print(f"{'what':<38} {'median s':>9} {'MB/s':>8} {'vs XLA parse':>13} {'peak RSS':>9}")
         for name, fn in rows:
-            sec = _median_time(fn, args.repeat)
-            if base is None:
-                base = sec
-            print(f"{name:<34} {sec:>9.2f} {mb / sec:>8.1f} {sec / base:>8.1f}x")
-        t_start = _median_time(startup, args.repeat)
-        print(f"{count[0]} instructions; CLI rows include {t_start:.2f} s of process "
-              "start-up (python -m xlashape --version)")
+            sec = statistics.median(times[name])
+            vs = f"{sec / ref:.2f}x" if ref else "-"
+            rss = "-"
+            if hasattr(fn, "cmd"):
+                r = subprocess.run([sys.executable, "-c", _RSS_CHILD, *fn.cmd],
+                                   capture_output=True, text=True, check=True)
+                rss = f"{int(r.stdout.strip()) / 1024:.0f} MB"
+            print(f"{name:<38} {sec:>9.2f} {mb / sec:>8.1f} {vs:>13} {rss:>9}")
+        if ref:
+            print(f"{'XLA hlo_module_from_text (jaxlib)':<38} {ref:>9.2f} {mb / ref:>8.1f} "
+                  f"{'1.00x':>13} {'-':>9}")
+        else:
+            print("XLA hlo_module_from_text: no jaxlib here (give --xla-python PY)")
+        print(f"{count[0]} instructions; CLI rows include process start-up; the XLA row is the "
+              "parse call alone, on text already in memory")
     return 0
 
 

@@ -143,14 +143,30 @@ def test_memory_bad_input_is_one_error_line(case, tmp_path):
 
 
 def test_memory_partly_readable_file_warns_with_line_numbers(tmp_path):
-    text = (DATA / "tpu_module.hlo").read_text().replace(
-        "  %one.1 = s32[]{:T(128)} constant(1)", "  %one.1 = s33[]{:T(128)} constant(1)")
+    good = "  %scale.1 = f32[]{:T(128)} constant(0.5)"
+    bad = "  %scale.1 = f33[]{:T(128)} constant(0.5)"
+    text = (DATA / "tpu_module.hlo").read_text()
+    assert good in text
+    text = text.replace(good, bad)
     p = tmp_path / "m.hlo"
     p.write_text(text)
     r = ok("memory", p)
-    line = text.splitlines().index("  %one.1 = s33[]{:T(128)} constant(1)") + 1
+    line = text.splitlines().index(bad) + 1
     assert f"xlashape: warning: line {line}:" in r.stderr
     assert "module jit_train_step" in r.stdout
+
+
+def test_memory_reads_the_entry_computation_only(tmp_path):
+    # the figures come from the header and the entry: a line XLA would
+    # reject in a loop body does not change them ('hlo' reads every line)
+    good = "  %one.1 = s32[]{:T(128)} constant(1)"
+    text = (DATA / "tpu_module.hlo").read_text()
+    p = tmp_path / "m.hlo"
+    p.write_text(text.replace(good, "  %one.1 = s33[]{:T(128)} constant(1)"))
+    assert json.loads(ok("memory", p, "--json").stdout) == json.loads(
+        ok("memory", DATA / "tpu_module.hlo", "--json").stdout.replace(
+            str(DATA / "tpu_module.hlo"), str(p)))
+    assert "line" in ok("hlo", p, "--summary").stderr
 
 
 def test_memory_needs_a_path_or_the_example():

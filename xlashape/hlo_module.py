@@ -50,7 +50,9 @@ pseudo-computation :data:`OOM_REPORT`, with the reported sizes as attributes.
 from __future__ import annotations
 
 import functools
+import os as _os
 import re
+from itertools import islice
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from .errors import HloParseError, XlaShapeError
@@ -115,9 +117,18 @@ _SIG_COMMA = re.compile(r"[()\[\]{},\"]|/\*")
 _STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _META_ITEM = re.compile(r'([A-Za-z_]\w*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
-_CALLS = re.compile(r"(?:^|,)\s*(calls|to_apply|body|condition|branch_computations|true_computation"
-                    r"|false_computation|called_computations|select|scatter)\s*=\s*"
-                    r"(\{[^}]*\}|%?[\w.\-]+)")
+_CALL_KEYS = ("calls", "to_apply", "body", "condition", "branch_computations", "true_computation",
+              "false_computation", "called_computations", "select", "scatter")
+# The attributes that can name computations, per opcode (others: all of them).
+_CALL_KEYS_BY_OPCODE = {
+    "fusion": ("calls",), "while": ("condition", "body"), "call": ("to_apply",),
+    "conditional": ("branch_computations", "true_computation", "false_computation"),
+    "reduce": ("to_apply",), "reduce-window": ("to_apply",), "map": ("to_apply",),
+    "sort": ("to_apply",), "scatter": ("to_apply",), "all-reduce": ("to_apply",),
+    "all-reduce-start": ("to_apply",), "reduce-scatter": ("to_apply",),
+    "select-and-scatter": ("select", "scatter"), "topk": ("to_apply",),
+}
+_CALL_VALUE = re.compile(r"\{[^}]*\}|%?[\w.\-]+")
 _NAME_REF = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 _STACK_SECTIONS = frozenset(("FileNames", "FunctionNames", "FileLocations", "StackFrames"))
 # An entry of a stack-frame section: a number, then a quoted name or a {...} record.
@@ -135,6 +146,7 @@ _OOM_LABEL = re.compile(r"XLA label:\s*(.*?)\s*$")
 _OOM_ALLOC_TYPE = re.compile(r"Allocation type:\s*(.*?)\s*$")
 _OOM_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 
+_CHUNK_LINES = 4096
 _MAX_STATEMENT_LINES = 2000
 _MAX_STATEMENT_CHARS = 1 << 24
 _SHAPE_CACHE_LIMIT = 1 << 16
@@ -402,12 +414,48 @@ def _main_kind(kinds) -> Optional[str]:
     return min(kinds, key=lambda k: _KIND_ORDER.get(k, 99))
 
 
+def _attr_matches(text: str, key: str):
+    """Where ``key=`` starts an attribute in ``text``: ``(start, value start)``
+    for each match of ``(?:^|,)\\s*KEY\\s*=\\s*`` (start: the comma, or 0), in
+    order. Found with str.find: a regular expression starting with ``(?:^|,)``
+    tries every position of long attribute lines, which is slow."""
+    n = len(text)
+    k = len(key)
+    pos = text.find(key)
+    while pos >= 0:
+        j = pos
+        while j > 0 and text[j - 1].isspace():
+            j -= 1
+        if j == 0 or text[j - 1] == ",":
+            e = pos + k
+            while e < n and text[e].isspace():
+                e += 1
+            if e < n and text[e] == "=":
+                e += 1
+                while e < n and text[e].isspace():
+                    e += 1
+                yield (j - 1 if j > 0 else 0), e
+                pos = text.find(key, e)
+                continue
+        pos = text.find(key, pos + 1)
+
+
 def _calls_in(opcode: str, attrs: str):
-    """``(callee, kind)`` for every computation an instruction's attribute text names."""
-    for km in _CALLS.finditer(attrs):
-        kind = call_kind(opcode, km.group(1))
-        for name in _NAME_REF.findall(km.group(2).strip("{}")):
-            yield name, kind
+    """``(key, callee, kind)`` for every computation an instruction's
+    attribute text names, in the order of the text."""
+    found = []
+    for key in _CALL_KEYS_BY_OPCODE.get(opcode, _CALL_KEYS):
+        if key not in attrs:
+            continue
+        kind = call_kind(opcode, key)
+        for start, vpos in _attr_matches(attrs, key):
+            vm = _CALL_VALUE.match(attrs, vpos)
+            if vm is not None:
+                found.append((start, key, kind, vm.group()))
+    found.sort()
+    for _, key, kind, value in found:
+        for name in _NAME_REF.findall(value.strip("{}")):
+            yield key, name, kind
 
 
 # -- the data model ------------------------------------------------------------
@@ -421,7 +469,16 @@ class Operand(NamedTuple):
     shape: Optional[Shape]
 
 
-class Instruction:
+try:
+    from ._hloscan import InstructionBase as _InstructionFields
+except ImportError:  # pragma: no cover - only without a build
+    class _InstructionFields:
+        __slots__ = ("computation", "name", "shape", "opcode", "is_root", "line",
+                     "operands_text", "attributes_text", "_operands", "_attributes",
+                     "_reader", "_comp")
+
+
+class Instruction(_InstructionFields):
     """One HLO instruction (or one allocation of an out-of-memory report).
 
     ``computation`` (name, ``None`` outside any computation, :data:`OOM_REPORT`
@@ -431,9 +488,7 @@ class Instruction:
     on first use, so streaming over a dump only pays for what is read.
     """
 
-    __slots__ = ("computation", "name", "shape", "opcode", "is_root", "line",
-                 "operands_text", "attributes_text", "_operands", "_attributes",
-                 "_reader", "_comp")
+    __slots__ = ()
 
     def __init__(self, computation, name, shape, opcode, *, is_root=False, line=0,
                  operands_text="", attributes_text="", attributes=None, reader=None,
@@ -492,16 +547,7 @@ class Instruction:
         table of pointers to them, which counts as the tuple's own memory
         (see :func:`xlashape.memory.tuple_table_size`)."""
         c = self._comp
-        if c is not None and c.kinds and c.is_embedded:
-            return "embedded"
-        if not _has_data(self.shape):
-            return "none"
-        op = self.opcode
-        if op == "parameter":
-            return "view" if c is not None and not c.is_entry else "buffer"
-        if op in VIEW_OPCODES:
-            return "view"
-        return "buffer"
+        return result_kind(self.opcode, self.shape, c, c is not None and c.usage()[1])
 
     @property
     def argument(self) -> str:
@@ -544,11 +590,9 @@ class Instruction:
         text = self.attributes_text
         if key + "=" not in text:
             return default
-        for m in re.finditer(r"(?:^|,)\s*" + re.escape(key) + r"\s*=\s*", text):
-            start = m.start()
+        for start, vpos in _attr_matches(text, key):
             if _open_string(text[:start]) or not _balanced(text[:start]):
                 continue  # inside a string or a block: not a top-level attribute
-            vpos = m.end()
             if text.startswith(("{", "("), vpos):
                 end = _match_close(text, vpos)
                 if end < 0:
@@ -616,7 +660,7 @@ class Computation:
     """A named computation: its instructions in order, whether it is the
     ``ENTRY``, its signature text ``(p: f32[2]) -> f32[2]`` and its line."""
 
-    __slots__ = ("name", "is_entry", "signature", "line", "instructions", "kinds")
+    __slots__ = ("name", "is_entry", "signature", "line", "instructions", "kinds", "_usage")
 
     def __init__(self, name, is_entry=False, signature="", line=0):
         self.name = name
@@ -626,19 +670,31 @@ class Computation:
         self.instructions: List[Instruction] = []
         #: every way the module uses this computation (see :data:`COMPUTATION_KINDS`)
         self.kinds: set = {"entry"} if is_entry else set()
+        self._usage = (-1, None, False)
+
+    def usage(self) -> Tuple[Optional[str], bool]:
+        """``(kind, is_embedded)``, remembered until ``kinds`` grows (it only
+        ever grows, as callers are read)."""
+        u = self._usage
+        n = len(self.kinds)
+        if u[0] != n:
+            kinds = self.kinds
+            u = self._usage = (n, _main_kind(kinds),
+                               bool(kinds) and all(k in EMBEDDED_KINDS for k in kinds))
+        return u[1], u[2]
 
     @property
     def kind(self) -> Optional[str]:
         """How the computation is used (:data:`COMPUTATION_KINDS`); when it is
         used in several ways, a use that materializes values wins. ``None``
         if nothing calls it (or its caller has not been read yet)."""
-        return _main_kind(self.kinds)
+        return self.usage()[0]
 
     @property
     def is_embedded(self) -> bool:
         """True if every use runs it inside one instruction (fusion body,
         reducer, ...): its values are not materialized in memory."""
-        return bool(self.kinds) and all(k in EMBEDDED_KINDS for k in self.kinds)
+        return self.usage()[1]
 
     @property
     def root(self) -> Optional[Instruction]:
@@ -844,6 +900,21 @@ def _has_data(shape: Shape) -> bool:
     return not shape.is_token
 
 
+def result_kind(opcode: str, shape: Shape, computation: Optional["Computation"],
+                embedded: bool) -> str:
+    """:attr:`Instruction.result` from its parts (``embedded``: the
+    computation's :meth:`Computation.usage` says so)."""
+    if embedded:
+        return "embedded"
+    if not _has_data(shape):
+        return "none"
+    if opcode == "parameter":
+        return "view" if computation is not None and not computation.is_entry else "buffer"
+    if opcode in VIEW_OPCODES:
+        return "view"
+    return "buffer"
+
+
 def _leaves(shape: Shape, out: list) -> list:
     if shape.is_tuple:
         for s in shape.tuple_shapes:
@@ -975,6 +1046,14 @@ class HloReader:
         self.applied_computations: set = set()
         self.call_kinds: Dict[str, set] = {k: set(v) for k, v in (call_kinds or {}).items()}
         self._in_comment = False
+        self._current: Optional[Computation] = None
+        self._pending: Optional[list] = None
+        self._ready: Optional[list] = None
+        self._skipping = False
+        self._oom: Optional[dict] = None
+        self._oom_count = 0
+        self._use_fast = True
+        self._sink = None       # _hloscan.JsonSink while `hlo --json` reads
         self.lines_read = 0
         self.mode: Optional[str] = None  # None until known: "hlo" or "oom"
         self._pending_warnings: List[HloWarning] = []
@@ -1111,21 +1190,18 @@ class HloReader:
         return ins
 
     def _record_calls(self, opcode: str, attrs: str) -> None:
-        for km in _CALLS.finditer(attrs):
-            key = km.group(1)
-            kind = call_kind(opcode, key)
-            for callee in _NAME_REF.findall(km.group(2).strip("{}")):
-                if key == "calls" and opcode == "fusion":
-                    self.fused_computations.add(callee)
-                elif key == "to_apply":
-                    self.applied_computations.add(callee)
-                kinds = self.call_kinds.get(callee)
-                if kinds is None:
-                    kinds = self.call_kinds[callee] = set()
-                kinds.add(kind)
-                c = self.computations.get(callee)
-                if c is not None:
-                    c.kinds.add(kind)
+        for key, callee, kind in _calls_in(opcode, attrs):
+            if key == "calls" and opcode == "fusion":
+                self.fused_computations.add(callee)
+            elif key == "to_apply":
+                self.applied_computations.add(callee)
+            kinds = self.call_kinds.get(callee)
+            if kinds is None:
+                kinds = self.call_kinds[callee] = set()
+            kinds.add(kind)
+            c = self.computations.get(callee)
+            if c is not None:
+                c.kinds.add(kind)
 
     def _new_computation(self, name: str, is_entry: bool, signature: str, line: int) -> Computation:
         c = Computation(name, is_entry, signature, line)
@@ -1146,188 +1222,235 @@ class HloReader:
         self.module_attributes = attrs
 
     # -- the line loop -----------------------------------------------------------
+    #
+    # The reader is a state machine fed one line at a time (``_feed``), its
+    # state in attributes: the computation being read (``_current``), an
+    # instruction spread over several lines (``_pending``: [start line,
+    # [parts]]), a complete instruction held until the next line shows it
+    # does not continue with ", attr=..." (``_ready``: [instruction, start
+    # line, text]), a stack-frame section being skipped (``_skipping``), an
+    # out-of-memory entry being collected (``_oom``), a /* comment still
+    # open (``_in_comment``). ``read`` drives it; when the compiled scanner
+    # (xlashape._hloscan) is built, it takes every line that is a complete
+    # one-line instruction as XLA prints it, or a "}" or blank line, and
+    # leaves the rest to ``_feed``: the two share this state, so the result
+    # is the same (tests/test_hloscan.py checks it).
+
     def read(self, lines: Iterable[str]) -> Iterator[Instruction]:
         """Yield the instructions of the text given as an iterable of lines."""
-        current: Optional[Computation] = None
-        pending: Optional[list] = None      # [start_line, [parts]]
-        ready: Optional[list] = None        # [instruction, start_line, stmt]
-        skipping = False
-        oom: Optional[dict] = None
-        oom_count = 0
-        lineno = self.lines_read
+        fast = _fast_scanner() if self._use_fast else None
+        feed = self._feed
+        if fast is None:
+            lineno = self.lines_read
+            for raw in lines:
+                lineno += 1
+                self.lines_read = lineno
+                out = feed(raw, lineno)
+                if out:
+                    yield from out
+        else:
+            it = iter(lines)
+            while True:
+                chunk = list(islice(it, _CHUNK_LINES))
+                if not chunk:
+                    break
+                n = len(chunk)
+                i = 0
+                out: List[Instruction] = []
+                sink = self._sink
+                while i < n:
+                    i = fast(self, chunk, i, out, sink)
+                    if out:
+                        yield from out
+                        out.clear()
+                    if i < n:
+                        lineno = self.lines_read + 1
+                        self.lines_read = lineno
+                        got = feed(chunk[i], lineno)
+                        i += 1
+                        if got:
+                            yield from got
+        yield from self._finish()
 
-        def flush_oom(rec):
-            nonlocal oom_count
-            if rec is None or rec.get("shape") is None:
-                return None
-            oom_count += 1
-            label = rec.get("label", "")
-            lm = re.match(r"%?([A-Za-z_][\w.\-]*)\s*=\s*(?:[^=]*?\s)?([a-z][a-z0-9_\-]*)\(", label)
-            if lm:
-                name, opcode = lm.group(1), lm.group(2)
-            else:
-                name, opcode = f"allocation.{oom_count}", ""
-            attrs = {k: rec[k] for k in ("size", "unpadded_size", "allocation_type", "op_name",
-                                         "label") if k in rec}
-            return Instruction(OOM_REPORT, name, rec["shape"], opcode, line=rec["line"],
-                               attributes=attrs, reader=self)
+    def _flush_oom(self, rec) -> Optional[Instruction]:
+        if rec is None or rec.get("shape") is None:
+            return None
+        self._oom_count += 1
+        label = rec.get("label", "")
+        lm = re.match(r"%?([A-Za-z_][\w.\-]*)\s*=\s*(?:[^=]*?\s)?([a-z][a-z0-9_\-]*)\(", label)
+        if lm:
+            name, opcode = lm.group(1), lm.group(2)
+        else:
+            name, opcode = f"allocation.{self._oom_count}", ""
+        attrs = {k: rec[k] for k in ("size", "unpadded_size", "allocation_type", "op_name",
+                                     "label") if k in rec}
+        return Instruction(OOM_REPORT, name, rec["shape"], opcode, line=rec["line"],
+                           attributes=attrs, reader=self)
 
-        for raw in lines:
-            lineno += 1
-            self.lines_read = lineno
-            line = raw.rstrip("\r\n")
-            if self._in_comment or ("/*" in line and _OTHER_COMMENT.search(line) is not None):
-                line, self._in_comment = _blank_comments(line, self._in_comment)
-            if "//" in line:
-                line = _strip_line_comment(line)
-
-            if ready is not None:
-                if line.lstrip().startswith(","):
-                    stmt = ready[2] + " " + line.strip()
-                    try:
-                        ready = [self._parse_instruction(stmt, ready[1], current), ready[1], stmt]
-                        continue
-                    except _Incomplete:
-                        pending = [ready[1], [stmt]]
-                        ready = None
-                        continue
-                    except _Malformed as e:
-                        self._warn(ready[1], e.message)
-                        ready = None
-                        continue
-                yield ready[0]
-                ready = None
-
-            if skipping:
-                # a stack-frame section: numbered entries until something else
-                if _SECTION_ENTRY.match(line) is not None or not line.strip():
-                    continue
-                skipping = False
-
-            if pending is not None:
-                s = line.strip()
-                closes_block = s.startswith("}") and not _balanced(" ".join(pending[1]))
-                starts_new = not closes_block and (
-                              _LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
-                              or s.startswith("HloModule") or s in _STACK_SECTIONS
-                              or (s.endswith("{") and _HEADER.match(s) and "=" not in s))
-                if not starts_new and s:
-                    pending[1].append(s)
-                    stmt = " ".join(pending[1])
-                    try:
-                        ins = self._parse_instruction(stmt, pending[0], current)
-                        ready = [ins, pending[0], stmt]
-                        pending = None
-                    except _Incomplete:
-                        if len(pending[1]) > _MAX_STATEMENT_LINES or len(stmt) > _MAX_STATEMENT_CHARS:
-                            self._warn(pending[0], "instruction does not end (too many lines)")
-                            pending = None
-                    except _Malformed as e:
-                        self._warn(pending[0], e.message)
-                        pending = None
-                    continue
-                if not s:
-                    continue
-                self._warn(pending[0], "incomplete instruction: "
-                           + _clip(" ".join(pending[1])))
-                pending = None
-
-            s = line.strip()
-            if not s or s.startswith("/*") and s.endswith("*/"):
-                continue
-
-            # -- HLO structure --------------------------------------------------
-            if _LOOKS_LIKE_INSTR.match(line) is not None:
-                try:
-                    ins = self._parse_instruction(line, lineno, current)
-                    ready = [ins, lineno, line]
-                    if self.mode is None:
-                        self._set_mode("hlo")
-                except _Incomplete:
-                    pending = [lineno, [s]]
-                except _Malformed as e:
-                    self._warn(lineno, f"{e.message} (column {e.position + 1})")
-                continue
-            if s.startswith("HloModule"):
-                m = _MODULE.match(s)
-                if m:
-                    self._set_mode("hlo")
-                    self._read_header(s)
-                    current = None
-                    continue
-            if s[0] == "}":
-                current = None
-                continue
-            if s[-1] == "{" and "=" not in s.split("(", 1)[0]:
-                m = _HEADER.match(s)
-                if m:
-                    is_entry = m.group(1) is not None
-                    name = m.group(2)
-                    if is_entry or m.group(3).startswith("(") or not m.group(3):
-                        current = self._new_computation(name, is_entry, m.group(3), lineno)
-                        if is_entry and self.mode is None:
-                            self._set_mode("hlo")
-                        continue
-            if s in _STACK_SECTIONS:
-                skipping = True
-                current = None
-                continue
-
-            # -- out-of-memory report -------------------------------------------
-            if self.mode != "hlo":
-                if any(k in s for k in _OOM_MARKERS):
-                    self._set_mode("oom")
-                sm = _OOM_SIZE.search(line)
-                shm = _OOM_SHAPE.search(line)
-                if sm or shm or oom is not None:
-                    if sm:
-                        self._set_mode("oom")
-                        done = flush_oom(oom)
-                        if done is not None:
-                            yield done
-                        oom = {"size": sm.group(1).replace(" ", ""), "line": lineno}
-                    if shm:
-                        if oom is None:
-                            oom = {"line": lineno}
-                        self._set_mode("oom")
-                        try:
-                            oom["shape"], _ = self.shape_at(line, shm.end())
-                            oom["line"] = lineno
-                        except HloParseError as e:
-                            self._emit(HloWarning(lineno, f"bad shape in report: {e.message}"))
-                    um = _OOM_UNPADDED.search(line)
-                    if um:
-                        oom["unpadded_size"] = um.group(1).replace(" ", "")
-                    lm = _OOM_LABEL.search(line)
-                    if lm:
-                        oom["label"] = lm.group(1)
-                    am = _OOM_ALLOC_TYPE.search(line)
-                    if am:
-                        oom["allocation_type"] = am.group(1)
-                    om = _OOM_OP_NAME.search(line)
-                    if om and "Operator:" in line:
-                        oom["op_name"] = om.group(1)
-                    if s.startswith("====") and oom is not None:
-                        done = flush_oom(oom)
-                        oom = None
-                        if done is not None:
-                            yield done
-                    continue
-                if self.mode == "oom":
-                    continue
-            self._warn(lineno, "not an HLO instruction, computation header or '}': " + _clip(s))
-
-        if ready is not None:
-            yield ready[0]
-        if pending is not None:
-            self._warn(pending[0], "incomplete instruction at the end of the input: "
-                       + _clip(" ".join(pending[1])))
-        done = flush_oom(oom)
+    def _finish(self) -> List[Instruction]:
+        """What is left when the input ends."""
+        out = []
+        if self._ready is not None:
+            out.append(self._ready[0])
+            self._ready = None
+        if self._pending is not None:
+            self._warn(self._pending[0], "incomplete instruction at the end of the input: "
+                       + _clip(" ".join(self._pending[1])))
+            self._pending = None
+        done = self._flush_oom(self._oom)
+        self._oom = None
         if done is not None:
-            yield done
+            out.append(done)
         if self.mode is None and self._pending_warnings:
             self._set_mode("hlo")  # nothing recognisable: report everything
+        return out
 
+    def _feed(self, raw: str, lineno: int) -> Optional[List[Instruction]]:
+        """Read one line; the instructions it completes (or ``None``)."""
+        out = None
+        line = raw.rstrip("\r\n")
+        if self._in_comment or ("/*" in line and _OTHER_COMMENT.search(line) is not None):
+            line, self._in_comment = _blank_comments(line, self._in_comment)
+        if "//" in line:
+            line = _strip_line_comment(line)
+
+        ready = self._ready
+        if ready is not None:
+            if line.lstrip().startswith(","):
+                stmt = ready[2] + " " + line.strip()
+                try:
+                    self._ready = [self._parse_instruction(stmt, ready[1], self._current),
+                                   ready[1], stmt]
+                except _Incomplete:
+                    self._pending = [ready[1], [stmt]]
+                    self._ready = None
+                except _Malformed as e:
+                    self._warn(ready[1], e.message)
+                    self._ready = None
+                return None
+            out = [ready[0]]
+            self._ready = None
+
+        if self._skipping:
+            # a stack-frame section: numbered entries until something else
+            if _SECTION_ENTRY.match(line) is not None or not line.strip():
+                return out
+            self._skipping = False
+
+        pending = self._pending
+        if pending is not None:
+            s = line.strip()
+            closes_block = s.startswith("}") and not _balanced(" ".join(pending[1]))
+            starts_new = not closes_block and (
+                          _LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
+                          or s.startswith("HloModule") or s in _STACK_SECTIONS
+                          or (s.endswith("{") and _HEADER.match(s) and "=" not in s))
+            if not starts_new and s:
+                pending[1].append(s)
+                stmt = " ".join(pending[1])
+                try:
+                    ins = self._parse_instruction(stmt, pending[0], self._current)
+                    self._ready = [ins, pending[0], stmt]
+                    self._pending = None
+                except _Incomplete:
+                    if len(pending[1]) > _MAX_STATEMENT_LINES or len(stmt) > _MAX_STATEMENT_CHARS:
+                        self._warn(pending[0], "instruction does not end (too many lines)")
+                        self._pending = None
+                except _Malformed as e:
+                    self._warn(pending[0], e.message)
+                    self._pending = None
+                return out
+            if not s:
+                return out
+            self._warn(pending[0], "incomplete instruction: " + _clip(" ".join(pending[1])))
+            self._pending = None
+
+        s = line.strip()
+        if not s or s.startswith("/*") and s.endswith("*/"):
+            return out
+
+        # -- HLO structure --------------------------------------------------
+        if _LOOKS_LIKE_INSTR.match(line) is not None:
+            try:
+                ins = self._parse_instruction(line, lineno, self._current)
+                self._ready = [ins, lineno, line]
+                if self.mode is None:
+                    self._set_mode("hlo")
+            except _Incomplete:
+                self._pending = [lineno, [s]]
+            except _Malformed as e:
+                self._warn(lineno, f"{e.message} (column {e.position + 1})")
+            return out
+        if s.startswith("HloModule"):
+            m = _MODULE.match(s)
+            if m:
+                self._set_mode("hlo")
+                self._read_header(s)
+                self._current = None
+                return out
+        if s[0] == "}":
+            self._current = None
+            return out
+        if s[-1] == "{" and "=" not in s.split("(", 1)[0]:
+            m = _HEADER.match(s)
+            if m:
+                is_entry = m.group(1) is not None
+                name = m.group(2)
+                if is_entry or m.group(3).startswith("(") or not m.group(3):
+                    self._current = self._new_computation(name, is_entry, m.group(3), lineno)
+                    if is_entry and self.mode is None:
+                        self._set_mode("hlo")
+                    return out
+        if s in _STACK_SECTIONS:
+            self._skipping = True
+            self._current = None
+            return out
+
+        # -- out-of-memory report -------------------------------------------
+        if self.mode != "hlo":
+            if any(k in s for k in _OOM_MARKERS):
+                self._set_mode("oom")
+            sm = _OOM_SIZE.search(line)
+            shm = _OOM_SHAPE.search(line)
+            oom = self._oom
+            if sm or shm or oom is not None:
+                if sm:
+                    self._set_mode("oom")
+                    done = self._flush_oom(oom)
+                    if done is not None:
+                        out = (out or []) + [done]
+                    oom = self._oom = {"size": sm.group(1).replace(" ", ""), "line": lineno}
+                if shm:
+                    if oom is None:
+                        oom = self._oom = {"line": lineno}
+                    self._set_mode("oom")
+                    try:
+                        oom["shape"], _ = self.shape_at(line, shm.end())
+                        oom["line"] = lineno
+                    except HloParseError as e:
+                        self._emit(HloWarning(lineno, f"bad shape in report: {e.message}"))
+                um = _OOM_UNPADDED.search(line)
+                if um:
+                    oom["unpadded_size"] = um.group(1).replace(" ", "")
+                lm = _OOM_LABEL.search(line)
+                if lm:
+                    oom["label"] = lm.group(1)
+                am = _OOM_ALLOC_TYPE.search(line)
+                if am:
+                    oom["allocation_type"] = am.group(1)
+                om = _OOM_OP_NAME.search(line)
+                if om and "Operator:" in line:
+                    oom["op_name"] = om.group(1)
+                if s.startswith("====") and oom is not None:
+                    done = self._flush_oom(oom)
+                    self._oom = None
+                    if done is not None:
+                        out = (out or []) + [done]
+                return out
+            if self.mode == "oom":
+                return out
+        self._warn(lineno, "not an HLO instruction, computation header or '}': " + _clip(s))
+        return out
 
 
 def _open_string(text: str) -> bool:
@@ -1365,6 +1488,25 @@ def _skip_ws(text: str, pos: int) -> int:
 def _clip(text: str, n: int = 60) -> str:
     text = " ".join(text.split())
     return text if len(text) <= n else text[: n - 3] + "..."
+
+
+_FAST = []
+
+
+def _fast_scanner():
+    """The compiled scanner's entry point, or None when it is not built or
+    ``XLASHAPE_PURE_PYTHON=1`` turns it off (for tests and benchmarks)."""
+    if not _FAST:
+        fn = None
+        try:
+            from ._hloscan import configure, feed_simple_lines as fn
+            configure(Instruction, _CALLER_OPCODES)
+        except ImportError:  # pragma: no cover - only without a build
+            fn = None
+        _FAST.append(fn)
+    if _os.environ.get("XLASHAPE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    return _FAST[0]
 
 
 @functools.lru_cache(maxsize=1)
@@ -1426,6 +1568,16 @@ def scan_calls(source, progress: Optional[Callable[[int], None]] = None) -> Dict
 
 
 def _scan_chunk(chunk: bytes, kinds: Dict[str, set]) -> None:
+    fast = _fast_scanner()
+    if fast is not None:
+        from ._hloscan import scan_calls_chunk
+
+        scan_calls_chunk(chunk, kinds, call_kind)
+        return
+    _scan_chunk_python(chunk, kinds)
+
+
+def _scan_chunk_python(chunk: bytes, kinds: Dict[str, set]) -> None:
     last_line = -1
     opcode = ""
     rfind = chunk.rfind

@@ -780,13 +780,37 @@ class _EntryInfo:
         self.instructions = 0
 
 
+def _entry_only(lines: Iterable[str]) -> Iterator[str]:
+    """The lines of a module with those of every computation but the entry
+    blanked (line numbers kept): the memory figures need the header and the
+    entry's parameters and root only, and in a big dump the fusion bodies
+    and other computations are most of the text. A computation is skipped
+    from a header line as XLA prints it (at column 0, ending with "{") to
+    the "}" at column 0 that closes it; anything else is read."""
+    skipping = False
+    for line in lines:
+        if skipping:
+            if line[:1] == "}":
+                skipping = False
+            yield ""
+            continue
+        c = line[:1]
+        if (c == "%" or c.isalpha()) and line.rstrip().endswith("{") and \
+                not line.startswith(("ENTRY", "HloModule")) and \
+                "=" not in line.split("(", 1)[0]:
+            skipping = True
+            yield ""
+            continue
+        yield line
+
+
 def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
                        path: Optional[str]) -> ModuleMemory:
     """Stream a module's text; keep only the entry's parameters and root."""
     reader = HloReader(ctx.warn)
     info = _EntryInfo()
     loose = _EntryInfo()      # instructions outside any computation (a fragment)
-    for ins in reader.read(lines):
+    for ins in reader.read(_entry_only(lines)):
         info.instructions += 1
         comp = ins._comp
         if comp is None:

@@ -149,6 +149,12 @@ class JsonArrayWriter:
         self._write(("\n" if self._first else ",\n") + encoded)
         self._first = False
 
+    def raw_many(self, encoded) -> None:
+        """Several already encoded items (a list of str), in one write."""
+        if encoded:
+            self._write(("\n" if self._first else ",\n") + ",\n".join(encoded))
+            self._first = False
+
     def item(self, obj) -> None:
         self.raw(json.dumps(obj, ensure_ascii=True))
 

@@ -152,6 +152,25 @@ def _operands_of(ins, on_warning):
         return None
 
 
+def _without_aliased_element(opcode, shape, fp):
+    """The footprint of a start instruction's tuple without the element that
+    is its operand's buffer."""
+    from ..hlo_module import Footprint, memory_footprint
+
+    aliased = _ALIASED_ELEMENT[opcode]
+    acc = {}
+    for i, sub in enumerate(shape.tuple_shapes):
+        if i == aliased:
+            continue
+        for sp, b, pb in memory_footprint(sub).by_space:
+            a = acc.setdefault(sp, [0, 0])
+            a[0] += b
+            a[1] += pb
+    by_space = tuple((sp, b, pb) for sp, (b, pb) in sorted(acc.items()))
+    return Footprint(sum(b for _, b, _ in by_space), sum(pb for _, _, pb in by_space),
+                     by_space[0][0] if len(by_space) == 1 else None, by_space)
+
+
 class HloSummary:
     """Totals per memory space of the results XLA allocates new buffers for
     (:attr:`~xlashape.hlo_module.Instruction.result` ``"buffer"``), and the
@@ -162,7 +181,8 @@ class HloSummary:
     def __init__(self, top: int):
         self.top = top
         self.totals = {}      # space -> [bytes, padded, count]
-        self.heap = []        # (waste, seq, record)
+        self.per_shape = {}   # id(shape) -> [shape, footprint, count]
+        self.heap = []        # (waste, -seq, record)
         self.count = 0
         self.unknown = 0
         self.views = 0
@@ -171,11 +191,8 @@ class HloSummary:
         self.embedded_computations = set()
         self._seq = 0
 
-    def add(self, ins, fp) -> None:
-        from ..hlo_module import memory_footprint
-
+    def add(self, ins, fp, result: str) -> None:
         self.count += 1
-        result = ins.result
         if result != "buffer":
             if result == "view":
                 self.views += 1
@@ -188,41 +205,47 @@ class HloSummary:
         if fp.bytes is None:
             self.unknown += 1
             return
-        by_space = fp.by_space
-        aliased = _ALIASED_ELEMENT.get(ins.opcode)
         shape = ins.shape
-        if aliased is not None and shape.is_tuple and aliased < len(shape.tuple_shapes):
-            # the start of an asynchronous pair: one element is its operand
-            acc = {}
-            for i, sub in enumerate(shape.tuple_shapes):
-                if i == aliased:
-                    continue
-                for sp, b, pb in memory_footprint(sub).by_space:
-                    a = acc.setdefault(sp, [0, 0])
-                    a[0] += b
-                    a[1] += pb
-            by_space = tuple((sp, b, pb) for sp, (b, pb) in sorted(acc.items()))
-        b_all = pb_all = 0
-        for sp, b, pb in by_space:
-            acc = self.totals.setdefault(sp, [0, 0, 0])
-            acc[0] += b
-            acc[1] += pb
-            acc[2] += 1
-            b_all += b
-            pb_all += pb
-        waste = pb_all - b_all
+        if ins.opcode in _ALIASED_ELEMENT and shape.is_tuple:
+            fp = _without_aliased_element(ins.opcode, shape, fp)
+            for sp, b, pb in fp.by_space:
+                acc = self.totals.setdefault(sp, [0, 0, 0])
+                acc[0] += b
+                acc[1] += pb
+                acc[2] += 1
+        else:
+            rec = self.per_shape.get(id(shape))
+            if rec is None or rec[0] is not shape:
+                rec = self.per_shape[id(shape)] = [shape, fp, 0]
+            rec[2] += 1
+            if fp.padded_bytes == fp.bytes:
+                return
+        waste = fp.padded_bytes - fp.bytes
         if waste > 0 and self.top > 0:
-            self._seq += 1
-            item = (waste, -self._seq, (ins.computation, ins.name, ins.opcode, ins.shape,
-                                        b_all, pb_all, ins.line))
-            if len(self.heap) < self.top:
-                heapq.heappush(self.heap, item)
-            elif item > self.heap[0]:
-                heapq.heapreplace(self.heap, item)
+            heap = self.heap
+            if len(heap) < self.top or waste >= heap[0][0]:
+                self._seq += 1
+                item = (waste, -self._seq, (ins.computation, ins.name, ins.opcode, shape,
+                                            fp.bytes, fp.padded_bytes, ins.line))
+                if len(heap) < self.top:
+                    heapq.heappush(heap, item)
+                elif item > heap[0]:
+                    heapq.heapreplace(heap, item)
+
+    def _fold(self) -> None:
+        """Add the per-shape counts into the totals."""
+        for shape, fp, count in self.per_shape.values():
+            for sp, b, pb in fp.by_space:
+                acc = self.totals.setdefault(sp, [0, 0, 0])
+                acc[0] += b * count
+                acc[1] += pb * count
+                acc[2] += count
+        self.per_shape = {}
 
     def report(self) -> List[str]:
         from ..layout import memory_space_name
 
+        self._fold()
         out = ["totals per memory space (new buffers, each counted once; XLA also reuses "
                "memory between buffers not live together: see 'xlashape memory'):",
                _TOTALS.header()]
@@ -345,9 +368,12 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
     last_comp = object()
     show_table = mode != "text" or not args.summary
     try:
+        if mode == "json" and not args.details:
+            _json_rows(reader, progress, summary, jsonw, on_warning)
+            return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
         for ins in reader.read(progress):
             fp = memory_footprint(ins.shape)
-            summary.add(ins, fp)
+            summary.add(ins, fp, ins.result)
             if not show_table:
                 continue
             waste = None if fp.bytes is None else fp.padded_bytes - fp.bytes
@@ -411,6 +437,10 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
     finally:
         progress.done()
         stream.close()
+    return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
+
+
+def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table) -> int:
     if jsonw is not None:
         jsonw.close()
     if len(warnings) > args.max_warnings:
@@ -437,6 +467,117 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
                         + ("s" if len(warnings) - skipped != 1 else ""))
         write_lines(([""] if show_table else []) + ["".join(head)] + summary.report())
     return 0
+
+
+def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
+    """The rows of ``hlo --json`` (without --details): the same objects as
+    :func:`_json_row` writes. The compiled scanner writes the rows of the
+    lines it reads itself (``_hloscan.JsonSink``), from fragments remembered
+    here per shape and per computation; the instructions it leaves (new
+    shapes and computations, padding that may enter the top list, lines the
+    Python reader reads) come through this loop, in order."""
+    from ..hlo_module import OOM_REPORT, VIEW_OPCODES, _has_data, memory_footprint, shape_text
+
+    json_row = sink = None
+    if os.environ.get("XLASHAPE_PURE_PYTHON", "") in ("", "0"):
+        try:
+            from .._hloscan import JsonSink, json_row
+        except ImportError:  # pragma: no cover - only without a build
+            json_row = None
+        else:
+            sink = JsonSink({}, summary.per_shape, VIEW_OPCODES, frozenset(_ALIASED_ELEMENT),
+                            summary.top, _describe_computation)
+            reader._sink = sink
+    shapes = sink.shapes if sink is not None else {}
+    raw = jsonw.raw
+    add = summary.add
+    views = VIEW_OPCODES
+    heap = summary.heap
+    top = summary.top
+    rows = sink.rows if sink is not None else []
+    raw_many = jsonw.raw_many
+    for ins in reader.read(progress):
+        if rows:
+            raw_many(rows)
+            rows.clear()
+        shape = ins.shape
+        si = shapes.get(id(shape))
+        if si is None or si[0] is not shape:
+            fp = memory_footprint(shape)
+            waste = None if fp.bytes is None else fp.padded_bytes - fp.bytes
+            frag = "".join((', "shape": ', json_str(shape_text(shape)),
+                            ', "bytes": ', _json_int(fp.bytes),
+                            ', "padded_bytes": ', _json_int(fp.padded_bytes),
+                            ', "waste": ', _json_int(waste),
+                            ', "memory_space": ', _json_int(fp.memory_space)))
+            spaces = ""
+            if len(fp.by_space) > 1:
+                spaces = ', "memory_spaces": ' + json.dumps(
+                    [{"memory_space": sp_, "bytes": b, "padded_bytes": pb}
+                     for sp_, b, pb in fp.by_space])
+            if len(shapes) > 1 << 16:
+                shapes.clear()
+            si = shapes[id(shape)] = (shape, fp, frag, spaces, _has_data(shape), waste)
+        comp = ins._comp
+        if comp is None:
+            if ins.computation == OOM_REPORT or json_row is None:
+                fp = si[1]
+                add(ins, fp, ins.result)
+                raw(_json_row(ins, fp, si[5], False, on_warning, shape_text, OOM_REPORT))
+                continue
+            head, kind_part, embedded = '{"computation": null', ', "computation_kind": null', False
+        else:
+            if sink is not None and sink.comp is comp and sink.nkinds == len(comp.kinds):
+                head, kind_part, embedded = sink.head, sink.kind_part, sink.embedded
+            else:
+                head, kind_part, embedded = _describe_computation(comp)
+                if sink is not None:
+                    sink.comp, sink.nkinds = comp, len(comp.kinds)
+                    sink.head, sink.kind_part, sink.embedded = head, kind_part, embedded
+        opcode = ins.opcode
+        if embedded:
+            result = "embedded"
+        elif not si[4]:
+            result = "none"
+        elif opcode == "parameter":
+            result = "view" if comp is not None and not comp.is_entry else "buffer"
+        elif opcode in views:
+            result = "view"
+        else:
+            result = "buffer"
+        add(ins, si[1], result)
+        if sink is not None and top:
+            # equal waste never displaces an earlier entry: only more goes to Python
+            sink.threshold = heap[0][0] + 1 if len(heap) >= top else 1
+        at = ins.attributes_text
+        extra = ""
+        if at:
+            if "kind=" in at:
+                kind = ins.kind
+                extra = ', "kind": ' + ("null" if kind is None else json_str(kind))
+            if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
+                    or "branch_computations=" in at):
+                extra += ', "called_computations": ' + json.dumps(list(ins.called_computations))
+        row = None if json_row is None else json_row(ins, head, si[2], kind_part, result, si[3], extra)
+        if row is None:
+            row = _json_row(ins, si[1], si[5], False, on_warning, shape_text, OOM_REPORT)
+        raw(row)
+    raw_many(rows)
+    rows.clear()
+    if sink is not None:
+        reader._sink = None
+        summary.count += sink.count
+        summary.views += sink.n_views
+        summary.embedded += sink.n_embedded
+        summary.tokens += sink.n_tokens
+        summary.embedded_computations |= sink.embedded_computations
+
+
+def _describe_computation(comp):
+    """The row fragments of a computation: head, kind part, embedded."""
+    kind, embedded = comp.usage()
+    return ('{"computation": ' + json_str(comp.name),
+            ', "computation_kind": ' + _json_kind(kind), embedded)
 
 
 def _scan_progress(total):

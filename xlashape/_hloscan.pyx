@@ -1,0 +1,1250 @@
+# cython: language_level=3
+"""The HLO reader's fast lane, compiled.
+
+:class:`xlashape.hlo_module.HloReader` is a state machine fed one line at a
+time. Most lines of a dump are complete one-line instructions as XLA prints
+them (``  %name = f32[8,128]{1,0:T(8,128)} add(%a, %b), metadata={...}``),
+computation headers, ``}`` or blank lines: :func:`feed_simple_lines` takes
+those, in C, and stops at the first line that is anything else (a section,
+a comment, an instruction over several lines, a shape not parsed yet,
+non-ASCII text, ...), which the reader's Python code then reads. Both work on
+the same state (the reader's ``_current``, ``_ready``, ``lines_read``), and
+this module decides exactly as the Python code would for every line it takes
+(``tests/test_hloscan.py`` compares the two on every test module and on
+mutated lines).
+
+For ``xlashape hlo --json`` a :class:`JsonSink` goes further: the rows of
+the lines taken here are written here, from fragments the command keeps per
+shape and per computation, without an Instruction object per line.
+
+:class:`InstructionBase` holds an instruction's fields in C, so the scanner
+fills them without Python attribute lookups; ``hlo_module.Instruction``
+subclasses it with the properties.
+"""
+
+import gc
+
+from cpython.object cimport PyObject
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.dict cimport PyDict_GetItem
+from libc.string cimport memcpy, memchr
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object o)
+    void* PyUnicode_DATA(object o)
+    Py_ssize_t PyUnicode_GET_LENGTH(object o)
+    object PyUnicode_Substring(object s, Py_ssize_t start, Py_ssize_t end)
+    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
+    object PyUnicode_FromStringAndSize(const char* s, Py_ssize_t n)
+
+cdef extern from "string.h" nogil:
+    void* memmem(const void* haystack, size_t hn, const void* needle, size_t nn)
+
+
+# -- character classes (ASCII; Python's \s, \w for ASCII text) -------------------------
+
+cdef inline bint _ws(char c) nogil:
+    return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
+
+
+cdef inline bint _alpha_(char c) nogil:
+    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95
+
+
+cdef inline bint _name_char(char c) nogil:
+    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or (48 <= c <= 57) or c == 46 \
+        or c == 45
+
+
+cdef inline bint _lower(char c) nogil:
+    return 97 <= c <= 122
+
+
+cdef inline bint _digit(char c) nogil:
+    return 48 <= c <= 57
+
+
+cdef inline bint _same(const char* a, const char* b, Py_ssize_t n) nogil:
+    cdef Py_ssize_t i
+    for i in range(n):
+        if a[i] != b[i]:
+            return False
+    return True
+
+
+# -- strings and brackets, as hlo_module decides them ----------------------------------
+
+cdef Py_ssize_t _skip_string(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
+    """At a quote: the index just past the string "(?:[^"\\\\]|\\\\.)*", or -1
+    if it does not close (as Python's regex would fail to match there)."""
+    cdef Py_ssize_t j = i + 1
+    while j < n:
+        if s[j] == 92:               # backslash: it and the next character
+            if j + 1 >= n:
+                return -1
+            j += 2
+            continue
+        if s[j] == 34:
+            return j + 1
+        j += 1
+    return -1
+
+
+cdef bint _quote_left(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
+    """True if a quote is left once every string "..." is removed (Python's
+    _STRING.sub: a quote that starts no complete string stays)."""
+    cdef Py_ssize_t i = a, j
+    while i < b:
+        if s[i] == 34:
+            j = _skip_string(s, i, b)
+            if j < 0:
+                return True
+            i = j
+            continue
+        i += 1
+    return False
+
+
+cdef bint _open_string(const char* s, Py_ssize_t n) nogil:
+    """hlo_module._open_string(text[:n])."""
+    cdef Py_ssize_t i, quotes = 0
+    cdef bint backslash = False
+    for i in range(n):
+        if s[i] == 34:
+            quotes += 1
+        elif s[i] == 92:
+            backslash = True
+    if quotes == 0:
+        return False
+    if not backslash:
+        return quotes % 2 == 1
+    return _quote_left(s, 0, n)
+
+
+cdef bint _balanced(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
+    """hlo_module._balanced(text[a:b]), decided the same way."""
+    cdef Py_ssize_t i, j
+    cdef Py_ssize_t o1 = 0, c1 = 0, o2 = 0, c2 = 0, o3 = 0, c3 = 0
+    cdef Py_ssize_t quotes = 0
+    cdef bint backslash = False
+    cdef char c
+    for i in range(a, b):
+        c = s[i]
+        if c < 91:
+            if c == 40:
+                o2 += 1
+            elif c == 41:
+                c2 += 1
+            elif c == 34:
+                quotes += 1
+        elif c == 91:
+            o3 += 1
+        elif c == 93:
+            c3 += 1
+        elif c == 123:
+            o1 += 1
+        elif c == 125:
+            c1 += 1
+        elif c == 92:
+            backslash = True
+    if o1 == c1 and o2 == c2 and o3 == c3:
+        # balanced unless a string is left open
+        if quotes == 0:
+            return True
+        if not backslash:
+            return quotes % 2 == 0
+        return not _quote_left(s, a, b)
+    if quotes == 0:
+        return False
+    # counts outside the strings; a quote that opens no string: unbalanced
+    o1 = c1 = o2 = c2 = o3 = c3 = 0
+    i = a
+    while i < b:
+        c = s[i]
+        if c == 34:
+            j = _skip_string(s, i, b)
+            if j < 0:
+                return False
+            i = j
+            continue
+        if c == 123:
+            o1 += 1
+        elif c == 125:
+            c1 += 1
+        elif c == 40:
+            o2 += 1
+        elif c == 41:
+            c2 += 1
+        elif c == 91:
+            o3 += 1
+        elif c == 93:
+            c3 += 1
+        i += 1
+    return o1 == c1 and o2 == c2 and o3 == c3
+
+
+cdef bint _needs_python(const char* s, Py_ssize_t n) nogil:
+    """A // or a /* comment other than /*index=N*/ anywhere: the Python code
+    strips comments first."""
+    cdef Py_ssize_t i = 0, j
+    cdef const char* hit
+    while True:
+        hit = <const char*>memchr(s + i, 47, n - i)
+        if hit == NULL:
+            return False
+        i = hit - s
+        if i + 1 >= n:
+            return False
+        if s[i + 1] == 47:
+            return True
+        if s[i + 1] == 42:
+            # /*index=N*/ is all that may appear
+            j = i + 2
+            if j + 6 > n or not _same(s + j, b"index=", 6):
+                return True
+            j += 6
+            if j >= n or not _digit(s[j]):
+                return True
+            while j < n and _digit(s[j]):
+                j += 1
+            if j + 1 >= n or s[j] != 42 or s[j + 1] != 47:
+                return True
+        i += 1
+
+
+# -- the instruction object ---------------------------------------------------------------
+
+cdef class InstructionBase:
+    """The fields of an HLO instruction (see ``hlo_module.Instruction``)."""
+
+    cdef public object computation
+    cdef public object name
+    cdef public object shape
+    cdef public object opcode
+    cdef public object is_root
+    cdef public object line
+    cdef public object operands_text
+    cdef public object attributes_text
+    cdef public object _operands
+    cdef public object _attributes
+    cdef public object _reader
+    cdef public object _comp
+
+
+cdef object _INSTRUCTION = None      # hlo_module.Instruction
+cdef object _CALLERS = None          # opcodes whose attributes may name computations
+cdef object _EMPTY = ""
+cdef tuple _NO_ARGS = ()
+
+
+def configure(instruction_class, caller_opcodes):
+    """Called once by hlo_module: the Instruction class to create and the
+    opcodes whose calls the reader records."""
+    global _INSTRUCTION, _CALLERS
+    _INSTRUCTION = instruction_class
+    _CALLERS = frozenset(caller_opcodes)
+
+
+# -- one line ----------------------------------------------------------------------------
+
+cdef struct Tok:
+    Py_ssize_t L                     # the line without its \r\n
+    Py_ssize_t name_a, name_b, shape_a, shape_b, op_a, op_b, open_, close, at_a, at_b
+    bint is_root
+
+
+cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
+    """A complete one-line instruction as the Python reader reads it without
+    help (hlo_module._FAST_INSTR for an array result, the general form for a
+    tuple; operands and attributes complete): 1 and its parts in t, else 0."""
+    cdef Py_ssize_t q = p, k, depth, r_a, r_b
+    cdef char c
+    t.L = L
+    t.is_root = False
+    if L - q > 4 and s[q] == 82 and s[q + 1] == 79 and s[q + 2] == 79 and s[q + 3] == 84 \
+            and _ws(s[q + 4]):
+        k = q + 4
+        while k < L and _ws(s[k]):
+            k += 1
+        if k < L and (s[k] == 37 or _alpha_(s[k])):
+            t.is_root = True
+            q = k
+    if q < L and s[q] == 37:
+        q += 1
+    if q >= L or not _alpha_(s[q]):
+        return 0
+    t.name_a = q
+    while q < L and _name_char(s[q]):
+        q += 1
+    t.name_b = q
+    while q < L and _ws(s[q]):
+        q += 1
+    if q >= L or s[q] != 61:
+        return 0
+    q += 1
+    while q < L and _ws(s[q]):
+        q += 1
+    if q >= L:
+        return 0
+    t.shape_a = q
+    if s[q] == 40:
+        # a tuple: to the matching parenthesis, no quote inside
+        depth = 0
+        while q < L:
+            c = s[q]
+            if c == 40:
+                depth += 1
+            elif c == 41:
+                depth -= 1
+                if depth == 0:
+                    break
+            elif c == 34:
+                return 0
+            q += 1
+        if q >= L:
+            return 0
+        q += 1
+        t.shape_b = q
+        while q < L and _ws(s[q]):
+            q += 1
+        if q >= L or not _lower(s[q]):
+            return 0
+        t.op_a = q
+        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == 95 or s[q] == 45):
+            q += 1
+        t.op_b = q
+        while q < L and _ws(s[q]):
+            q += 1
+        if q >= L or s[q] != 40:
+            return 0
+    else:
+        # an array: type[dims] and a layout without nested braces
+        if not _lower(s[q]):
+            return 0
+        while q < L and (_lower(s[q]) or _digit(s[q])):
+            q += 1
+        if q >= L or s[q] != 91:
+            return 0
+        q += 1
+        while q < L and (_digit(s[q]) or s[q] == 44 or s[q] == 60 or s[q] == 61
+                         or s[q] == 63 or s[q] == 32):
+            q += 1
+        if q >= L or s[q] != 93:
+            return 0
+        q += 1
+        if q < L and s[q] == 123:
+            if q + 1 >= L or not (_ws(s[q + 1]) or _digit(s[q + 1]) or s[q + 1] == 58):
+                return 0
+            k = q + 1
+            while k < L and s[k] != 125 and s[k] != 123 and s[k] != 34 and s[k] != 47:
+                k += 1
+            if k >= L or s[k] != 125:
+                return 0
+            q = k + 1
+        t.shape_b = q
+        if q >= L or not _ws(s[q]):
+            return 0
+        while q < L and _ws(s[q]):
+            q += 1
+        if q >= L or not _lower(s[q]):
+            return 0
+        t.op_a = q
+        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == 95 or s[q] == 45):
+            q += 1
+        t.op_b = q
+        if q >= L or s[q] != 40:
+            return 0
+    # the operands: to the matching parenthesis, no quote inside
+    t.open_ = q
+    depth = 0
+    while q < L:
+        c = s[q]
+        if c == 40:
+            depth += 1
+        elif c == 41:
+            depth -= 1
+            if depth == 0:
+                break
+        elif c == 34:
+            return 0
+        q += 1
+    if q >= L:
+        return 0
+    t.close = q + 1
+    # the attributes: ", a=1, b={...}" complete, or nothing
+    r_a = t.close
+    r_b = L
+    while r_a < r_b and _ws(s[r_a]):
+        r_a += 1
+    while r_b > r_a and _ws(s[r_b - 1]):
+        r_b -= 1
+    t.at_a = t.at_b = 0
+    if r_a < r_b:
+        if s[r_a] != 44:
+            return 0                 # not ", attr...": Python warns
+        t.at_a = r_a + 1
+        t.at_b = r_b
+        while t.at_a < t.at_b and _ws(s[t.at_a]):
+            t.at_a += 1
+        if t.at_a >= t.at_b or s[t.at_b - 1] == 44:
+            return 0                 # continued on the next line
+        if not _balanced(s, t.at_a, t.at_b):
+            return 0
+    return 1
+
+
+cdef int _header(reader, str line, const char* s, Py_ssize_t p, Py_ssize_t L,
+                 Py_ssize_t lineno) except -2:
+    """A computation header as the Python reader reads it: 1 (read: the
+    reader's current computation is the new one), 0 (not a header: go on
+    with the instruction form), -1 (Python must decide)."""
+    cdef Py_ssize_t e = L, q, k, name_a, name_b, sig_a, sig_b
+    cdef bint is_entry = False
+    while e > p and _ws(s[e - 1]):
+        e -= 1
+    if e <= p or s[e - 1] != 123:
+        return 0
+    # "=" before the first "(": an instruction, not a header
+    for q in range(p, e):
+        if s[q] == 40:
+            break
+        if s[q] == 61:
+            return 0
+    q = p
+    if e - q > 5 and _same(s + q, b"ENTRY", 5) and _ws(s[q + 5]):
+        k = q + 5
+        while k < e and _ws(s[k]):
+            k += 1
+        if k < e and (s[k] == 37 or _alpha_(s[k])):
+            is_entry = True
+            q = k
+    if q < e and s[q] == 37:
+        q += 1
+    if q >= e or not _alpha_(s[q]):
+        return -1
+    name_a = q
+    while q < e and _name_char(s[q]):
+        q += 1
+    name_b = q
+    while q < e and _ws(s[q]):
+        q += 1
+    sig_a = q
+    sig_b = e - 1                    # the final "{"
+    while sig_b > sig_a and _ws(s[sig_b - 1]):
+        sig_b -= 1
+    for k in range(sig_a, sig_b):
+        if s[k] == 123 or s[k] == 125:
+            return -1
+    if L - p >= 9 and _same(s + p, b"HloModule", 9):
+        return -1
+    if not (is_entry or sig_a == sig_b or s[sig_a] == 40):
+        return -1
+    reader._current = reader._new_computation(
+        PyUnicode_Substring(line, name_a, name_b), is_entry,
+        PyUnicode_Substring(line, sig_a, sig_b), lineno)
+    return 1
+
+
+cdef object _make_instruction(object line, Tok* t, object shape, object comp, object comp_name,
+                              Py_ssize_t lineno, object reader):
+    cdef InstructionBase ins = <InstructionBase>_INSTRUCTION.__new__(_INSTRUCTION)
+    ins.computation = comp_name
+    ins.name = PyUnicode_Substring(line, t.name_a, t.name_b)
+    ins.shape = shape
+    ins.opcode = PyUnicode_Substring(line, t.op_a, t.op_b)
+    ins.is_root = bool(t.is_root)
+    ins.line = lineno
+    ins.operands_text = PyUnicode_Substring(line, t.open_ + 1, t.close - 1)
+    ins.attributes_text = (PyUnicode_Substring(line, t.at_a, t.at_b) if t.at_b > t.at_a
+                           else _EMPTY)
+    ins._operands = None
+    ins._attributes = None
+    ins._reader = reader
+    ins._comp = comp
+    return ins
+
+
+cdef object _stmt(object line, Py_ssize_t L):
+    return line if L == PyUnicode_GET_LENGTH(line) else PyUnicode_Substring(line, 0, L)
+
+
+# -- recording calls ------------------------------------------------------------------------
+
+cdef int _record_fusion(reader, const char* s, Py_ssize_t a, Py_ssize_t b) except -1:
+    """reader._record_calls("fusion", attrs) for attribute text s[a:b]: every
+    ``calls=`` (after a comma or at the start) names fusion bodies."""
+    cdef Py_ssize_t pos = a, j, e, k, v_a, v_b, i
+    cdef const char* hit
+    cdef object callee
+    cdef set kinds
+    cdef PyObject* got
+    while pos + 5 <= b:
+        hit = <const char*>memmem(s + pos, b - pos, b"calls", 5)
+        if hit == NULL:
+            break
+        pos = hit - s
+        j = pos
+        while j > a and _ws(s[j - 1]):
+            j -= 1
+        if not (j == a or s[j - 1] == 44):
+            pos += 1
+            continue
+        e = pos + 5
+        while e < b and _ws(s[e]):
+            e += 1
+        if e >= b or s[e] != 61:
+            pos += 1
+            continue
+        e += 1
+        while e < b and _ws(s[e]):
+            e += 1
+        # the value: \{[^}]*\} or %?[\w.\-]+
+        v_a = e
+        if e < b and s[e] == 123:
+            k = e + 1
+            while k < b and s[k] != 125:
+                k += 1
+            if k >= b:
+                pos = e
+                continue
+            v_b = k + 1
+        else:
+            k = e
+            if k < b and s[k] == 37:
+                k += 1
+            while k < b and _name_char(s[k]):
+                k += 1
+            if k == e or (k == e + 1 and s[e] == 37):
+                pos = e
+                continue
+            v_b = k
+        pos = e                       # as Python: the next "calls" after the "="
+        # value.strip("{}"), then every %?[A-Za-z_][\w.\-]*
+        while v_a < v_b and (s[v_a] == 123 or s[v_a] == 125):
+            v_a += 1
+        while v_b > v_a and (s[v_b - 1] == 123 or s[v_b - 1] == 125):
+            v_b -= 1
+        i = v_a
+        while i < v_b:
+            if s[i] == 37 and i + 1 < v_b and _alpha_(s[i + 1]):
+                i += 1
+            if _alpha_(s[i]):
+                k = i
+                while k < v_b and _name_char(s[k]):
+                    k += 1
+                callee = PyUnicode_FromStringAndSize(s + i, k - i)
+                reader.fused_computations.add(callee)
+                got = PyDict_GetItem(reader.call_kinds, callee)
+                if got is NULL:
+                    reader.call_kinds[callee] = {"fusion"}
+                else:
+                    (<set>got).add("fusion")
+                comp = reader.computations.get(callee)
+                if comp is not None:
+                    comp.kinds.add("fusion")
+                i = k
+                continue
+            i += 1
+    return 0
+
+
+# -- `xlashape hlo --json` rows -------------------------------------------------------------
+
+cdef inline bint _json_plain(const char* s, Py_ssize_t n) nogil:
+    """True if the ASCII text needs no JSON escape."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if s[i] < 32 or s[i] == 34 or s[i] == 92 or s[i] == 127:
+            return False
+    return True
+
+
+cdef inline char* _put(char* w, const char* s, Py_ssize_t n) nogil:
+    memcpy(w, s, n)
+    return w + n
+
+
+cdef Py_ssize_t _itoa(long long v, char* buf) nogil:
+    cdef char tmp[24]
+    cdef Py_ssize_t n = 0, k
+    if v == 0:
+        buf[0] = 48
+        return 1
+    while v > 0:
+        tmp[n] = 48 + v % 10
+        v //= 10
+        n += 1
+    for k in range(n):
+        buf[k] = tmp[n - 1 - k]
+    return n
+
+
+cdef inline const char* _ascii(object text, Py_ssize_t* n):
+    """The characters of an ASCII str (NULL if it is not one)."""
+    if type(text) is not str or not PyUnicode_IS_ASCII(text):
+        return NULL
+    n[0] = PyUnicode_GET_LENGTH(text)
+    return <const char*>PyUnicode_DATA(text)
+
+
+cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
+                 const char* ot, Py_ssize_t otn, long long line, bint root,
+                 str head, str shape_part, str kind_part, str result, str spaces_part,
+                 str extra):
+    """The row, as cli/hlo.py's _json_row writes it, or None when the Python
+    writer must do it (escapes, operands with inline shapes)."""
+    cdef Py_ssize_t hn = 0, spn = 0, kpn = 0, rsn = 0, ssn = 0, exn = 0
+    cdef const char* hd = _ascii(head, &hn)
+    cdef const char* sp = _ascii(shape_part, &spn)
+    cdef const char* kp = _ascii(kind_part, &kpn)
+    cdef const char* rs = _ascii(result, &rsn)
+    cdef const char* ss = _ascii(spaces_part, &ssn)
+    cdef const char* ex = _ascii(extra, &exn)
+    if hd == NULL or sp == NULL or kp == NULL or rs == NULL or ss == NULL or ex == NULL:
+        return None
+    if not _json_plain(nm, nn) or not _json_plain(op, on) or line < 0:
+        return None
+    cdef bint no_operands = (on == 9 and _same(op, b"parameter", 9)) or \
+        (on == 8 and _same(op, b"constant", 8))
+    cdef Py_ssize_t i, a, b, count = 0, names_len = 0
+    # the operand names: split at commas, strip, drop a leading %
+    if not no_operands:
+        for i in range(otn):
+            if ot[i] == 91 or ot[i] == 40 or ot[i] == 47 or ot[i] == 34 or ot[i] == 92 \
+                    or ot[i] == 127 or (ot[i] < 32 and not _ws(ot[i])):
+                return None
+        a = 0
+        while a <= otn:
+            b = a
+            while b < otn and ot[b] != 44:
+                b += 1
+            i = a
+            while i < b and _ws(ot[i]):
+                i += 1
+            while b > i and _ws(ot[b - 1]):
+                b -= 1
+            if b > i:
+                while i < b and ot[i] == 37:
+                    i += 1
+                names_len += (b - i) + 2 + (2 if count else 0)
+                count += 1
+            while b < otn and ot[b] != 44:
+                b += 1
+            a = b + 1
+    cdef char buf[32]
+    cdef Py_ssize_t line_n = _itoa(line, buf)
+    cdef Py_ssize_t total = (hn + 11 + nn + 14 + on + 1 + spn + 10 + line_n + 13
+                             + (4 if root else 5) + kpn + 13 + rsn + 1 + ssn
+                             + 20 + names_len + 1 + exn + 1)
+    cdef object out = PyUnicode_New(total, 127)
+    cdef char* w0 = <char*>PyUnicode_DATA(out)
+    cdef char* w = w0
+    w = _put(w, hd, hn)
+    w = _put(w, b', "name": "', 11)
+    w = _put(w, nm, nn)
+    w = _put(w, b'", "opcode": "', 14)
+    w = _put(w, op, on)
+    w = _put(w, b'"', 1)
+    w = _put(w, sp, spn)
+    w = _put(w, b', "line": ', 10)
+    w = _put(w, buf, line_n)
+    w = _put(w, b', "is_root": ', 13)
+    if root:
+        w = _put(w, b"true", 4)
+    else:
+        w = _put(w, b"false", 5)
+    w = _put(w, kp, kpn)
+    w = _put(w, b', "result": "', 13)
+    w = _put(w, rs, rsn)
+    w = _put(w, b'"', 1)
+    w = _put(w, ss, ssn)
+    w = _put(w, b', "operand_names": [', 20)
+    if not no_operands:
+        count = 0
+        a = 0
+        while a <= otn:
+            b = a
+            while b < otn and ot[b] != 44:
+                b += 1
+            i = a
+            while i < b and _ws(ot[i]):
+                i += 1
+            while b > i and _ws(ot[b - 1]):
+                b -= 1
+            if b > i:
+                while i < b and ot[i] == 37:
+                    i += 1
+                if count:
+                    w = _put(w, b", ", 2)
+                w = _put(w, b'"', 1)
+                w = _put(w, ot + i, b - i)
+                w = _put(w, b'"', 1)
+                count += 1
+            while b < otn and ot[b] != 44:
+                b += 1
+            a = b + 1
+    w = _put(w, b"]", 1)
+    w = _put(w, ex, exn)
+    w = _put(w, b"}", 1)
+    if w - w0 != total:
+        # the length is computed above exactly; anything else is a bug here
+        raise AssertionError(f"json_row wrote {w - w0} of {total} characters")
+    return out
+
+
+def json_row(InstructionBase ins, str head, str shape_part, str kind_part, str result,
+             str spaces_part, str extra):
+    """The JSON object of one ``hlo --json`` row, or None when a name, an
+    opcode or the operand list needs the Python writer (escapes, operands
+    with inline shapes). ``head`` is ``{"computation": ...``; the parts are
+    already JSON (ASCII)."""
+    cdef Py_ssize_t nn = 0, on = 0, otn = 0
+    cdef const char* nm = _ascii(ins.name, &nn)
+    cdef const char* op = _ascii(ins.opcode, &on)
+    cdef const char* ot = _ascii(ins.operands_text, &otn)
+    if nm == NULL or op == NULL or ot == NULL or type(ins.line) is not int:
+        return None
+    try:
+        line = <long long>ins.line
+    except OverflowError:
+        return None
+    return _row(nm, nn, op, on, ot, otn, line, ins.is_root is True, head, shape_part,
+                kind_part, result, spaces_part, extra)
+
+
+cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssize_t kn,
+                           Py_ssize_t* vstart) nogil:
+    """Instruction.attribute(key) on attribute text s[:n]: the end of the
+    value (its start in vstart, both before stripping), -1 when there is no
+    such attribute and -2 when the Python code must decide (it would fall
+    back to parsing every attribute)."""
+    cdef Py_ssize_t pos = 0, j, e, start, depth, k
+    cdef char opener, closer, c
+    cdef const char* hit
+    cdef char keq[64]
+    if kn + 1 > 64:
+        return -2
+    memcpy(keq, key, kn)
+    keq[kn] = 61
+    if n < kn + 1 or memmem(s, n, keq, kn + 1) == NULL:
+        return -1                    # key + "=" does not occur at all
+    while pos + kn <= n:
+        hit = <const char*>memmem(s + pos, n - pos, key, kn)
+        if hit == NULL:
+            break
+        pos = hit - s
+        j = pos
+        while j > 0 and _ws(s[j - 1]):
+            j -= 1
+        if not (j == 0 or s[j - 1] == 44):
+            pos += 1
+            continue
+        e = pos + kn
+        while e < n and _ws(s[e]):
+            e += 1
+        if e >= n or s[e] != 61:
+            pos += 1
+            continue
+        e += 1
+        while e < n and _ws(s[e]):
+            e += 1
+        start = j - 1 if j > 0 else 0
+        if _open_string(s, start) or not _balanced(s, 0, start):
+            pos = e
+            continue
+        vstart[0] = e
+        if e < n and (s[e] == 123 or s[e] == 40):
+            opener = s[e]
+            closer = 125 if opener == 123 else 41
+            depth = 0
+            k = e
+            while k < n:
+                c = s[k]
+                if c == 34:
+                    return -2            # a quote: Python's string-aware scan
+                if c == opener:
+                    depth += 1
+                elif c == closer:
+                    depth -= 1
+                    if depth == 0:
+                        return k + 1
+                k += 1
+            return -2
+        if e < n and s[e] == 34:
+            k = _skip_string(s, e, n)
+            return n if k < 0 else k
+        k = e
+        while k < n and s[k] != 44:
+            k += 1
+        return k
+    return -2
+
+
+cdef inline bint _has(const char* s, Py_ssize_t n, const char* w, Py_ssize_t wn) nogil:
+    return n >= wn and memmem(s, n, w, wn) != NULL
+
+
+cdef object _extra(const char* s, Py_ssize_t n):
+    """The ', "kind": ..., "called_computations": [...]' part of an hlo --json
+    row for attribute text s[:n] (as cli/hlo.py writes it), or None when
+    Python must decide."""
+    cdef Py_ssize_t a, b, end, i, k
+    cdef list parts = []
+    cdef list names
+    cdef int ki
+    cdef const char* keys[5]
+    cdef Py_ssize_t lens[5]
+    if n == 0:
+        return _EMPTY
+    keys[0] = b"calls"; lens[0] = 5
+    keys[1] = b"to_apply"; lens[1] = 8
+    keys[2] = b"condition"; lens[2] = 9
+    keys[3] = b"body"; lens[3] = 4
+    keys[4] = b"branch_computations"; lens[4] = 19
+    if _has(s, n, b"kind=", 5):
+        end = _attribute(s, n, b"kind", 4, &a)
+        if end == -2:
+            return None
+        if end == -1:
+            parts.append(', "kind": null')
+        else:
+            b = end
+            while a < b and _ws(s[a]):
+                a += 1
+            while b > a and _ws(s[b - 1]):
+                b -= 1
+            if not _json_plain(s + a, b - a):
+                return None
+            parts.append(', "kind": "' + PyUnicode_FromStringAndSize(s + a, b - a) + '"')
+    if (_has(s, n, b"calls=", 6) or _has(s, n, b"to_apply=", 9) or _has(s, n, b"body=", 5)
+            or _has(s, n, b"condition=", 10) or _has(s, n, b"branch_computations=", 20)):
+        names = []
+        for ki in range(5):
+            end = _attribute(s, n, keys[ki], lens[ki], &a)
+            if end == -2:
+                return None
+            if end == -1:
+                continue
+            b = end
+            while a < b and _ws(s[a]):
+                a += 1
+            while b > a and _ws(s[b - 1]):
+                b -= 1
+            # v.strip("{}"), then every %?[A-Za-z_][\w.\-]*
+            while a < b and (s[a] == 123 or s[a] == 125):
+                a += 1
+            while b > a and (s[b - 1] == 123 or s[b - 1] == 125):
+                b -= 1
+            i = a
+            while i < b:
+                if s[i] == 37 and i + 1 < b and _alpha_(s[i + 1]):
+                    i += 1
+                if _alpha_(s[i]):
+                    k = i
+                    while k < b and _name_char(s[k]):
+                        k += 1
+                    names.append('"' + PyUnicode_FromStringAndSize(s + i, k - i) + '"')
+                    i = k
+                    continue
+                i += 1
+        parts.append(', "called_computations": [' + ", ".join(names) + "]")
+    if not parts:
+        return _EMPTY
+    return "".join(parts)
+
+
+cdef class JsonSink:
+    """What ``hlo --json`` needs to write rows in C: the fragments per shape
+    (``shapes``: id -> (shape, footprint, fragment, spaces fragment, has
+    data, waste)) and of the current computation (``describe(computation)``
+    gives them), the rows written (``rows``) and the summary's counts
+    (``per_shape`` shared with the Python summary; the counters below). An
+    instruction the sink cannot take (a new shape, padding large enough for
+    the top list, escapes, ...) goes to the Python code, which keeps these
+    up to date (``threshold``: the smallest padding the top list would take)."""
+
+    cdef public dict shapes
+    cdef public dict per_shape
+    cdef public list rows
+    cdef public object comp
+    cdef public Py_ssize_t nkinds
+    cdef public str head
+    cdef public str kind_part
+    cdef public bint embedded
+    cdef public tuple views
+    cdef public tuple aliased
+    cdef public long long threshold
+    cdef public Py_ssize_t top
+    cdef public Py_ssize_t count, n_views, n_embedded, n_tokens
+    cdef public set embedded_computations
+    cdef public object describe
+
+    def __init__(self, dict shapes, dict per_shape, views, aliased, Py_ssize_t top,
+                 describe=None):
+        self.shapes = shapes
+        self.per_shape = per_shape
+        self.rows = []
+        self.comp = None
+        self.nkinds = -1
+        self.head = ""
+        self.kind_part = ""
+        self.embedded = False
+        self.views = tuple(v.encode() for v in views)
+        self.aliased = tuple(v.encode() for v in aliased)
+        self.threshold = 1
+        self.top = top
+        self.count = self.n_views = self.n_embedded = self.n_tokens = 0
+        self.embedded_computations = set()
+        self.describe = describe
+
+
+cdef inline bint _one_of(const char* op, Py_ssize_t on, tuple names):
+    cdef bytes b
+    for b in names:
+        if len(b) == on and _same(op, <const char*>b, on):
+            return True
+    return False
+
+
+cdef bint _take(JsonSink sink, object shape, object comp, const char* nm, Py_ssize_t nn,
+                const char* op, Py_ssize_t on, const char* ot, Py_ssize_t otn,
+                const char* at, Py_ssize_t atn, long long line, bint root) except -1:
+    """Write the row of one instruction and count it, if the sink can; else
+    False (and nothing is changed)."""
+    cdef PyObject* hit = PyDict_GetItem(sink.shapes, id(shape))
+    if hit is NULL:
+        return False
+    cdef tuple si = <tuple>hit
+    if si[0] is not shape:
+        return False
+    if comp is None:
+        return False
+    if comp is not sink.comp or len(comp.kinds) != sink.nkinds:
+        if sink.describe is None:
+            return False
+        sink.head, sink.kind_part, sink.embedded = sink.describe(comp)
+        sink.comp = comp
+        sink.nkinds = len(comp.kinds)
+    cdef str result
+    if sink.embedded:
+        result = "embedded"
+    elif not si[4]:
+        result = "none"
+    elif on == 9 and _same(op, b"parameter", 9):
+        result = "buffer" if comp.is_entry else "view"
+    elif _one_of(op, on, sink.views):
+        result = "view"
+    else:
+        result = "buffer"
+    cdef object waste = si[5]
+    if result == "buffer":
+        if waste is None:
+            return False
+        if _one_of(op, on, sink.aliased) and shape.is_tuple:
+            return False
+        if waste > 0 and sink.top > 0 and waste >= sink.threshold:
+            return False
+    cdef object extra = _extra(at, atn)
+    if extra is None:
+        return False
+    row = _row(nm, nn, op, on, ot, otn, line, root, sink.head, si[2], sink.kind_part, result,
+               si[3], extra)
+    if row is None:
+        return False
+    sink.rows.append(row)
+    sink.count += 1
+    cdef list rec
+    if result == "buffer":
+        hit = PyDict_GetItem(sink.per_shape, id(shape))
+        if hit is not NULL and (<list>hit)[0] is shape:
+            rec = <list>hit
+            rec[2] += 1
+        else:
+            sink.per_shape[id(shape)] = [shape, si[1], 1]
+    elif result == "view":
+        sink.n_views += 1
+    elif result == "embedded":
+        sink.n_embedded += 1
+        sink.embedded_computations.add(comp.name)
+    else:
+        sink.n_tokens += 1
+    return True
+
+
+cdef bint _take_instruction(JsonSink sink, InstructionBase ins) except -1:
+    """_take for an Instruction the Python reader made."""
+    cdef Py_ssize_t nn = 0, on = 0, otn = 0, atn = 0
+    cdef const char* nm = _ascii(ins.name, &nn)
+    cdef const char* op = _ascii(ins.opcode, &on)
+    cdef const char* ot = _ascii(ins.operands_text, &otn)
+    cdef const char* at = _ascii(ins.attributes_text, &atn)
+    if nm == NULL or op == NULL or ot == NULL or at == NULL or type(ins.line) is not int:
+        return False
+    if ins.computation is not None and ins._comp is None:
+        return False
+    return _take(sink, ins.shape, ins._comp, nm, nn, op, on, ot, otn, at, atn,
+                 <long long>ins.line, ins.is_root is True)
+
+
+# -- the scan ---------------------------------------------------------------------------------
+
+def feed_simple_lines(reader, list chunk, Py_ssize_t i, list out, JsonSink sink=None):
+    """Read ``chunk[i:]`` while its lines are complete one-line
+    instructions, computation headers, ``}`` or blank lines, with the reader
+    in its plain state; append the instructions completed to ``out``; return
+    the index of the first line not read (the reader's Python code reads it).
+
+    With a ``sink`` (``hlo --json``), a completed instruction the sink can
+    take becomes a row in ``sink.rows`` instead; one it cannot take is
+    appended to ``out`` and the scan stops after the line being read, so
+    rows and instructions stay in order."""
+    cdef Py_ssize_t n = PyList_GET_SIZE(chunk)
+    if i >= n:
+        return i
+    if (reader._pending is not None or reader._skipping or reader._in_comment
+            or reader._oom is not None or reader.mode != "hlo"):
+        return i
+    # the scan makes no reference cycles; collecting in the middle of it
+    # (every few hundred objects) costs more than the scan itself
+    cdef bint gc_was = gc.isenabled()
+    if gc_was:
+        gc.disable()
+    try:
+        return _scan(reader, chunk, i, n, out, sink)
+    finally:
+        if gc_was:
+            gc.enable()
+
+
+cdef Py_ssize_t _scan(reader, list chunk, Py_ssize_t i, Py_ssize_t n, list out,
+                      JsonSink sink) except -1:
+    cdef object current = reader._current
+    cdef object comp_name = None if current is None else current.name
+    cdef object ready = reader._ready          # [Instruction, line, text] from Python
+    cdef dict cache = reader._cache
+    cdef Py_ssize_t lineno = reader.lines_read
+    cdef object line, key, shape, opcode
+    cdef const char* s
+    cdef Py_ssize_t L, p, k
+    cdef PyObject* hit = NULL
+    cdef Tok t, ht                             # this line, and the one held
+    cdef object h_line = None, h_shape = None, h_comp = None, h_comp_name = None
+    cdef Py_ssize_t h_lineno = 0
+    cdef bint held = False                     # ht is the instruction held
+    cdef bint stop = False
+    cdef bint flush
+    cdef const char* hs
+    cdef char c
+    while i < n:
+        line = <object>PyList_GET_ITEM(chunk, i)
+        if type(line) is not str or not PyUnicode_IS_ASCII(line):
+            break
+        s = <const char*>PyUnicode_DATA(line)
+        L = PyUnicode_GET_LENGTH(line)
+        while L > 0 and (s[L - 1] == 10 or s[L - 1] == 13):
+            L -= 1
+        p = 0
+        while p < L and _ws(s[p]):
+            p += 1
+        flush = False
+        k = 0
+        if p < L:
+            c = s[p]
+            if c == 44:                # ", attr=...": the held one continues: Python
+                break
+            if _needs_python(s, L):
+                break
+            if c != 125:
+                k = _header(reader, line, s, p, L, lineno + 1)
+                if k < 0:
+                    break
+                if k == 0:
+                    if not _tokenize(s, p, L, &t):
+                        break
+                    key = PyUnicode_Substring(line, t.shape_a, t.shape_b)
+                    hit = PyDict_GetItem(cache, key)
+                    if hit is NULL:
+                        break          # a shape the Python code parses first
+        # -- the line is read here: first the instruction held is complete ----------
+        if ready is not None:
+            if sink is None or not _take_instruction(sink, <InstructionBase>ready[0]):
+                out.append(ready[0])
+                stop = sink is not None
+            ready = None
+        elif held:
+            hs = <const char*>PyUnicode_DATA(h_line)
+            if sink is None or not _take(sink, h_shape, h_comp, hs + ht.name_a,
+                                         ht.name_b - ht.name_a, hs + ht.op_a, ht.op_b - ht.op_a,
+                                         hs + ht.open_ + 1, ht.close - ht.open_ - 2,
+                                         hs + ht.at_a, ht.at_b - ht.at_a, h_lineno,
+                                         ht.is_root):
+                out.append(_make_instruction(h_line, &ht, h_shape, h_comp, h_comp_name,
+                                             h_lineno, reader))
+                stop = sink is not None
+            held = False
+        lineno += 1
+        i += 1
+        if p == L:
+            pass                       # a blank line
+        elif s[p] == 125:              # "}": the computation ends
+            current = None
+            comp_name = None
+        elif k == 1:                   # a header: the new computation
+            current = reader._current
+            comp_name = current.name
+        else:
+            # an instruction: held until the next line shows it is complete
+            shape = <object>hit
+            if sink is None:
+                ins = _make_instruction(line, &t, shape, current, comp_name, lineno, reader)
+                ready = [ins, lineno, _stmt(line, L)]
+            else:
+                ht = t
+                h_line = line
+                h_shape = shape
+                h_comp = current
+                h_comp_name = comp_name
+                h_lineno = lineno
+                held = True
+            if t.at_b > t.at_a:
+                if t.op_b - t.op_a == 6 and _same(s + t.op_a, b"fusion", 6):
+                    _record_fusion(reader, s, t.at_a, t.at_b)
+                else:
+                    opcode = PyUnicode_Substring(line, t.op_a, t.op_b)
+                    if (opcode in _CALLERS or opcode.endswith("-start")
+                            or opcode.endswith("-done")):
+                        reader._record_calls(opcode, PyUnicode_Substring(line, t.at_a, t.at_b))
+        if stop:
+            break
+    if held:
+        ready = [_make_instruction(h_line, &ht, h_shape, h_comp, h_comp_name, h_lineno, reader),
+                 h_lineno, _stmt(h_line, ht.L)]
+    reader._ready = ready
+    reader._current = current
+    reader.lines_read = lineno
+    return i
+
+
+# -- the call-graph pass (hlo_module.scan_calls) ---------------------------------------------
+
+cdef extern from "string.h" nogil:
+    void* memrchr(const void* s, int c, size_t n)
+
+cdef inline bint _bword(char c) nogil:
+    # bytes \w: [A-Za-z0-9_]
+    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or (48 <= c <= 57)
+
+
+cdef Py_ssize_t _key_at(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
+    """After ", " at i: the length of a call attribute's key followed by "=",
+    else 0."""
+    cdef const char* k
+    cdef Py_ssize_t kn
+    cdef int j
+    cdef const char* keys[10]
+    keys[0] = b"calls="; keys[1] = b"to_apply="; keys[2] = b"body="; keys[3] = b"condition="
+    keys[4] = b"branch_computations="; keys[5] = b"true_computation="
+    keys[6] = b"false_computation="; keys[7] = b"called_computations="; keys[8] = b"select="
+    keys[9] = b"scatter="
+    cdef Py_ssize_t lens[10]
+    lens[0] = 6; lens[1] = 9; lens[2] = 5; lens[3] = 10; lens[4] = 20; lens[5] = 17
+    lens[6] = 18; lens[7] = 20; lens[8] = 7; lens[9] = 8
+    for j in range(10):
+        kn = lens[j]
+        if i + kn <= n and _same(s + i, keys[j], kn):
+            return kn
+    return 0
+
+
+def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
+    """hlo_module._scan_chunk in C: every ", key=value" naming computations
+    (key: calls, to_apply, body, condition, branch_computations,
+    true/false_computation, called_computations, select, scatter), with the
+    opcode of its line; kinds[name] gets call_kind(opcode, key)."""
+    cdef const char* s = <const char*>chunk
+    cdef Py_ssize_t n = len(chunk)
+    cdef Py_ssize_t i = 0, kn, v_a, v_b, k, start, last_line = -1, eq, q, op_a = 0, op_b = 0
+    cdef const char* hit
+    cdef dict kind_cache = {}
+    cdef object opcode = "", key, kind, name
+    cdef set got
+    cdef PyObject* found
+    while True:
+        hit = <const char*>memchr(s + i, 44, n - i)
+        if hit == NULL:
+            break
+        i = hit - s + 1
+        if i >= n or s[i] != 32:
+            continue
+        kn = _key_at(s, i + 1, n)
+        if kn == 0:
+            continue
+        pos = i - 1                             # the comma: where the match starts
+        # the value: \{[^}\n]*\} or %?[\w.\-]+
+        v_a = i + 1 + kn
+        if v_a < n and s[v_a] == 123:
+            k = v_a + 1
+            while k < n and s[k] != 125 and s[k] != 10:
+                k += 1
+            if k >= n or s[k] != 125:
+                continue
+            v_b = k + 1
+        else:
+            k = v_a
+            if k < n and s[k] == 37:
+                k += 1
+            q = k
+            while k < n and (_bword(s[k]) or s[k] == 46 or s[k] == 45):
+                k += 1
+            if k == q:
+                continue
+            v_b = k
+        # the opcode of this line: after its "=", the first [a-z][a-z0-9_-]*( that
+        # follows whitespace, ")", "]" or "}" (not "b(", a buffer shape)
+        hit = <const char*>memrchr(s, 10, pos)
+        start = 0 if hit == NULL else hit - s + 1
+        if start != last_line:
+            last_line = start
+            hit = <const char*>memchr(s + start, 61, pos - start)
+            eq = start if hit == NULL else hit - s
+            opcode = ""
+            q = eq
+            while q + 1 < pos:
+                if (_ws(s[q]) or s[q] == 41 or s[q] == 93 or s[q] == 125) and _lower(s[q + 1]):
+                    k = q + 1
+                    while k < pos and (_lower(s[k]) or _digit(s[k]) or s[k] == 95 or s[k] == 45):
+                        k += 1
+                    if k < pos and s[k] == 40 and not (k == q + 2 and s[q + 1] == 98):
+                        opcode = PyUnicode_FromStringAndSize(s + q + 1, k - q - 1)
+                        break
+                q += 1
+        key = PyUnicode_FromStringAndSize(s + i + 1, kn - 1)
+        found = PyDict_GetItem(kind_cache, (opcode, key))
+        if found is NULL:
+            kind = call_kind(opcode, key)
+            kind_cache[(opcode, key)] = kind
+        else:
+            kind = <object>found
+        # names: value.strip(b"{}"), then every %?([A-Za-z_][\w.\-]*)
+        while v_a < v_b and (s[v_a] == 123 or s[v_a] == 125):
+            v_a += 1
+        while v_b > v_a and (s[v_b - 1] == 123 or s[v_b - 1] == 125):
+            v_b -= 1
+        k = v_a
+        while k < v_b:
+            if s[k] == 37 and k + 1 < v_b and _alpha_(s[k + 1]):
+                k += 1
+            if _alpha_(s[k]):
+                q = k
+                while q < v_b and (_bword(s[q]) or s[q] == 46 or s[q] == 45):
+                    q += 1
+                name = chunk[k:q].decode("utf-8", "replace")
+                found = PyDict_GetItem(kinds, name)
+                if found is NULL:
+                    kinds[name] = {kind}
+                else:
+                    (<set>found).add(kind)
+                k = q
+                continue
+            k += 1
+        i = v_b
