@@ -76,6 +76,9 @@ __all__ = [
     "RESULT_KINDS",
     "call_kind",
     "scan_calls",
+    "has_data",
+    "result_kind",
+    "compiled_json_rows",
     "parse_entry_computation_layout",
     "parse_input_output_alias",
     "parse_buffer_donor",
@@ -893,10 +896,10 @@ class Footprint(NamedTuple):
     problem: Optional[str] = None
 
 
-def _has_data(shape: Shape) -> bool:
+def has_data(shape: Shape) -> bool:
     """True unless the shape holds only tokens (or nothing)."""
     if shape.is_tuple:
-        return any(_has_data(s) for s in shape.tuple_shapes)
+        return any(has_data(s) for s in shape.tuple_shapes)
     return not shape.is_token
 
 
@@ -906,7 +909,7 @@ def result_kind(opcode: str, shape: Shape, computation: Optional["Computation"],
     computation's :meth:`Computation.usage` says so)."""
     if embedded:
         return "embedded"
-    if not _has_data(shape):
+    if not has_data(shape):
         return "none"
     if opcode == "parameter":
         return "view" if computation is not None and not computation.is_entry else "buffer"
@@ -1053,7 +1056,8 @@ class HloReader:
         self._oom: Optional[dict] = None
         self._oom_count = 0
         self._use_fast = True
-        self._sink = None       # _hloscan.JsonSink while `hlo --json` reads
+        #: the compiled row writer (compiled_json_rows) while ``hlo --json`` reads
+        self.json_sink = None
         self.lines_read = 0
         self.mode: Optional[str] = None  # None until known: "hlo" or "oom"
         self._pending_warnings: List[HloWarning] = []
@@ -1257,7 +1261,7 @@ class HloReader:
                 n = len(chunk)
                 i = 0
                 out: List[Instruction] = []
-                sink = self._sink
+                sink = self.json_sink
                 while i < n:
                     i = fast(self, chunk, i, out, sink)
                     if out:
@@ -1507,6 +1511,17 @@ def _fast_scanner():
     if _os.environ.get("XLASHAPE_PURE_PYTHON", "") not in ("", "0"):
         return None
     return _FAST[0]
+
+
+def compiled_json_rows():
+    """``(JsonSink, json_row)`` of the compiled scanner, with which ``xlashape
+    hlo --json`` writes its rows (see ``xlashape/_hloscan.pyx``), or
+    ``(None, None)`` when it is not built or ``XLASHAPE_PURE_PYTHON=1``."""
+    if _fast_scanner() is None:
+        return None, None
+    from ._hloscan import JsonSink, json_row
+
+    return JsonSink, json_row
 
 
 @functools.lru_cache(maxsize=1)

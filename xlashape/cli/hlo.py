@@ -476,18 +476,15 @@ def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
     here per shape and per computation; the instructions it leaves (new
     shapes and computations, padding that may enter the top list, lines the
     Python reader reads) come through this loop, in order."""
-    from ..hlo_module import OOM_REPORT, VIEW_OPCODES, _has_data, memory_footprint, shape_text
+    from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, compiled_json_rows, has_data,
+                              memory_footprint, shape_text)
 
-    json_row = sink = None
-    if os.environ.get("XLASHAPE_PURE_PYTHON", "") in ("", "0"):
-        try:
-            from .._hloscan import JsonSink, json_row
-        except ImportError:  # pragma: no cover - only without a build
-            json_row = None
-        else:
-            sink = JsonSink({}, summary.per_shape, VIEW_OPCODES, frozenset(_ALIASED_ELEMENT),
-                            summary.top, _describe_computation)
-            reader._sink = sink
+    sink = None
+    JsonSink, json_row = compiled_json_rows()
+    if JsonSink is not None:
+        sink = JsonSink({}, summary.per_shape, VIEW_OPCODES, frozenset(_ALIASED_ELEMENT),
+                        summary.top, _describe_computation)
+        reader.json_sink = sink
     shapes = sink.shapes if sink is not None else {}
     raw = jsonw.raw
     add = summary.add
@@ -517,7 +514,7 @@ def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
                      for sp_, b, pb in fp.by_space])
             if len(shapes) > 1 << 16:
                 shapes.clear()
-            si = shapes[id(shape)] = (shape, fp, frag, spaces, _has_data(shape), waste)
+            si = shapes[id(shape)] = (shape, fp, frag, spaces, has_data(shape), waste)
         comp = ins._comp
         if comp is None:
             if ins.computation == OOM_REPORT or json_row is None:
@@ -565,7 +562,7 @@ def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
     raw_many(rows)
     rows.clear()
     if sink is not None:
-        reader._sink = None
+        reader.json_sink = None
         summary.count += sink.count
         summary.views += sink.n_views
         summary.embedded += sink.n_embedded
