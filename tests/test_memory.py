@@ -557,3 +557,37 @@ def test_corpus_oom_exception_text(program):
     assert (mm.memory_used_bytes, mm.memory_limit_bytes) == (parse_size(m.group(1)),
                                                              parse_size(m.group(2)))
     assert any("per-buffer breakdown is not in this message" in w for w in mm.warnings)
+
+
+def _same_from_file_and_text(path):
+    a = analyze(path).to_json()
+    b = analyze(Path(path).read_text()).to_json()
+    for m in a["modules"]:
+        m.pop("path", None)
+    for m in b["modules"]:
+        m.pop("path", None)
+    assert a == b
+
+
+@pytest.mark.parametrize("name", ["tpu_module.hlo", "small_dump.hlo"])
+def test_a_file_is_read_as_its_text_is(name):
+    # a file skips the computations other than the entry by blocks
+    # (hlo_module.EntryBlocks), text line by line: the same figures
+    _same_from_file_and_text(DATA / name)
+
+
+def test_a_generated_module_is_read_from_a_file_as_from_text(tmp_path):
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
+    import bench_hlo
+
+    p = tmp_path / "m.txt"
+    bench_hlo.generate(str(p), 2, seed=5)
+    _same_from_file_and_text(p)
+
+
+@pytest.mark.skipif(not _PROGRAMS, reason="no XLA:TPU corpus")
+def test_corpus_files_are_read_as_their_text_is():
+    for program in _PROGRAMS:
+        _same_from_file_and_text(CORPUS / program / "module.hlo")

@@ -28,6 +28,7 @@ from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
 from libc.string cimport memcpy, memchr
+from libc.stdlib cimport realloc, free
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object o)
@@ -393,8 +394,8 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     return 1
 
 
-cdef int _header(reader, str line, const char* s, Py_ssize_t p, Py_ssize_t L,
-                 Py_ssize_t lineno) except -2:
+cdef int _header(reader, str line, Py_ssize_t base, const char* s, Py_ssize_t p,
+                 Py_ssize_t L, Py_ssize_t lineno) except -2:
     """A computation header as the Python reader reads it: 1 (read: the
     reader's current computation is the new one), 0 (not a header: go on
     with the instruction form), -1 (Python must decide)."""
@@ -440,23 +441,23 @@ cdef int _header(reader, str line, const char* s, Py_ssize_t p, Py_ssize_t L,
     if not (is_entry or sig_a == sig_b or s[sig_a] == 40):
         return -1
     reader._current = reader._new_computation(
-        PyUnicode_Substring(line, name_a, name_b), is_entry,
-        PyUnicode_Substring(line, sig_a, sig_b), lineno)
+        PyUnicode_Substring(line, base + name_a, base + name_b), is_entry,
+        PyUnicode_Substring(line, base + sig_a, base + sig_b), lineno)
     return 1
 
 
-cdef object _make_instruction(object line, Tok* t, object shape, object comp, object comp_name,
-                              Py_ssize_t lineno, object reader):
+cdef object _make_instruction(object line, Py_ssize_t base, Tok* t, object shape, object comp,
+                              object comp_name, Py_ssize_t lineno, object reader):
     cdef InstructionBase ins = <InstructionBase>_INSTRUCTION.__new__(_INSTRUCTION)
     ins.computation = comp_name
-    ins.name = PyUnicode_Substring(line, t.name_a, t.name_b)
+    ins.name = PyUnicode_Substring(line, base + t.name_a, base + t.name_b)
     ins.shape = shape
-    ins.opcode = PyUnicode_Substring(line, t.op_a, t.op_b)
+    ins.opcode = PyUnicode_Substring(line, base + t.op_a, base + t.op_b)
     ins.is_root = bool(t.is_root)
     ins.line = lineno
-    ins.operands_text = PyUnicode_Substring(line, t.open_ + 1, t.close - 1)
-    ins.attributes_text = (PyUnicode_Substring(line, t.at_a, t.at_b) if t.at_b > t.at_a
-                           else _EMPTY)
+    ins.operands_text = PyUnicode_Substring(line, base + t.open_ + 1, base + t.close - 1)
+    ins.attributes_text = (PyUnicode_Substring(line, base + t.at_a, base + t.at_b)
+                           if t.at_b > t.at_a else _EMPTY)
     ins._operands = None
     ins._attributes = None
     ins._reader = reader
@@ -464,22 +465,24 @@ cdef object _make_instruction(object line, Tok* t, object shape, object comp, ob
     return ins
 
 
-cdef object _stmt(object line, Py_ssize_t L):
-    return line if L == PyUnicode_GET_LENGTH(line) else PyUnicode_Substring(line, 0, L)
+cdef object _stmt(object line, Py_ssize_t base, Py_ssize_t L):
+    if base == 0 and L == PyUnicode_GET_LENGTH(line):
+        return line
+    return PyUnicode_Substring(line, base, base + L)
 
 
 # -- recording calls ------------------------------------------------------------------------
 
-cdef int _record_fusion(reader, const char* s, Py_ssize_t a, Py_ssize_t b) except -1:
-    """reader._record_calls("fusion", attrs) for attribute text s[a:b]: every
-    ``calls=`` (after a comma or at the start) names fusion bodies."""
-    cdef Py_ssize_t pos = a, j, e, k, v_a, v_b, i
+cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const char* key,
+                              Py_ssize_t kn, Py_ssize_t* starts, Py_ssize_t* vals,
+                              Py_ssize_t cap) nogil:
+    """hlo_module._calls_in for one key: every ``(?:^|,)\\s*KEY\\s*=\\s*`` in
+    s[a:b] whose value matches ``\\{[^}]*\\}|%?[\\w.\\-]+``: the match start in
+    starts, the value's bounds in vals (pairs); the count (-1: more than cap)."""
+    cdef Py_ssize_t pos = a, j, e, k, count = 0
     cdef const char* hit
-    cdef object callee
-    cdef set kinds
-    cdef PyObject* got
-    while pos + 5 <= b:
-        hit = <const char*>memmem(s + pos, b - pos, b"calls", 5)
+    while pos + kn <= b:
+        hit = <const char*>memmem(s + pos, b - pos, key, kn)
         if hit == NULL:
             break
         pos = hit - s
@@ -489,7 +492,7 @@ cdef int _record_fusion(reader, const char* s, Py_ssize_t a, Py_ssize_t b) excep
         if not (j == a or s[j - 1] == 44):
             pos += 1
             continue
-        e = pos + 5
+        e = pos + kn
         while e < b and _ws(s[e]):
             e += 1
         if e >= b or s[e] != 61:
@@ -498,16 +501,14 @@ cdef int _record_fusion(reader, const char* s, Py_ssize_t a, Py_ssize_t b) excep
         e += 1
         while e < b and _ws(s[e]):
             e += 1
-        # the value: \{[^}]*\} or %?[\w.\-]+
-        v_a = e
+        pos = e                       # as Python: the next match after the "="
         if e < b and s[e] == 123:
             k = e + 1
             while k < b and s[k] != 125:
                 k += 1
             if k >= b:
-                pos = e
                 continue
-            v_b = k + 1
+            k += 1
         else:
             k = e
             if k < b and s[k] == 37:
@@ -515,36 +516,100 @@ cdef int _record_fusion(reader, const char* s, Py_ssize_t a, Py_ssize_t b) excep
             while k < b and _name_char(s[k]):
                 k += 1
             if k == e or (k == e + 1 and s[e] == 37):
-                pos = e
                 continue
-            v_b = k
-        pos = e                       # as Python: the next "calls" after the "="
-        # value.strip("{}"), then every %?[A-Za-z_][\w.\-]*
-        while v_a < v_b and (s[v_a] == 123 or s[v_a] == 125):
-            v_a += 1
-        while v_b > v_a and (s[v_b - 1] == 123 or s[v_b - 1] == 125):
-            v_b -= 1
-        i = v_a
-        while i < v_b:
-            if s[i] == 37 and i + 1 < v_b and _alpha_(s[i + 1]):
-                i += 1
-            if _alpha_(s[i]):
-                k = i
-                while k < v_b and _name_char(s[k]):
-                    k += 1
-                callee = PyUnicode_FromStringAndSize(s + i, k - i)
-                reader.fused_computations.add(callee)
-                got = PyDict_GetItem(reader.call_kinds, callee)
-                if got is NULL:
-                    reader.call_kinds[callee] = {"fusion"}
-                else:
-                    (<set>got).add("fusion")
-                comp = reader.computations.get(callee)
-                if comp is not None:
-                    comp.kinds.add("fusion")
-                i = k
-                continue
+        if count >= cap:
+            return -1
+        starts[count] = j - 1 if j > a else a
+        vals[2 * count] = e
+        vals[2 * count + 1] = k
+        count += 1
+    return count
+
+
+cdef int _record_calls(reader, const char* s, Py_ssize_t op_a, Py_ssize_t op_b,
+                       Py_ssize_t a, Py_ssize_t b) except -1:
+    """reader._record_calls(opcode, attrs) for the opcodes whose calls are one
+    or two known attributes (fusion, reduce & co., call, while): 1 if done
+    here, 0 if the Python code must do it."""
+    cdef Py_ssize_t on = op_b - op_a
+    cdef const char* op = s + op_a
+    cdef const char* k1 = NULL
+    cdef const char* k2 = NULL
+    cdef Py_ssize_t n1 = 0, n2 = 0
+    cdef object kind1 = None, kind2 = None
+    cdef bint fusion = False
+    if on == 6 and _same(op, b"fusion", 6):
+        k1, n1, kind1, fusion = b"calls", 5, "fusion", True
+    elif on == 5 and _same(op, b"while", 5):
+        k1, n1, kind1 = b"condition", 9, "while_condition"
+        k2, n2, kind2 = b"body", 4, "while_body"
+    elif on == 4 and _same(op, b"call", 4):
+        k1, n1, kind1 = b"to_apply", 8, "call"
+    elif ((on == 6 and _same(op, b"reduce", 6)) or (on == 13 and _same(op, b"reduce-window", 13))
+          or (on == 3 and _same(op, b"map", 3)) or (on == 4 and _same(op, b"sort", 4))
+          or (on == 7 and _same(op, b"scatter", 7)) or (on == 10 and _same(op, b"all-reduce", 10))
+          or (on == 16 and _same(op, b"all-reduce-start", 16))
+          or (on == 14 and _same(op, b"reduce-scatter", 14)) or (on == 4 and _same(op, b"topk", 4))):
+        k1, n1, kind1 = b"to_apply", 8, "to_apply"
+    else:
+        return 0
+    cdef Py_ssize_t starts1[16]
+    cdef Py_ssize_t vals1[32]
+    cdef Py_ssize_t starts2[16]
+    cdef Py_ssize_t vals2[32]
+    cdef Py_ssize_t c1 = _call_matches(s, a, b, k1, n1, starts1, vals1, 16)
+    cdef Py_ssize_t c2 = 0
+    if k2 != NULL:
+        c2 = _call_matches(s, a, b, k2, n2, starts2, vals2, 16)
+    if c1 < 0 or c2 < 0:
+        return 0
+    # in the order of the text, as Python sorts them
+    cdef Py_ssize_t i1 = 0, i2 = 0
+    while i1 < c1 or i2 < c2:
+        if i2 >= c2 or (i1 < c1 and starts1[i1] < starts2[i2]):
+            _record_value(reader, s, vals1[2 * i1], vals1[2 * i1 + 1], kind1, fusion, k1)
+            i1 += 1
+        else:
+            _record_value(reader, s, vals2[2 * i2], vals2[2 * i2 + 1], kind2, False, k2)
+            i2 += 1
+    return 1
+
+
+cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, object kind,
+                       bint fusion, const char* key) except -1:
+    """The callees in one value: value.strip("{}"), then every %?[A-Za-z_][\\w.\\-]*."""
+    cdef Py_ssize_t i, k
+    cdef object callee
+    cdef PyObject* got
+    cdef bint to_apply = key[0] == 116 and key[1] == 111      # "to_apply"
+    while v_a < v_b and (s[v_a] == 123 or s[v_a] == 125):
+        v_a += 1
+    while v_b > v_a and (s[v_b - 1] == 123 or s[v_b - 1] == 125):
+        v_b -= 1
+    i = v_a
+    while i < v_b:
+        if s[i] == 37 and i + 1 < v_b and _alpha_(s[i + 1]):
             i += 1
+        if _alpha_(s[i]):
+            k = i
+            while k < v_b and _name_char(s[k]):
+                k += 1
+            callee = PyUnicode_FromStringAndSize(s + i, k - i)
+            if fusion:
+                reader.fused_computations.add(callee)
+            elif to_apply:
+                reader.applied_computations.add(callee)
+            got = PyDict_GetItem(reader.call_kinds, callee)
+            if got is NULL:
+                reader.call_kinds[callee] = {kind}
+            else:
+                (<set>got).add(kind)
+            comp = reader.computations.get(callee)
+            if comp is not None:
+                comp.kinds.add(kind)
+            i = k
+            continue
+        i += 1
     return 0
 
 
@@ -590,9 +655,10 @@ cdef inline const char* _ascii(object text, Py_ssize_t* n):
 cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
                  const char* ot, Py_ssize_t otn, long long line, bint root,
                  str head, str shape_part, str kind_part, str result, str spaces_part,
-                 str extra):
+                 str extra, JsonSink dest=None):
     """The row, as cli/hlo.py's _json_row writes it, or None when the Python
-    writer must do it (escapes, operands with inline shapes)."""
+    writer must do it (escapes, operands with inline shapes). With ``dest``,
+    ",\\n" and the row are appended to its buffer instead (True)."""
     cdef Py_ssize_t hn = 0, spn = 0, kpn = 0, rsn = 0, ssn = 0, exn = 0
     cdef const char* hd = _ascii(head, &hn)
     cdef const char* sp = _ascii(shape_part, &spn)
@@ -636,9 +702,19 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
     cdef Py_ssize_t total = (hn + 11 + nn + 14 + on + 1 + spn + 10 + line_n + 13
                              + (4 if root else 5) + kpn + 13 + rsn + 1 + ssn
                              + 20 + names_len + 1 + exn + 1)
-    cdef object out = PyUnicode_New(total, 127)
-    cdef char* w0 = <char*>PyUnicode_DATA(out)
-    cdef char* w = w0
+    cdef object out = None
+    cdef char* w0
+    cdef char* w
+    if dest is None:
+        out = PyUnicode_New(total, 127)
+        w0 = <char*>PyUnicode_DATA(out)
+    else:
+        dest._reserve(total + 2)
+        w0 = dest.buf + dest.blen
+        w0[0] = 44
+        w0[1] = 10
+        w0 += 2
+    w = w0
     w = _put(w, hd, hn)
     w = _put(w, b', "name": "', 11)
     w = _put(w, nm, nn)
@@ -689,6 +765,9 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
     if w - w0 != total:
         # the length is computed above exactly; anything else is a bug here
         raise AssertionError(f"json_row wrote {w - w0} of {total} characters")
+    if dest is not None:
+        dest.blen += total + 2
+        return True
     return out
 
 
@@ -857,7 +936,7 @@ cdef class JsonSink:
     """What ``hlo --json`` needs to write rows in C: the fragments per shape
     (``shapes``: id -> (shape, footprint, fragment, spaces fragment, has
     data, waste)) and of the current computation (``describe(computation)``
-    gives them), the rows written (``rows``) and the summary's counts
+    gives them), the rows written (``drain()``) and the summary's counts
     (``per_shape`` shared with the Python summary; the counters below). An
     instruction the sink cannot take (a new shape, padding large enough for
     the top list, escapes, ...) goes to the Python code, which keeps these
@@ -865,7 +944,6 @@ cdef class JsonSink:
 
     cdef public dict shapes
     cdef public dict per_shape
-    cdef public list rows
     cdef public object comp
     cdef public Py_ssize_t nkinds
     cdef public str head
@@ -876,14 +954,51 @@ cdef class JsonSink:
     cdef public long long threshold
     cdef public Py_ssize_t top
     cdef public Py_ssize_t count, n_views, n_embedded, n_tokens
-    cdef public set embedded_computations
+    cdef public list embedded_state
     cdef public object describe
+    cdef public object write
+    cdef char* buf
+    cdef Py_ssize_t blen, bcap
+
+    def __cinit__(self, *args, **kwargs):
+        self.buf = NULL
+        self.blen = self.bcap = 0
+
+    def __dealloc__(self):
+        if self.buf != NULL:
+            free(self.buf)
+            self.buf = NULL
+
+    cdef int _reserve(self, Py_ssize_t n) except -1:
+        cdef Py_ssize_t cap
+        cdef char* nb
+        if self.blen + n <= self.bcap:
+            return 0
+        cap = max(self.bcap * 2, self.blen + n, 1 << 16)
+        nb = <char*>realloc(self.buf, cap)
+        if nb == NULL:
+            raise MemoryError("no memory for the rows of hlo --json")
+        self.buf = nb
+        self.bcap = cap
+        return 0
+
+    def drain(self):
+        """The rows written since the last drain, each preceded by ",\\n"
+        (a str), and the buffer emptied; "" when there are none."""
+        if self.blen == 0:
+            return ""
+        out = PyUnicode_FromStringAndSize(self.buf, self.blen)
+        self.blen = 0
+        if self.bcap > 1 << 22:          # do not keep a big buffer around
+            free(self.buf)
+            self.buf = NULL
+            self.bcap = 0
+        return out
 
     def __init__(self, dict shapes, dict per_shape, views, aliased, Py_ssize_t top,
                  describe=None):
         self.shapes = shapes
         self.per_shape = per_shape
-        self.rows = []
         self.comp = None
         self.nkinds = -1
         self.head = ""
@@ -894,8 +1009,13 @@ cdef class JsonSink:
         self.threshold = 1
         self.top = top
         self.count = self.n_views = self.n_embedded = self.n_tokens = 0
-        self.embedded_computations = set()
+        # [last computation counted, count] of computations with embedded values
+        self.embedded_state = [None, 0]
         self.describe = describe
+        # write(text): where drained rows go at the end of each scan, so
+        # memory stays flat however long the scan runs without an instruction
+        # for the Python code
+        self.write = None
 
 
 cdef inline bint _one_of(const char* op, Py_ssize_t on, tuple names):
@@ -947,11 +1067,9 @@ cdef bint _take(JsonSink sink, object shape, object comp, const char* nm, Py_ssi
     cdef object extra = _extra(at, atn)
     if extra is None:
         return False
-    row = _row(nm, nn, op, on, ot, otn, line, root, sink.head, si[2], sink.kind_part, result,
-               si[3], extra)
-    if row is None:
+    if _row(nm, nn, op, on, ot, otn, line, root, sink.head, si[2], sink.kind_part, result,
+            si[3], extra, sink) is None:
         return False
-    sink.rows.append(row)
     sink.count += 1
     cdef list rec
     if result == "buffer":
@@ -965,7 +1083,10 @@ cdef bint _take(JsonSink sink, object shape, object comp, const char* nm, Py_ssi
         sink.n_views += 1
     elif result == "embedded":
         sink.n_embedded += 1
-        sink.embedded_computations.add(comp.name)
+        st = sink.embedded_state
+        if st[0] is not comp:
+            st[0] = comp
+            st[1] += 1
     else:
         sink.n_tokens += 1
     return True
@@ -988,19 +1109,30 @@ cdef bint _take_instruction(JsonSink sink, InstructionBase ins) except -1:
 
 # -- the scan ---------------------------------------------------------------------------------
 
-def feed_simple_lines(reader, list chunk, Py_ssize_t i, list out, JsonSink sink=None):
-    """Read ``chunk[i:]`` while its lines are complete one-line
+def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, JsonSink sink=None):
+    """Read lines from ``chunk`` while they are complete one-line
     instructions, computation headers, ``}`` or blank lines, with the reader
     in its plain state; append the instructions completed to ``out``; return
-    the index of the first line not read (the reader's Python code reads it).
+    where the first line not read starts (the reader's Python code reads it).
+
+    ``chunk`` is a list of lines (``i``: an index into it) or a block of text
+    (a str of whole lines separated by "\\n", the last without one; ``i``:
+    the offset of a line start, and ``len(chunk) + 1`` once all are read).
 
     With a ``sink`` (``hlo --json``), a completed instruction the sink can
-    take becomes a row in ``sink.rows`` instead; one it cannot take is
+    take becomes a row in the sink's buffer instead; one it cannot take is
     appended to ``out`` and the scan stops after the line being read, so
     rows and instructions stay in order."""
-    cdef Py_ssize_t n = PyList_GET_SIZE(chunk)
-    if i >= n:
-        return i
+    cdef Py_ssize_t n
+    cdef bint block = type(chunk) is str
+    if block:
+        n = PyUnicode_GET_LENGTH(chunk)
+        if i > n or not PyUnicode_IS_ASCII(chunk):
+            return i
+    else:
+        n = PyList_GET_SIZE(<list>chunk)
+        if i >= n:
+            return i
     if (reader._pending is not None or reader._skipping or reader._in_comment
             or reader._oom is not None or reader.mode != "hlo"):
         return i
@@ -1010,13 +1142,17 @@ def feed_simple_lines(reader, list chunk, Py_ssize_t i, list out, JsonSink sink=
     if gc_was:
         gc.disable()
     try:
-        return _scan(reader, chunk, i, n, out, sink)
+        i = _scan(reader, chunk, block, i, n, out, sink)
+        if sink is not None and sink.write is not None and sink.blen > 0:
+            # before the instructions in out: the rows come first in the output
+            sink.write(sink.drain())
+        return i
     finally:
         if gc_was:
             gc.enable()
 
 
-cdef Py_ssize_t _scan(reader, list chunk, Py_ssize_t i, Py_ssize_t n, list out,
+cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t n, list out,
                       JsonSink sink) except -1:
     cdef object current = reader._current
     cdef object comp_name = None if current is None else current.name
@@ -1025,28 +1161,41 @@ cdef Py_ssize_t _scan(reader, list chunk, Py_ssize_t i, Py_ssize_t n, list out,
     cdef Py_ssize_t lineno = reader.lines_read
     cdef object line, key, shape, opcode
     cdef const char* s
-    cdef Py_ssize_t L, p, k
+    cdef const char* data = NULL
+    cdef const char* nl
+    cdef Py_ssize_t L, p, k, base, nxt
     cdef PyObject* hit = NULL
     cdef Tok t, ht                             # this line, and the one held
     cdef object h_line = None, h_shape = None, h_comp = None, h_comp_name = None
-    cdef Py_ssize_t h_lineno = 0
+    cdef Py_ssize_t h_lineno = 0, h_base = 0
     cdef bint held = False                     # ht is the instruction held
     cdef bint stop = False
-    cdef bint flush
     cdef const char* hs
     cdef char c
-    while i < n:
-        line = <object>PyList_GET_ITEM(chunk, i)
-        if type(line) is not str or not PyUnicode_IS_ASCII(line):
-            break
-        s = <const char*>PyUnicode_DATA(line)
-        L = PyUnicode_GET_LENGTH(line)
+    cdef bint record = reader._record
+    if block:
+        data = <const char*>PyUnicode_DATA(chunk)
+        line = chunk
+    while (i <= n) if block else (i < n):
+        if block:
+            base = i
+            s = data + i
+            nl = <const char*>memchr(s, 10, n - i)
+            L = (n - i) if nl == NULL else (nl - s)
+            nxt = i + L + 1
+        else:
+            line = <object>PyList_GET_ITEM(<list>chunk, i)
+            if type(line) is not str or not PyUnicode_IS_ASCII(line):
+                break
+            base = 0
+            s = <const char*>PyUnicode_DATA(line)
+            L = PyUnicode_GET_LENGTH(line)
+            nxt = i + 1
         while L > 0 and (s[L - 1] == 10 or s[L - 1] == 13):
             L -= 1
         p = 0
         while p < L and _ws(s[p]):
             p += 1
-        flush = False
         k = 0
         if p < L:
             c = s[p]
@@ -1055,13 +1204,13 @@ cdef Py_ssize_t _scan(reader, list chunk, Py_ssize_t i, Py_ssize_t n, list out,
             if _needs_python(s, L):
                 break
             if c != 125:
-                k = _header(reader, line, s, p, L, lineno + 1)
+                k = _header(reader, line, base, s, p, L, lineno + 1)
                 if k < 0:
                     break
                 if k == 0:
                     if not _tokenize(s, p, L, &t):
                         break
-                    key = PyUnicode_Substring(line, t.shape_a, t.shape_b)
+                    key = PyUnicode_Substring(line, base + t.shape_a, base + t.shape_b)
                     hit = PyDict_GetItem(cache, key)
                     if hit is NULL:
                         break          # a shape the Python code parses first
@@ -1072,18 +1221,18 @@ cdef Py_ssize_t _scan(reader, list chunk, Py_ssize_t i, Py_ssize_t n, list out,
                 stop = sink is not None
             ready = None
         elif held:
-            hs = <const char*>PyUnicode_DATA(h_line)
+            hs = <const char*>PyUnicode_DATA(h_line) + h_base
             if sink is None or not _take(sink, h_shape, h_comp, hs + ht.name_a,
                                          ht.name_b - ht.name_a, hs + ht.op_a, ht.op_b - ht.op_a,
                                          hs + ht.open_ + 1, ht.close - ht.open_ - 2,
                                          hs + ht.at_a, ht.at_b - ht.at_a, h_lineno,
                                          ht.is_root):
-                out.append(_make_instruction(h_line, &ht, h_shape, h_comp, h_comp_name,
+                out.append(_make_instruction(h_line, h_base, &ht, h_shape, h_comp, h_comp_name,
                                              h_lineno, reader))
                 stop = sink is not None
             held = False
         lineno += 1
-        i += 1
+        i = nxt
         if p == L:
             pass                       # a blank line
         elif s[p] == 125:              # "}": the computation ends
@@ -1096,29 +1245,30 @@ cdef Py_ssize_t _scan(reader, list chunk, Py_ssize_t i, Py_ssize_t n, list out,
             # an instruction: held until the next line shows it is complete
             shape = <object>hit
             if sink is None:
-                ins = _make_instruction(line, &t, shape, current, comp_name, lineno, reader)
-                ready = [ins, lineno, _stmt(line, L)]
+                ins = _make_instruction(line, base, &t, shape, current, comp_name, lineno, reader)
+                ready = [ins, lineno, _stmt(line, base, L)]
             else:
                 ht = t
                 h_line = line
+                h_base = base
                 h_shape = shape
                 h_comp = current
                 h_comp_name = comp_name
                 h_lineno = lineno
                 held = True
-            if t.at_b > t.at_a:
-                if t.op_b - t.op_a == 6 and _same(s + t.op_a, b"fusion", 6):
-                    _record_fusion(reader, s, t.at_a, t.at_b)
-                else:
-                    opcode = PyUnicode_Substring(line, t.op_a, t.op_b)
+            if t.at_b > t.at_a and record:
+                if not _record_calls(reader, s, t.op_a, t.op_b, t.at_a, t.at_b):
+                    opcode = PyUnicode_Substring(line, base + t.op_a, base + t.op_b)
                     if (opcode in _CALLERS or opcode.endswith("-start")
                             or opcode.endswith("-done")):
-                        reader._record_calls(opcode, PyUnicode_Substring(line, t.at_a, t.at_b))
+                        reader._record_calls(opcode, PyUnicode_Substring(
+                            line, base + t.at_a, base + t.at_b))
         if stop:
             break
     if held:
-        ready = [_make_instruction(h_line, &ht, h_shape, h_comp, h_comp_name, h_lineno, reader),
-                 h_lineno, _stmt(h_line, ht.L)]
+        ready = [_make_instruction(h_line, h_base, &ht, h_shape, h_comp, h_comp_name, h_lineno,
+                                   reader),
+                 h_lineno, _stmt(h_line, h_base, ht.L)]
     reader._ready = ready
     reader._current = current
     reader.lines_read = lineno

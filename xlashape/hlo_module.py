@@ -76,6 +76,8 @@ __all__ = [
     "RESULT_KINDS",
     "call_kind",
     "scan_calls",
+    "TextBlocks",
+    "EntryBlocks",
     "has_data",
     "result_kind",
     "compiled_json_rows",
@@ -1032,13 +1034,19 @@ class HloReader:
     instruction's :attr:`~Instruction.computation_kind` and
     :attr:`~Instruction.result` are right the moment it is yielded.
 
+    ``streaming=True`` keeps memory flat on a module of any size: the
+    computations are counted (:attr:`computation_count`) but not kept in
+    :attr:`computations` once read, and when ``call_kinds`` are given (they
+    are complete), the calls read are not recorded again (``call_kinds``,
+    ``fused_computations`` and ``applied_computations`` stay as given).
+
     >>> r = HloReader()
     >>> [i.name for i in r.read(["ENTRY e {", "  ROOT x = f32[] constant(1)", "}"])]
     ['x']
     """
 
     def __init__(self, on_warning: Optional[Callable[[HloWarning], None]] = None, *,
-                 call_kinds: Optional[Dict[str, set]] = None):
+                 call_kinds: Optional[Dict[str, set]] = None, streaming: bool = False):
         self._on_warning = on_warning
         self.warnings: List[HloWarning] = []
         self._cache: Dict[str, Shape] = {}
@@ -1047,7 +1055,13 @@ class HloReader:
         self.computations: Dict[str, Computation] = {}
         self.fused_computations: set = set()
         self.applied_computations: set = set()
-        self.call_kinds: Dict[str, set] = {k: set(v) for k, v in (call_kinds or {}).items()}
+        self._streaming = streaming
+        # whether the calls read are recorded (not when streaming with the
+        # complete call graph already given)
+        self._record = not (streaming and call_kinds is not None)
+        self.call_kinds: Dict[str, set] = (
+            call_kinds if not self._record else {k: set(v) for k, v in (call_kinds or {}).items()})
+        self.computation_count = 0
         self._in_comment = False
         self._current: Optional[Computation] = None
         self._pending: Optional[list] = None
@@ -1189,7 +1203,8 @@ class HloReader:
         ins = Instruction(None if computation is None else computation.name, name, shape,
                           opcode, is_root=is_root, line=line, operands_text=operands_text,
                           attributes_text=attrs, reader=self, comp=computation)
-        if attrs and (opcode in _CALLER_OPCODES or opcode.endswith(("-start", "-done"))):
+        if attrs and self._record and (opcode in _CALLER_OPCODES
+                                       or opcode.endswith(("-start", "-done"))):
             self._record_calls(opcode, attrs)
         return ins
 
@@ -1212,7 +1227,9 @@ class HloReader:
         known = self.call_kinds.get(name)
         if known:
             c.kinds.update(known)
-        self.computations[name] = c
+        self.computation_count += 1
+        if not self._streaming:
+            self.computations[name] = c
         return c
 
     def _read_header(self, text: str) -> None:
@@ -1253,15 +1270,35 @@ class HloReader:
                 if out:
                     yield from out
         else:
-            it = iter(lines)
-            while True:
-                chunk = list(islice(it, _CHUNK_LINES))
-                if not chunk:
-                    break
-                n = len(chunk)
+            out: List[Instruction] = []
+            sink = self.json_sink
+            for chunk in _line_chunks(lines):
                 i = 0
-                out: List[Instruction] = []
-                sink = self.json_sink
+                if type(chunk) is int:
+                    # EntryBlocks: this many lines left out (only counted)
+                    self.lines_read += chunk
+                    continue
+                if type(chunk) is str:
+                    # a block of whole lines: offsets into it; len + 1 when done
+                    n = len(chunk)
+                    find = chunk.find
+                    while i <= n:
+                        i = fast(self, chunk, i, out, sink)
+                        if out:
+                            yield from out
+                            out.clear()
+                        if i <= n:
+                            j = find("\n", i)
+                            if j < 0:
+                                j = n
+                            lineno = self.lines_read + 1
+                            self.lines_read = lineno
+                            got = feed(chunk[i:j], lineno)
+                            i = j + 1
+                            if got:
+                                yield from got
+                    continue
+                n = len(chunk)
                 while i < n:
                     i = fast(self, chunk, i, out, sink)
                     if out:
@@ -1457,6 +1494,133 @@ class HloReader:
         return out
 
 
+class TextBlocks:
+    """A text stream to read in big blocks rather than line by line: what
+    ``HloReader.read`` gets faster from a big file (the stream must have
+    been opened with newline translation, as ``open()`` does by default, so
+    that its lines end with "\\n"). ``progress(characters read)`` is called
+    after each block.
+
+    >>> import io
+    >>> [i.name for i in HloReader().read(TextBlocks(io.StringIO("a = f32[] constant(1)\\n")))]
+    ['a']
+    """
+
+    def __init__(self, stream, progress: Optional[Callable[[int], None]] = None,
+                 block: int = 1 << 20):
+        self.stream = stream
+        self.progress = progress
+        self.block = block
+
+    def blocks(self) -> Iterator[str]:
+        """Blocks of whole lines: each a str of lines joined by "\\n" (the
+        last line of a block without its "\\n")."""
+        read = self.stream.read
+        carry = ""
+        done = 0
+        while True:
+            data = read(self.block)
+            if not data:
+                break
+            done += len(data)
+            if self.progress is not None:
+                self.progress(done)
+            if carry:
+                data = carry + data
+            cut = data.rfind("\n")
+            if cut < 0:
+                carry = data
+                continue
+            carry = data[cut + 1:]
+            yield data[:cut]
+        if carry:
+            yield carry
+
+    def __iter__(self) -> Iterator[str]:
+        for block in self.blocks():
+            yield from block.split("\n")
+
+
+class EntryBlocks(TextBlocks):
+    """TextBlocks that leave out every computation but the entry (and the
+    module header, sections and anything outside computations): what the
+    memory figures need, read without the fusion bodies and other
+    computations that are most of a big dump. A computation is left out from
+    a header line as XLA prints it (at column 0, ending with "{", not
+    ``ENTRY``) to the line that starts with "}"; its lines are counted, so
+    line numbers stay right."""
+
+    def blocks(self):
+        skipping = False
+        for block in super().blocks():
+            n = len(block)
+            pos = 0
+            while pos <= n:
+                if skipping:
+                    if block.startswith("}", pos):
+                        k = pos
+                    else:
+                        k = block.find("\n}", pos)
+                        if k < 0:
+                            yield block.count("\n", pos) + 1
+                            pos = n + 1
+                            break
+                        k += 1
+                    e = block.find("\n", k)
+                    if e < 0:
+                        e = n
+                    yield block.count("\n", pos, k) + 1
+                    pos = e + 1
+                    skipping = False
+                    continue
+                start = pos
+                found = -1
+                # a header ends with "{" (as XLA prints it: no space after):
+                # look only at such lines, the block's last line too
+                e = pos
+                while True:
+                    e = block.find("{\n", e)
+                    if e < 0:
+                        if block.endswith("{") and n - 1 >= pos:
+                            e = n - 1
+                        else:
+                            break
+                    nl = e + 1
+                    ls = block.rfind("\n", pos, e) + 1
+                    if ls < pos:
+                        ls = pos
+                    line = block[ls:nl]
+                    if (line[:1] == "%" or line[:1].isalpha()) and \
+                            not line.startswith(("ENTRY", "HloModule")) and \
+                            "=" not in line.split("(", 1)[0]:
+                        found = ls
+                        break
+                    if nl >= n:
+                        break
+                    e = nl
+                if found < 0:
+                    yield block[start:] if start else block
+                    pos = n + 1
+                    break
+                if found > start:
+                    yield block[start:found - 1]
+                skipping = True
+                pos = found
+
+
+def _line_chunks(lines):
+    """Lists of lines, or (from TextBlocks) blocks of lines as one str."""
+    if isinstance(lines, TextBlocks):
+        yield from lines.blocks()
+        return
+    it = iter(lines)
+    while True:
+        chunk = list(islice(it, _CHUNK_LINES))
+        if not chunk:
+            break
+        yield chunk
+
+
 def _open_string(text: str) -> bool:
     """True if ``text`` ends inside a quoted string. A ``"`` preceded by an odd
     number of backslashes is escaped and does not open or close a string."""
@@ -1541,8 +1705,8 @@ _SCAN_CHUNK = 1 << 23
 
 def scan_calls(source, progress: Optional[Callable[[int], None]] = None) -> Dict[str, set]:
     """How each computation of a module is used, from one fast pass over its
-    text: ``{computation name: {kind, ...}}`` (see :data:`COMPUTATION_KINDS`;
-    the entry computation is not listed). ``source``: a path, or the text as
+    text: ``{computation name: frozenset of kinds}`` (see
+    :data:`COMPUTATION_KINDS`; the entry computation is not listed). ``source``: a path, or the text as
     ``str`` or ``bytes``. Give the result to ``HloReader(call_kinds=...)``.
 
     It looks only at the attributes that name computations (``calls=``,
@@ -1551,9 +1715,21 @@ def scan_calls(source, progress: Optional[Callable[[int], None]] = None) -> Dict
     ``progress(bytes_read)`` is called after each chunk of a file.
 
     >>> scan_calls("ENTRY e {\\n  ROOT r = f32[] reduce(a, b), dimensions={0}, to_apply=add\\n}")
-    {'add': {'to_apply'}}
+    {'add': frozenset({'to_apply'})}
     """
     kinds: Dict[str, set] = {}
+    try:
+        return _scan_calls(source, kinds, progress)
+    finally:
+        # one shared frozenset per combination of kinds, not a set per name:
+        # a big module has hundreds of thousands of computations
+        shared: Dict[frozenset, frozenset] = {}
+        for name, v in kinds.items():
+            f = frozenset(v)
+            kinds[name] = shared.setdefault(f, f)
+
+
+def _scan_calls(source, kinds, progress) -> Dict[str, set]:
     if isinstance(source, str) and ("\n" in source or "{" in source):
         _scan_chunk(source.encode("utf-8", "replace"), kinds)
         return kinds

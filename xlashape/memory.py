@@ -715,7 +715,7 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
             f"(it starts with {_clip(head.strip().splitlines()[0] if head.strip() else '', 50)!r})")
     result = MemoryAnalysis("hlo", path)
     with open_text(path) as f:
-        mm = _module_from_lines(_with_progress(f, size, ctx), ctx, "hlo", path)
+        mm = _module_from_lines(_entry_blocks(f, size, ctx), ctx, "hlo", path)
     result.modules.append(mm)
     result.warnings = ctx.warnings
     return result
@@ -746,6 +746,16 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
     result.modules.append(_module_from_lines(text.splitlines(), ctx, "hlo", path))
     result.warnings = ctx.warnings
     return result
+
+
+def _entry_blocks(stream, total: Optional[int], ctx: _Context):
+    from .hlo_module import EntryBlocks
+
+    progress = None
+    if ctx.progress is not None:
+        def progress(done):
+            ctx.progress(done, total)
+    return EntryBlocks(stream, progress)
 
 
 def _with_progress(lines, total: Optional[int], ctx: _Context):
@@ -807,10 +817,15 @@ def _entry_only(lines: Iterable[str]) -> Iterator[str]:
 def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
                        path: Optional[str]) -> ModuleMemory:
     """Stream a module's text; keep only the entry's parameters and root."""
-    reader = HloReader(ctx.warn)
+    # no call graph: the figures need the entry only, whose kind ENTRY says
+    reader = HloReader(ctx.warn, call_kinds={}, streaming=True)
     info = _EntryInfo()
     loose = _EntryInfo()      # instructions outside any computation (a fragment)
-    for ins in reader.read(_entry_only(lines)):
+    from .hlo_module import EntryBlocks
+
+    if not isinstance(lines, EntryBlocks):
+        lines = _entry_only(lines)
+    for ins in reader.read(lines):
         info.instructions += 1
         comp = ins._comp
         if comp is None:
@@ -1019,7 +1034,7 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
     else:
         try:
             with open_text(dm.hlo_path) as f:
-                mm = _module_from_lines(_with_progress(f, size, ctx), ctx, "dump", dm.hlo_path)
+                mm = _module_from_lines(_entry_blocks(f, size, ctx), ctx, "dump", dm.hlo_path)
         except UnreadableInputError as e:
             mm = ModuleMemory(None, "dump", dm.hlo_path)
             mm.warnings.append(str(e))

@@ -155,6 +155,12 @@ class JsonArrayWriter:
             self._write(("\n" if self._first else ",\n") + ",\n".join(encoded))
             self._first = False
 
+    def raw_prefixed(self, text: str) -> None:
+        """Already encoded items, each preceded by ",\\n" (one str), in one write."""
+        if text:
+            self._write("\n" + text[2:] if self._first else text)
+            self._first = False
+
     def item(self, obj) -> None:
         self.raw(json.dumps(obj, ensure_ascii=True))
 

@@ -116,6 +116,25 @@ class _Progress:
                     self.shown = True
             yield line
 
+    def update(self, done: int) -> None:
+        """Characters read so far (the TextBlocks callback)."""
+        if not self.enabled:
+            return
+        self.read = done
+        now = time.monotonic()
+        if now - self._last > 0.5:
+            self._last = now
+            mb = done / 1e6
+            if self.total:
+                msg = f"{mb:.1f} of {self.total / 1e6:.1f} MB ({100 * done / self.total:.0f}%)"
+            else:
+                msg = f"{mb:.1f} MB"
+            sys.stderr.write(f"\r{PROG}: reading {msg} ")
+            sys.stderr.flush()
+            self.shown = True
+
+    _last = 0.0
+
     def done(self):
         if self.shown:
             sys.stderr.write("\r" + " " * 60 + "\r")
@@ -188,7 +207,10 @@ class HloSummary:
         self.views = 0
         self.embedded = 0
         self.tokens = 0
-        self.embedded_computations = set()
+        # [the last computation an embedded value was counted in, how many]:
+        # computations come one after the other, so counting the changes
+        # counts them without keeping their names (shared with the C writer)
+        self.embedded_state = [None, 0]
         self._seq = 0
 
     def add(self, ins, fp, result: str) -> None:
@@ -198,7 +220,10 @@ class HloSummary:
                 self.views += 1
             elif result == "embedded":
                 self.embedded += 1
-                self.embedded_computations.add(ins.computation)
+                st = self.embedded_state
+                if st[0] is not ins._comp:
+                    st[0] = ins._comp
+                    st[1] += 1
             else:
                 self.tokens += 1
             return
@@ -261,7 +286,7 @@ class HloSummary:
                         "(tuples, get-tuple-elements, bitcasts, loop/call results, parameters "
                         "of called computations)")
         if self.embedded:
-            n = len(self.embedded_computations)
+            n = self.embedded_state[1]
             what = ("fusion body / reducer computation" if n == 1
                     else "fusion bodies / reducer computations")
             left.append(f"{self.embedded} value{'s' if self.embedded != 1 else ''} in {n} {what} "
@@ -350,14 +375,16 @@ def run(args) -> int:
 
 
 def _run(args, path, source_name, total, on_warning, warnings) -> int:
-    from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, scan_calls, shape_text
+    from ..hlo_module import (OOM_REPORT, HloReader, TextBlocks, memory_footprint, open_text,
+                              scan_calls, shape_text)
 
     big = total is None or total >= _PROGRESS_MIN_BYTES
     show_progress = not args.no_progress and big and sys.stderr.isatty()
     call_kinds = scan_calls(path, progress=_scan_progress(total) if show_progress else None)
     stream = open_text(path)
     progress = _Progress(stream, total, enabled=show_progress)
-    reader = HloReader(on_warning, call_kinds=call_kinds)
+    lines = TextBlocks(stream, progress.update if show_progress else None)
+    reader = HloReader(on_warning, call_kinds=call_kinds, streaming=True)
     summary = HloSummary(args.top)
     mode = "json" if args.json else "csv" if args.csv else "text"
     csvw = jsonw = None
@@ -369,9 +396,9 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
     show_table = mode != "text" or not args.summary
     try:
         if mode == "json" and not args.details:
-            _json_rows(reader, progress, summary, jsonw, on_warning)
+            _json_rows(reader, lines, summary, jsonw, on_warning)
             return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
-        for ins in reader.read(progress):
+        for ins in reader.read(lines):
             fp = memory_footprint(ins.shape)
             summary.add(ins, fp, ins.result)
             if not show_table:
@@ -452,7 +479,7 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
         head = []
         if reader.module_name:
             head.append(f"module {reader.module_name}: ")
-        ncomp = len(reader.computations)
+        ncomp = reader.computation_count
         n = summary.count
         head.append(f"{n} instruction{'s' if n != 1 else ''}" if reader.mode != "oom"
                     else f"{n} allocation{'s' if n != 1 else ''} from an out-of-memory report")
@@ -469,7 +496,7 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
     return 0
 
 
-def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
+def _json_rows(reader, lines, summary, jsonw, on_warning) -> None:
     """The rows of ``hlo --json`` (without --details): the same objects as
     :func:`_json_row` writes. The compiled scanner writes the rows of the
     lines it reads itself (``_hloscan.JsonSink``), from fragments remembered
@@ -484,6 +511,8 @@ def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
     if JsonSink is not None:
         sink = JsonSink({}, summary.per_shape, VIEW_OPCODES, frozenset(_ALIASED_ELEMENT),
                         summary.top, _describe_computation)
+        sink.embedded_state = summary.embedded_state
+        sink.write = jsonw.raw_prefixed
         reader.json_sink = sink
     shapes = sink.shapes if sink is not None else {}
     raw = jsonw.raw
@@ -491,12 +520,12 @@ def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
     views = VIEW_OPCODES
     heap = summary.heap
     top = summary.top
-    rows = sink.rows if sink is not None else []
-    raw_many = jsonw.raw_many
-    for ins in reader.read(progress):
-        if rows:
-            raw_many(rows)
-            rows.clear()
+    drain = sink.drain if sink is not None else (lambda: "")
+    raw_prefixed = jsonw.raw_prefixed
+    for ins in reader.read(lines):
+        written = drain()
+        if written:
+            raw_prefixed(written)
         shape = ins.shape
         si = shapes.get(id(shape))
         if si is None or si[0] is not shape:
@@ -559,15 +588,13 @@ def _json_rows(reader, progress, summary, jsonw, on_warning) -> None:
         if row is None:
             row = _json_row(ins, si[1], si[5], False, on_warning, shape_text, OOM_REPORT)
         raw(row)
-    raw_many(rows)
-    rows.clear()
+    raw_prefixed(drain())
     if sink is not None:
         reader.json_sink = None
         summary.count += sink.count
         summary.views += sink.n_views
         summary.embedded += sink.n_embedded
         summary.tokens += sink.n_tokens
-        summary.embedded_computations |= sink.embedded_computations
 
 
 def _describe_computation(comp):
