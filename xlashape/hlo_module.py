@@ -531,6 +531,12 @@ class Instruction(_InstructionFields):
         return tuple(o.name for o in self.operands)
 
     @property
+    def computation_object(self) -> Optional["Computation"]:
+        """The :class:`Computation` the instruction belongs to (``None``
+        outside any computation); :attr:`computation` is its name."""
+        return self._comp
+
+    @property
     def computation_kind(self) -> Optional[str]:
         """How this instruction's computation is used: one of
         :data:`COMPUTATION_KINDS`, or ``None`` (outside any computation, a

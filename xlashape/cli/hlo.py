@@ -221,8 +221,8 @@ class HloSummary:
             elif result == "embedded":
                 self.embedded += 1
                 st = self.embedded_state
-                if st[0] is not ins._comp:
-                    st[0] = ins._comp
+                if st[0] is not ins.computation_object:
+                    st[0] = ins.computation_object
                     st[1] += 1
             else:
                 self.tokens += 1
@@ -544,7 +544,7 @@ def _json_rows(reader, lines, summary, jsonw, on_warning) -> None:
             if len(shapes) > 1 << 16:
                 shapes.clear()
             si = shapes[id(shape)] = (shape, fp, frag, spaces, has_data(shape), waste)
-        comp = ins._comp
+        comp = ins.computation_object
         if comp is None:
             if ins.computation == OOM_REPORT or json_row is None:
                 fp = si[1]
