@@ -679,3 +679,17 @@ def test_unary_and_binary_ufuncs_on_padded_tiles():
     assert np.negative(la).tolist() == (-x).tolist()
     assert (la + la).tolist() == (2 * x).tolist()
     assert np.sqrt(la).tolist() == np.sqrt(x).tolist()
+
+
+@pytest.mark.parametrize("text", ["f32[3,4]{1,0}", "f32[3,4]{1,0:T(2,2)}", "s8[3,4]{0,1}"])
+def test_advanced_assignment_errors_are_xlashape_errors(text):
+    la = LayoutArray(text)
+    with pytest.raises(xs.ShapeValueError, match="not a number"):
+        la[[0, 1]] = "not a number"
+    with pytest.raises(xs.ShapeValueError, match="broadcast"):
+        la[[0, 1]] = np.zeros((3, 3))
+    with pytest.raises(xs.ShapeIndexError, match="out of bounds"):
+        la[[0, 7]] = 1
+    if la.dtype == np.int8:
+        with pytest.raises(xs.ShapeOverflowError, match="out of bounds"):
+            la[[0, 1]] = 1000

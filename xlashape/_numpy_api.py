@@ -44,7 +44,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeIndexError,
-                     ShapeTypeError, XlaShapeError)
+                     ShapeOverflowError, ShapeTypeError, ShapeValueError, XlaShapeError)
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
 from .shape import Shape
@@ -1019,6 +1019,15 @@ def _clean(la, value):
     return value
 
 
+def _as_family(e):
+    """numpy's conversion error as the xlashape error of the same builtin."""
+    if isinstance(e, XlaShapeError):
+        return e
+    cls = ShapeOverflowError if isinstance(e, OverflowError) else \
+        ShapeTypeError if isinstance(e, TypeError) else ShapeValueError
+    return cls(str(e))
+
+
 def getitem(la, key):
     """``la[key]`` with integer arrays or boolean masks (numpy's advanced
     indexing): a new numpy array, read straight from the tiled buffer."""
@@ -1048,21 +1057,20 @@ def setitem(la, key, value):
     the tiled buffer; padding is never touched."""
     key = _key(key)
     value = _clean(la, value)
-    if la.strides is not None:
-        try:
+    try:
+        if la.strides is not None:
             np.asarray(la)[key] = value
-        except IndexError as e:
-            raise ShapeIndexError(str(e)) from None
-        return
-    if la.ndim == 0 or la.size == 0:
-        tmp = la.to_numpy()
-        try:
+            return
+        if la.ndim == 0 or la.size == 0:
+            tmp = la.to_numpy()
             tmp[key] = value
-        except IndexError as e:
-            raise ShapeIndexError(str(e)) from None
-        la[...] = tmp
-        return
-    offs = _selected_offsets(la, key)
-    vals = np.empty(offs.shape, la.dtype)
-    vals[...] = value
+            la[...] = tmp
+            return
+        offs = _selected_offsets(la, key)
+        vals = np.empty(offs.shape, la.dtype)
+        vals[...] = value
+    except IndexError as e:
+        raise (e if isinstance(e, XlaShapeError) else ShapeIndexError(str(e))) from None
+    except (ValueError, TypeError, OverflowError) as e:
+        raise _as_family(e) from None
     _scatter(la, offs, _clean(la, vals))
