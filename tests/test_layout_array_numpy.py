@@ -693,3 +693,10 @@ def test_advanced_assignment_errors_are_xlashape_errors(text):
     if la.dtype == np.int8:
         with pytest.raises(xs.ShapeOverflowError, match="out of bounds"):
             la[[0, 1]] = 1000
+
+
+def test_out_casting_is_checked_even_with_no_element_to_compute():
+    s = Shape("s8", (0, 0, 0), Layout((0, 1, 2), tiles=[Tile(1)] * 3, padded_dimensions=(1, 1, 1)))
+    la, lb = LayoutArray(s), LayoutArray(s)
+    with pytest.raises(TypeError):       # true_divide gives float64; out is int8
+        la /= lb

@@ -326,8 +326,11 @@ def _same_layout_call(ufunc, inputs, kwargs, out):
     kw = {k: v for k, v in kwargs.items() if k not in ("out", "where")}
     # numpy's own dtype resolution and errors (casting, Python int
     # overflow), on empty stand-ins for the arrays
+    probe_kw = dict(kw)
+    if out:     # numpy's casting check of out= happens here too
+        probe_kw["out"] = tuple(None if o is None else np.empty((0,), o.dtype) for o in out)
     probe = ufunc(*[np.empty((0,), x.dtype) if isinstance(x, LA) else x
-                    for x in inputs], **kw)
+                    for x in inputs], **probe_kw)
     probe = probe if isinstance(probe, tuple) else (probe,)
     outs = list(out) if out else [None] * ufunc.nout
     try:
