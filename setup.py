@@ -33,6 +33,12 @@ extensions = [
         ["xlashape/_hloscan.pyx"],
         extra_compile_args=extra_compile_args,
     ),
+    # The HLO parser's compiled fast path (no numpy).
+    Extension(
+        "xlashape._textscan",
+        ["xlashape/_textscan.pyx"],
+        extra_compile_args=extra_compile_args,
+    ),
 ]
 
 setup(ext_modules=cythonize(extensions, compiler_directives=directives,

@@ -1,28 +1,40 @@
-"""Shape-text parsing speed: shapes per second on a realistic mix of TPU-dump shapes.
+"""Shape text: parse and print speed against XLA's C++ parser and printer.
 
-Measures, each as the median of several repeats:
+On a realistic mix of TPU-dump shapes (``MIX``), each figure the median of
+interleaved rounds (one round of every measurement, ours and XLA's, then the
+next round), in microseconds of CPU time per shape (``time.process_time`` on
+both sides, so that time the process spends waiting for a core on a busy
+machine is not counted):
 
-* ``parse_shape`` with its cache cold (every call parses) and warm (every
-  call is a cache hit, the usual case when a dump repeats the same shapes);
-* the same cold parse with the fast path switched off (the full lexer +
-  recursive-descent parser alone, which is what every parse cost before the
-  fast path existed), and the single shape of the brief,
-  ``bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}``, both ways in µs;
-* ``parse_shape_prefix`` on whole instruction lines, the way an HLO module
-  reader pulls result shapes out (cold and warm);
-* XLA's own C++ parser through jaxlib (``xla_client.hlo.Shape(text)``), when
-  jaxlib is importable, as a reference point, with the ratio.
+* ``parse_shape`` + ``str()`` with the parse cache off (every call parses),
+  against XLA's ``ParseShape`` + printer (``str(xla_client.hlo.Shape(text))``);
+* the parse alone, against ``xla_client.hlo.Shape(text)``;
+* ``str()`` of a parsed shape, against ``str()`` of XLA's parsed shape;
+* ``str()`` of a shape built by the constructors (its text not yet computed),
+  the first time, against the same XLA print;
+* for reference: the full Python parser alone (fast path off), the warm
+  cache, and ``parse_shape_prefix`` on whole instruction lines.
+
+XLA's side runs through jaxlib: in this process when jaxlib is importable,
+else in ``--peer-python PYTHON`` (a Python with jax and jaxlib; xlashape is
+not needed there), which answers one round at a time over a pipe so both
+sides run under the same load. Without either, only xlashape's figures are
+printed.
 
 Run::
 
-    python benchmarks/bench_parse.py            # xlashape only
-    PYTHONPATH=. /work/jaxenv/bin/python benchmarks/bench_parse.py   # with the XLA column
+    python benchmarks/bench_parse.py                       # xlashape only
+    python benchmarks/bench_parse.py --peer-python JAXPY   # with the XLA column
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
+import json
 import statistics
+import subprocess
+import sys
 import time
 
 from xlashape import hlo_text
@@ -61,86 +73,159 @@ LINES = [
     for i, shape in enumerate(MIX)
 ]
 
+# XLA's side: one round per request, rates as JSON (run here or in a peer Python).
+_PEER = r"""
+import json, os, sys, time
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from jax._src.lib import xla_client as xc
+import jaxlib
 
-def _median_rate(fn, items, repeats: int, setup=None) -> float:
-    rates = []
-    for _ in range(repeats):
-        if setup is not None:
-            setup()
-        t0 = time.perf_counter()
-        for item in items:
-            fn(item)
-        rates.append(len(items) / (time.perf_counter() - t0))
-    return statistics.median(rates)
+def rounds():
+    texts = json.loads(sys.stdin.readline())
+    parse = xc.hlo.Shape
+    parsed = [parse(t) for t in texts]
+    sys.stdout.write(json.dumps({"jaxlib": jaxlib.__version__}) + "\n")
+    sys.stdout.flush()
+    for _ in sys.stdin:
+        out = {}
+        t0 = time.process_time()
+        for t in texts:
+            str(parse(t))
+        out["parse+print"] = (time.process_time() - t0) / len(texts)
+        t0 = time.process_time()
+        for t in texts:
+            parse(t)
+        out["parse"] = (time.process_time() - t0) / len(texts)
+        t0 = time.process_time()
+        for s in parsed:
+            str(s)
+        out["print"] = (time.process_time() - t0) / len(texts)
+        sys.stdout.write(json.dumps(out) + "\n")
+        sys.stdout.flush()
+
+rounds()
+"""
+
+
+class Peer:
+    """XLA's parser and printer, one timed round per call."""
+
+    def __init__(self, texts, python=None):
+        self.proc = subprocess.Popen(
+            [python or sys.executable, "-c", _PEER], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True)
+        self.proc.stdin.write(json.dumps(texts) + "\n")
+        self.proc.stdin.flush()
+        self.version = json.loads(self.proc.stdout.readline())["jaxlib"]
+
+    def round(self) -> dict:
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        return json.loads(self.proc.stdout.readline())
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def _per_item(fn, items) -> float:
+    t0 = time.process_time()
+    for item in items:
+        fn(item)
+    return (time.process_time() - t0) / len(items)
+
+
+def _start_peer(texts, peer_python):
+    try:
+        import jax  # noqa: F401  (jaxlib in this process: run XLA's side here)
+
+        return Peer(texts)
+    except Exception:
+        pass
+    if peer_python:
+        return Peer(texts, peer_python)
+    return None
 
 
 def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--n", type=int, default=2000, help="shapes per repeat (default 2000)")
-    ap.add_argument("--repeats", type=int, default=7, help="repeats; the median is shown (default 7)")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=2000, help="shapes per round (default 2000)")
+    ap.add_argument("--rounds", type=int, default=9,
+                    help="interleaved rounds; medians are shown (default 9)")
+    ap.add_argument("--peer-python", metavar="PYTHON",
+                    help="a Python with jax and jaxlib, for XLA's figures when jaxlib "
+                         "is not importable here")
     args = ap.parse_args(argv)
 
-    n, repeats = args.n, args.repeats
+    n = args.n
     texts = (MIX * (n // len(MIX) + 1))[:n]
     lines = (LINES * (n // len(LINES) + 1))[:n]
-    starts = [line.index("=") + 2 for line in lines]
-    prefix_items = list(zip(lines, starts))
-
-    clear = hlo_text._parse_shape_cached.cache_clear
+    prefix_items = [(line, line.index("=") + 2) for line in lines]
     uncached = hlo_text._parse_shape_cached.__wrapped__
-    rows = []
-    cold = _median_rate(uncached, texts, repeats)
-    rows.append(("parse_shape, no cache (every call parses)", cold))
-    hlo_text._USE_FAST_PATH = False
-    try:
-        full = _median_rate(uncached, texts, repeats)
-        one_full = _median_rate(uncached, [ONE] * (n // 4), repeats)
-    finally:
-        hlo_text._USE_FAST_PATH = True
-    rows.append(("parse_shape, no cache, fast path off (full parser only)", full))
-    one_fast = _median_rate(uncached, [ONE] * (n // 4), repeats)
+    parsed = [uncached(t) for t in texts]
     for t in MIX:
         parse_shape(t)
-    warm = _median_rate(parse_shape, texts, repeats)
-    rows.append(("parse_shape, warm cache", warm))
-    prefix_cold = _median_rate(lambda it: parse_shape_prefix(*it), prefix_items, repeats, setup=clear)
-    rows.append((f"parse_shape_prefix on lines, cache cleared per repeat ({len(MIX)} distinct)",
-                 prefix_cold))
-    for it in prefix_items:
-        parse_shape_prefix(*it)
-    prefix_warm = _median_rate(lambda it: parse_shape_prefix(*it), prefix_items, repeats)
-    rows.append(("parse_shape_prefix on instruction lines, warm cache", prefix_warm))
+    peer = _start_peer(texts, args.peer_python)
 
-    xla_rate = None
-    try:
-        from jax._src.lib import xla_client
+    ours = {}
+    xla = {"parse+print": [], "parse": [], "print": []}
 
-        xla_parse = xla_client.hlo.Shape
-        xla_rate = _median_rate(xla_parse, texts, repeats)
-    except Exception:  # jaxlib absent: no reference column
-        pass
+    def add(name, seconds):
+        ours.setdefault(name, []).append(seconds)
 
-    print(f"shape parsing: {n} shapes per repeat from a mix of {len(MIX)} TPU-dump shapes, "
-          f"median of {repeats} repeats")
+    for _ in range(args.rounds):
+        add("parse+print", _per_item(lambda t: str(uncached(t)), texts))
+        add("parse", _per_item(uncached, texts))
+        for s in parsed:
+            str(s)
+        add("print", _per_item(str, parsed))
+        fresh = [copy.deepcopy(s) for s in parsed]  # built by the constructors: no text yet
+        add("print, first time", _per_item(str, fresh))
+        hlo_text._USE_FAST_PATH = False
+        try:
+            add("parse, full parser only", _per_item(uncached, texts))
+            add("one, full parser only", _per_item(uncached, [ONE] * (n // 4)))
+        finally:
+            hlo_text._USE_FAST_PATH = True
+        add("one", _per_item(uncached, [ONE] * (n // 4)))
+        add("warm cache", _per_item(parse_shape, texts))
+        add("prefix", _per_item(lambda it: parse_shape_prefix(*it), prefix_items))
+        if peer is not None:
+            for key, value in peer.round().items():
+                xla[key].append(value)
+    if peer is not None:
+        peer.close()
+
+    med = {k: statistics.median(v) for k, v in ours.items()}
+    xmed = {k: statistics.median(v) for k, v in xla.items() if v}
+    rows = [
+        ("parse_shape + str(), no cache", "parse+print", "parse+print"),
+        ("parse_shape, no cache", "parse", "parse"),
+        ("str() of a parsed shape", "print", "print"),
+        ("str() of a constructed shape, first time", "print, first time", "print"),
+        ("parse_shape, no cache, full parser only", "parse, full parser only", "parse"),
+        ("parse_shape, warm cache", "warm cache", "parse"),
+        ("parse_shape_prefix on instruction lines, warm", "prefix", "parse"),
+    ]
+    print(f"shape text: {n} shapes per round from a mix of {len(MIX)} TPU-dump shapes, "
+          f"medians of {args.rounds} interleaved rounds, µs per shape")
+    if peer is not None:
+        print(f"XLA: jaxlib {peer.version} (xla_client.hlo.Shape and str() of it)")
     width = max(len(r[0]) for r in rows) + 2
-    header = f"{'what':<{width}}{'shapes/s':>12}"
-    if xla_rate:
-        header += f"{'vs XLA C++':>12}"
+    header = f"{'what':<{width}}{'xlashape':>10}"
+    if xmed:
+        header += f"{'XLA':>10}{'XLA/ours':>10}"
     print(header)
     print("-" * len(header))
-    for name, rate in rows:
-        line = f"{name:<{width}}{rate:>12,.0f}"
-        if xla_rate:
-            line += f"{rate / xla_rate:>11.2f}x"
+    for label, key, xkey in rows:
+        line = f"{label:<{width}}{med[key] * 1e6:>10.2f}"
+        if xmed:
+            line += f"{xmed[xkey] * 1e6:>10.2f}{xmed[xkey] / med[key]:>9.2f}x"
         print(line)
-    if xla_rate:
-        print(f"{'XLA ParseShape via jaxlib (C++, incl. Python binding)':<{width}}{xla_rate:>12,.0f}"
-              f"{1.0:>11.2f}x")
-    else:
-        print("(jaxlib not importable: no XLA reference column)")
-    print(f"uncached parse of {ONE}: {1e6 / one_fast:.1f} us "
-          f"(full parser only: {1e6 / one_full:.1f} us, {one_fast / one_full:.1f}x); "
-          f"whole mix: {cold / full:.1f}x")
+    if not xmed:
+        print("(no jaxlib here and no --peer-python: no XLA column)")
+    print(f"uncached parse of {ONE}: {med['one'] * 1e6:.1f} µs "
+          f"(full parser only: {med['one, full parser only'] * 1e6:.1f} µs)")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ the same module with the fast path switched off (``_USE_FAST_PATH``).
 """
 
 import contextlib
+import copy
 
 import pytest
 from hypothesis import example, given, settings
@@ -36,12 +37,21 @@ def fast_path(enabled: bool):
         hlo_text._USE_FAST_PATH = saved
 
 
+# Slots that cache a value computed from the others: not compared, but a
+# cached text must be exactly what printing computes from scratch.
+CACHES = ("_hash", "_text")
+
+
 def structure(value):
     """Every slot of a parsed value, recursively, with the exact classes."""
     if isinstance(value, (Shape, Layout, Tile, SplitConfig)):
         cls = type(value)
         slots = [s for klass in cls.__mro__ for s in getattr(klass, "__slots__", ())]
-        return (cls.__name__, tuple((s, structure(getattr(value, s))) for s in slots))
+        text = getattr(value, "_text", None)
+        if text is not None:
+            assert text == str(copy.deepcopy(value)), (text, value)  # the copy has no cache
+        return (cls.__name__, tuple((s, structure(getattr(value, s))) for s in slots
+                                    if s not in CACHES))
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(structure(v) for v in value))
     return (type(value).__name__, value)
@@ -99,8 +109,9 @@ def test_the_fast_path_handles_the_usual_shapes():
 def test_trusted_constructors_fill_every_slot_like_the_public_ones():
     # The fast path builds objects with the trusted constructors beside the
     # classes; each must equal, slot for slot, what the public ones build.
-    from xlashape.layout import _trusted_layout, _trusted_tile
-    from xlashape.shape import _trusted_shape
+    _trusted_tile = Tile._from_parsed
+    _trusted_layout = Layout._from_parsed
+    _trusted_shape = Shape._from_parsed
 
     tiles = (_trusted_tile((8, 128)), _trusted_tile((INT64_MIN, 2)))
     assert structure(tiles) == structure((Tile(8, 128), Tile("*", 2)))
@@ -313,3 +324,61 @@ def test_tuples_of_valid_arrays_agree(elements):
     text = "(" + ", ".join(str(e) for e in elements) + ")"
     assert check_shape_text(text)[0] == "OK"
 
+
+
+# -- the printed text, computed once ---------------------------------------------------
+
+CANONICAL = [
+    "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)S(1)}", "f32[2,3]{1,0}", "s32[]{:T(128)}",
+    "f32[]", "token[]", "opaque[]", "s4[256,1024]{1,0:T(8,128)(8,1)E(4)}", "f32[<=4,?]{1,0}",
+    "f32[2]{0:L(4)}", "f32[2]{0:S(-1)}",
+    "(s32[]{:T(128)}, bf16[16,512]{1,0:T(8,128)(2,1)}, token[])",
+    "(f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[], f32[])", "()",
+]
+# Parsed, then printed differently: the printed text is what the classes print.
+NOT_CANONICAL = {
+    "f32[2,3]": "f32[2,3]{1,0}", "f32[0012]{0}": "f32[12]{0}", "f32[2]{0:S(200)}": "f32[2]{0:S(-56)}",
+    "f32[]{:}": "f32[]", "f32[2]{0:}": "f32[2]{0}", "f32[2]{0:L(1)E(0)S(0)}": "f32[2]{0}",
+    "f32[2]{00}": "f32[2]{0}", "(f32[2], s32[])": "(f32[2]{0}, s32[])",
+    "(f32[],s32[])": "(f32[], s32[])",
+    "(f32[], f32[], f32[], f32[], f32[], f32[])":
+        "(f32[], f32[], f32[], f32[], f32[], /*index=5*/f32[])",
+    "(f32[], /*index=1*/f32[])": "(f32[], f32[])",
+    " f32[2]{0}": "f32[2]{0}", "f32[2]{0:T(02)}": "f32[2]{0:T(2)}",
+}
+
+
+@pytest.mark.parametrize("text", CANONICAL)
+def test_a_parsed_shape_prints_its_own_text(text):
+    shape = parse_uncached(text)
+    assert str(shape) == text
+    assert str(copy.deepcopy(shape)) == text  # computed from scratch
+    if hlo_text._fast_shape(text) is not None:
+        assert shape._text is text  # handed over by the fast path, not recomputed
+
+
+@pytest.mark.parametrize("text, printed", sorted(NOT_CANONICAL.items()))
+def test_non_canonical_text_prints_canonically(text, printed):
+    for fast in (True, False):
+        with fast_path(fast):
+            shape = parse_uncached(text)
+        assert str(shape) == printed
+        assert str(copy.deepcopy(shape)) == printed
+
+
+def test_text_is_computed_once():
+    shape = Shape("f32", (2, 3), Layout((0, 1), tiles=[(2, 2)]))
+    assert shape._text is None and shape.layout._text is None
+    text = str(shape)
+    assert text == "f32[2,3]{0,1:T(2,2)}" and str(shape) is text
+    assert shape.layout._text == "{0,1:T(2,2)}"
+    tup = Shape.tuple([shape, Shape.token()])
+    assert str(tup) == "(f32[2,3]{0,1:T(2,2)}, token[])" and str(tup) is str(tup)
+    assert tup.human_string() == "(f32[2,3], token[])"
+
+
+def test_many_dimensions_take_the_full_parser():
+    text = "f32[" + ",".join(["1"] * 100) + "]"
+    assert hlo_text._fast_shape(text) is None
+    shape = parse_uncached(text)
+    assert shape.layout.minor_to_major == tuple(range(99, -1, -1))

@@ -31,10 +31,12 @@ attribute lists every ``(message, position)`` XLA's parser would report for
 the failure, innermost first (``message`` is the first of them).
 
 Speed: the common plain array shape (``type[dims]{m2m:T(..)L(n)E(n)S(n)}``,
-and tuples of them as XLA prints them) is recognised by one regex and built
-directly (~10 µs instead of ~60-100 µs); anything else, and every error, goes
-through the full lexer and parser, so results and errors are the same either
-way (``tests/test_hlo_text_fastpath.py``).
+and tuples of them as XLA prints them) is recognised and built by a compiled
+scanner (:mod:`xlashape._textscan`, a few µs instead of ~60-100 µs), which
+also hands the text to the shape when it is exactly what ``str()`` prints;
+anything else, and every error, goes through the full lexer and parser here,
+so results and errors are the same either way
+(``tests/test_hlo_text_fastpath.py``).
 
 >>> s = parse_shape("bf16[32,32,4096]{2,1,0:T(8,128)(2,1)S(1)}")
 >>> s.dimensions, s.layout.memory_space, str(s.layout.tiles[1])
@@ -50,12 +52,13 @@ import re
 from typing import List, Optional, Tuple
 
 from ._base import INT64_MAX, INT64_MIN, UINT64_MAX
+from . import _textscan
 from ._validation import validate_layout_in_shape, validate_non_layout
 from .errors import (HloParseError, InvalidShapeError, ShapeIndexError, ShapeTypeError,
                      XlaShapeError)
-from .layout import COMBINE_DIMENSION, Layout, SplitConfig, Tile, _trusted_layout, _trusted_tile
+from .layout import COMBINE_DIMENSION, Layout, SplitConfig, Tile
 from .primitive_types import PrimitiveType
-from .shape import Shape, UNBOUNDED_SIZE, _trusted_shape
+from .shape import Shape, UNBOUNDED_SIZE
 
 __all__ = ["parse_shape", "parse_layout", "parse_shape_prefix", "MAX_NESTING_DEPTH"]
 
@@ -439,10 +442,10 @@ class _Fatal(Exception):
         self.position = position
 
 
-@functools.lru_cache(maxsize=64)
 def _default_layout(rank: int) -> Layout:
-    """``{rank-1,...,1,0}``, the layout XLA's parser fills in (shared, immutable)."""
-    return Layout(tuple(range(rank - 1, -1, -1)))
+    """``{rank-1,...,1,0}``, the layout XLA's parser fills in (one shared
+    object per rank, the same the fast path uses)."""
+    return _textscan.default_layout(rank)
 
 
 def _kind_name(lx: _Lexer) -> str:
@@ -472,200 +475,23 @@ def _validate_layouts(shape: Shape) -> None:
 
 
 # ---------------------------------------------------------------------------
-# The fast path: one regex for the overwhelmingly common well-formed array
-# shape, ``type[dims]{m2m:T(..)..L(n)E(n)S(n)}`` (and tuples of them, as XLA
-# prints them), converted directly.
-#
-# It accepts only text on which the full parser certainly builds the same
-# value without recording an error: no whitespace or comments, no signs, no
-# number above INT64_MAX (which the lexer would bit-cast or refuse; int()
-# refuses absurdly long ones itself), only the attributes T, L, E and S in XLA's
-# order, a minor_to_major as long as the rank, L(n) >= 1, and for
-# token/opaque only ``[]`` without a layout. The regex uses broad character
-# classes (fast to match); ``int()`` then rejects what the grammar does not
-# allow (empty entries, stray brackets), since the classes contain no
-# whitespace, sign or underscore that ``int()`` would tolerate. Each
-# character the regex stops at is a one-character token, so the full lexer's
-# tokens end at the same places. Anything else, including every error,
-# returns None and the full parser runs, so messages and positions come from
-# one place only.
+# The fast path (xlashape/_textscan.pyx, compiled): the overwhelmingly common
+# plain array shape ``type[dims]{m2m:T(..)..L(n)E(n)S(n)}`` (and tuples of
+# them, as XLA prints them) is recognised and built in C. It accepts only text
+# on which the full parser certainly builds the same value without recording
+# an error; anything else, including every error, returns None and the full
+# parser runs, so messages and positions come from one place only.
 
-_ARRAY_REST = (
-    r"\[([0-9,<=?]*)\]"  # 1: dims
-    r"(\{(?=[0-9:])"  # 2: a layout: '{' then an int or ':' (else '{' is not a layout)
-    r"([0-9,]*)"  # 3: minor_to_major
-    r"(?::(?:T(\([0-9,*()]*\)))?"  # 4: tiles
-    r"(?:L\(([0-9]+)\))?(?:E\(([0-9]+)\))?(?:S\(([0-9]+)\))?)?"  # 5, 6, 7: L E S
-    r"\})?"
-)
-# At the start of a string (the element type word first), and right after an
-# element-type token inside the full parser.
-_FAST_SHAPE_RE = re.compile(r"([a-z][a-z0-9]*)" + _ARRAY_REST, _A)
-_FAST_REST_RE = re.compile(_ARRAY_REST, _A)
-# Between tuple elements: ', ' as XLA prints it, maybe with its /*index=N*/.
-_TUPLE_SEP_RE = re.compile(r" ?(?:/\*index=[0-9]+\*/)?", _A)
-# After an array written without a layout, these characters could begin a
-# layout (possibly after whitespace or a comment): the fast path then leaves
-# the decision to the full parser.
-_MAY_PRECEDE_LAYOUT = frozenset(" \t\r\n/{")
-_ARRAY_TYPES = frozenset(t for t in PrimitiveType if t.is_array_type)
 # The tests switch the fast path off to obtain the full parser's answers.
 _USE_FAST_PATH = True
-# Shape, Layout and Tile are immutable and their constructors validate and
-# normalise every argument. The fast path has already established what they
-# check, so it builds them with the trusted constructors that live beside
-# those classes (layout._trusted_tile/_trusted_layout, shape._trusted_shape).
-
-
-def _fast_array(ptype: PrimitiveType, in_tuple: bool, dims_text: str, layout_text, m2m_text,
-                tiles_text, tail_text, bits_text, space_text) -> Optional[Shape]:
-    """The Shape for one match of ``_ARRAY_REST`` (its groups), or None when
-    the full parser must decide (it would fail, abort, or do more).
-
-    With ``in_tuple``, also None unless the shape certainly passes the checks
-    ``_parse_tuple`` runs on its elements (:mod:`xlashape._validation`); the
-    full parser then produces the message.
-    """
-    try:
-        if not dims_text:
-            dims = dyn = ()
-        elif "<" in dims_text or "?" in dims_text:
-            dims_l = []
-            dyn_l = []
-            for piece in dims_text.split(","):
-                if piece == "?":
-                    dims_l.append(UNBOUNDED_SIZE)
-                    dyn_l.append(True)
-                elif piece[:2] == "<=":
-                    dims_l.append(int(piece[2:]))  # ValueError for '<=?', '<=', '<=<=1'
-                    dyn_l.append(True)
-                else:
-                    dims_l.append(int(piece))  # ValueError for '<1', '?1', '=1'
-                    dyn_l.append(False)
-            dims = tuple(dims_l)
-            dyn = tuple(dyn_l)
-        else:
-            dims = tuple(map(int, dims_text.split(",")))  # ValueError for '', ',1', '1,'
-            dyn = (False,) * len(dims)
-        n = len(dims)
-        if ptype not in _ARRAY_TYPES:  # token[] / opaque[]; anything more is an error
-            if n or layout_text is not None:
-                return None
-            return _trusted_shape(ptype, (), (), None)
-        # Numbers above INT64_MAX are bit-cast or refused by the lexer (a
-        # text of fewer than 19 characters cannot hold such a number).
-        if len(dims_text) > 18 and max(dims) > INT64_MAX:
-            return None
-        # Tuple elements (validate_non_layout): element count and byte size fit
-        # in int64. Dimensions written in at most 17 characters multiply to
-        # less than 10**17, and 16 bytes per element keep that below 2**63.
-        if in_tuple and len(dims_text) > 17:
-            product = 1
-            for d in dims:
-                if d != UNBOUNDED_SIZE:
-                    product *= d
-                    if product > INT64_MAX:
-                        return None
-            if product * ptype.byte_width > INT64_MAX:
-                return None
-        if layout_text is None:
-            return _trusted_shape(ptype, dims, dyn, _default_layout(n))
-        if m2m_text:
-            m2m = tuple(map(int, m2m_text.split(",")))
-            if len(m2m) != n:
-                return None  # "Dimensions size is n, but minor to major size is m."
-            if len(m2m_text) > 18 and max(m2m) > INT64_MAX:
-                return None
-            if in_tuple and (max(m2m) >= n or len(set(m2m)) != n):
-                return None  # tuple elements: not a permutation
-        elif n:
-            return None
-        else:
-            m2m = ()
-        if tiles_text is None:
-            tiles = ()
-        else:
-            if "*" in tiles_text:
-                tile_dims = [tuple([COMBINE_DIMENSION if e == "*" else int(e)
-                                    for e in t.split(",")])
-                             for t in tiles_text[1:-1].split(")(")]
-            else:
-                # ValueError for 'T()', 'T((1))', 'T(1,)', 'T(1)()': not plain tiles.
-                tile_dims = [tuple(map(int, t.split(",")))
-                             for t in tiles_text[1:-1].split(")(")]
-            if len(tiles_text) > 18 and max(map(max, tile_dims)) > INT64_MAX:
-                return None
-            if in_tuple and any(0 in t for t in tile_dims):
-                return None  # tuple elements: invalid tiles
-            tiles = tuple(map(_trusted_tile, tile_dims))
-        # int() raises ValueError past sys.get_int_max_str_digits() digits.
-        if tail_text is None:
-            tail = 1
-        else:
-            tail = int(tail_text)
-            if tail < 1 or tail > INT64_MAX:
-                return None  # L(0): refused by the full parser
-        if bits_text is None:
-            bits = 0
-        else:
-            bits = int(bits_text)
-            if bits > INT64_MAX:
-                return None
-        if space_text is None:
-            space = 0
-        else:
-            space = int(space_text)
-            if space > INT64_MAX:
-                return None
-            space = ((space + 128) & 0xFF) - 128  # XLA keeps memory_space in an int8
-    except ValueError:
-        return None
-    return _trusted_shape(ptype, dims, dyn, _trusted_layout(m2m, tiles, tail, bits, space))
-
-
-def _fast_tuple(text: str) -> Optional[Shape]:
-    """A tuple of plain array/token/opaque shapes as XLA prints it, the whole
-    of ``text`` (which starts with '('); None for anything else."""
-    n = len(text)
-    pos = 1
-    shapes = []
-    match = _FAST_SHAPE_RE.match
-    while True:
-        m = match(text, pos)
-        if m is None:
-            return None
-        end = m.end()
-        if end >= n:
-            return None
-        c = text[end]
-        if c != "," and c != ")":
-            return None
-        ptype = _TYPE_KEYWORDS.get(m.group(1))
-        if ptype is None:
-            return None
-        shape = _fast_array(ptype, True, *m.groups()[1:])
-        if shape is None:
-            return None
-        shapes.append(shape)
-        if c == ")":
-            return _trusted_shape(P.TUPLE, (), (), None, tuple(shapes)) if end + 1 == n else None
-        pos = _TUPLE_SEP_RE.match(text, end + 1).end()
 
 
 def _fast_shape(text: str) -> Optional[Shape]:
     """parse_shape's fast path: the whole of ``text`` is one plain array
     shape, or a tuple of them; None otherwise (the full parser decides)."""
-    if not _USE_FAST_PATH:
+    if not _USE_FAST_PATH or type(text) is not str:
         return None
-    if text[:1] == "(":
-        return _fast_tuple(text)
-    m = _FAST_SHAPE_RE.fullmatch(text)
-    if m is None:
-        return None
-    ptype = _TYPE_KEYWORDS.get(m.group(1))
-    if ptype is None:
-        return None
-    return _fast_array(ptype, False, *m.groups()[1:])
+    return _textscan.fast_shape(text)
 
 
 class _Parser:
@@ -798,18 +624,15 @@ class _Parser:
             return self._token_error("expected primitive type, saw " + _kind_name(lx)), _INVALID
         ptype = lx.ptype
         # Fast path (tuple elements, text after leading whitespace): a plain
-        # array shape right after the type token, built directly. Without a
+        # array shape right after the type token, built in C. Without a
         # layout, it applies only when the next character cannot lead to one.
-        text = lx.text
-        m = _FAST_REST_RE.match(text, lx.end) if _USE_FAST_PATH else None
-        if m is not None:
-            end = m.end()
-            if m.group(2) is not None or end >= lx.n or text[end] not in _MAY_PRECEDE_LAYOUT:
-                shape = _fast_array(ptype, False, *m.groups())
-                if shape is not None:
-                    lx.pos = lx.end = end
-                    lx.lex()
-                    return True, shape
+        if _USE_FAST_PATH and type(lx.text) is str:
+            found = _textscan.fast_array_rest(lx.text, lx.end, ptype)
+            if found is not None:
+                shape, end = found
+                lx.pos = lx.end = end
+                lx.lex()
+                return True, shape
         lx.lex()
 
         dims: List[int] = []

@@ -14,6 +14,7 @@ HLO text syntax and so never appear in ``str()``.
 
 from __future__ import annotations
 
+import collections
 import math
 import numbers
 from typing import Sequence
@@ -86,6 +87,14 @@ class Tile(Frozen):
             dims.append(d)
         object.__setattr__(self, "_dims", tuple(dims))
 
+    @classmethod
+    def _from_parsed(cls, dims: tuple) -> "Tile":
+        """A Tile of already-valid int dims (``COMBINE_DIMENSION`` for ``*``),
+        without the constructor's checks (the HLO parser's fast path)."""
+        tile = object.__new__(cls)
+        _set_tile_dims(tile, dims)
+        return tile
+
     @property
     def dimensions(self) -> tuple:
         """Tile bounds, major to minor; ``COMBINE_DIMENSION`` for ``*``."""
@@ -105,15 +114,13 @@ class Tile(Frozen):
         return COMBINE_DIMENSION in self._dims
 
     def __str__(self) -> str:
-        parts = []
-        for d in self._dims:
-            if d == COMBINE_DIMENSION:
-                parts.append("*")
-            elif d >= 0:
-                parts.append(str(d))
-            else:  # cannot be constructed, kept for parity with XLA's printer
-                parts.append(f"Invalid value {d}")
-        return "(" + ",".join(parts) + ")"
+        dims = self._dims
+        if dims and min(dims) >= 0:
+            return "(" + ",".join(map(str, dims)) + ")"
+        # '*' (and, for parity with XLA's printer, negative values, which the
+        # constructor refuses)
+        return "(" + ",".join("*" if d == COMBINE_DIMENSION else str(d) if d >= 0
+                              else f"Invalid value {d}" for d in dims) + ")"
 
     def __repr__(self) -> str:
         inner = ", ".join("'*'" if d == COMBINE_DIMENSION else str(d) for d in self._dims)
@@ -179,7 +186,11 @@ def _same_value(a, b) -> bool:
         return False
 
 
-_FIELDS = (
+_NO_TYPE = PrimitiveType.PRIMITIVE_TYPE_INVALID
+
+# Every field of a Layout and its default, in slot order: the constructor's
+# defaults, the trusted constructor and replace()/pickling all read this table.
+_DEFAULTS = collections.namedtuple("_LayoutFields", [
     "minor_to_major",
     "tiles",
     "tail_padding_alignment_in_elements",
@@ -192,7 +203,9 @@ _FIELDS = (
     "dynamic_shape_metadata_prefix_bytes",
     "padded_dimensions",
     "padding_value",
-)
+])((), (), 1, _NO_TYPE, _NO_TYPE, 0, 0, (), None, 0, (), 0)
+_FIELDS = _DEFAULTS._fields
+_D = _DEFAULTS
 
 
 class Layout(Frozen):
@@ -208,24 +221,28 @@ class Layout(Frozen):
     is not compared), extended with the two padding fields.
     """
 
-    __slots__ = tuple("_" + f for f in _FIELDS)
+    # One slot per field, then the printed text, computed once (None until then).
+    __slots__ = tuple("_" + f for f in _FIELDS) + ("_text",)
+    #: Every field and its default, in slot order (for the trusted constructors).
+    _DEFAULTS = _DEFAULTS
 
     def __init__(
         self,
-        minor_to_major: Sequence[int] = (),
-        tiles: Sequence = (),
-        tail_padding_alignment_in_elements: int = 1,
-        index_primitive_type=PrimitiveType.PRIMITIVE_TYPE_INVALID,
-        pointer_primitive_type=PrimitiveType.PRIMITIVE_TYPE_INVALID,
-        element_size_in_bits: int = 0,
-        memory_space: int = 0,
-        split_configs: Sequence = (),
-        physical_shape=None,
-        dynamic_shape_metadata_prefix_bytes: int = 0,
-        padded_dimensions: Sequence[int] = (),
-        padding_value=0,
+        minor_to_major: Sequence[int] = _D.minor_to_major,
+        tiles: Sequence = _D.tiles,
+        tail_padding_alignment_in_elements: int = _D.tail_padding_alignment_in_elements,
+        index_primitive_type=_D.index_primitive_type,
+        pointer_primitive_type=_D.pointer_primitive_type,
+        element_size_in_bits: int = _D.element_size_in_bits,
+        memory_space: int = _D.memory_space,
+        split_configs: Sequence = _D.split_configs,
+        physical_shape=_D.physical_shape,
+        dynamic_shape_metadata_prefix_bytes: int = _D.dynamic_shape_metadata_prefix_bytes,
+        padded_dimensions: Sequence[int] = _D.padded_dimensions,
+        padding_value=_D.padding_value,
     ):
         s = object.__setattr__
+        s(self, "_text", None)
         s(self, "_minor_to_major", int_tuple(minor_to_major, "minor_to_major"))
         tl = []
         if isinstance(tiles, (Tile, str)):
@@ -388,31 +405,57 @@ class Layout(Frozen):
             self._physical_shape, self._padded_dimensions, pv,
         ))
 
+    # -- trusted construction ------------------------------------------------
+    @classmethod
+    def _from_parsed(cls, minor_to_major: tuple, tiles: tuple, tail_padding: int,
+                     element_bits: int, memory_space: int, text=None) -> "Layout":
+        """A Layout from values the HLO parser has already checked and
+        normalised (tuples of ints and Tiles, ``tail_padding >= 1``,
+        ``memory_space`` in int8), without the constructor's checks; every
+        other field takes its default from the same table as ``__init__``.
+        ``text``, when given, must be exactly what ``str()`` would print."""
+        lay = object.__new__(cls)
+        for setter, value in zip(_LAYOUT_SETTERS, _DEFAULTS._replace(
+                minor_to_major=minor_to_major, tiles=tiles,
+                tail_padding_alignment_in_elements=tail_padding,
+                element_size_in_bits=element_bits, memory_space=memory_space)):
+            setter(lay, value)
+        _set_layout_text(lay, text)
+        return lay
+
     # -- text --------------------------------------------------------------
     def __str__(self) -> str:
-        """XLA's ``Layout::ToString``: ``{m2m:attributes}`` with defaults omitted."""
-        attrs = []
+        """XLA's ``Layout::ToString``: ``{m2m:attributes}`` with defaults omitted
+        (computed once: layouts are immutable)."""
+        text = self._text
+        if text is None:
+            text = self._format()
+            _set_layout_text(self, text)
+        return text
+
+    def _format(self) -> str:
+        attrs = ""
         if self._tiles:
-            attrs.append("T" + "".join(str(t) for t in self._tiles))
+            attrs = "T" + "".join(map(str, self._tiles))
         if self._tail_padding_alignment_in_elements != 1:
-            attrs.append(f"L({self._tail_padding_alignment_in_elements})")
+            attrs += f"L({self._tail_padding_alignment_in_elements})"
         for prefix, t in (("#", self._index_primitive_type), ("*", self._pointer_primitive_type)):
-            if t != PrimitiveType.PRIMITIVE_TYPE_INVALID:
+            if t is not _NO_TYPE:
                 name = t.hlo_name if t.is_integral else "invalid"
-                attrs.append(f"{prefix}({name})")
-        if self._element_size_in_bits != 0:
-            attrs.append(f"E({self._element_size_in_bits})")
-        if self._memory_space != 0:
-            attrs.append(f"S({self._memory_space})")
+                attrs += f"{prefix}({name})"
+        if self._element_size_in_bits:
+            attrs += f"E({self._element_size_in_bits})"
+        if self._memory_space:
+            attrs += f"S({self._memory_space})"
         if self._split_configs:
-            attrs.append("SC" + "".join(str(c) for c in self._split_configs))
+            attrs += "SC" + "".join(map(str, self._split_configs))
         if self._physical_shape is not None:
-            attrs.append(f"P({self._physical_shape})")
+            attrs += f"P({self._physical_shape})"
         if self._dynamic_shape_metadata_prefix_bytes > 0:
-            attrs.append(f"M({self._dynamic_shape_metadata_prefix_bytes})")
+            attrs += f"M({self._dynamic_shape_metadata_prefix_bytes})"
         body = ",".join(map(str, self._minor_to_major))
         if attrs:
-            body += ":" + "".join(attrs)
+            return "{" + body + ":" + attrs + "}"
         return "{" + body + "}"
 
     to_string = __str__
@@ -431,34 +474,11 @@ class Layout(Frozen):
 
 
 
-# -- trusted construction ----------------------------------------------------
-# The parser's fast path has already established everything the constructors
-# check and normalise, and builds millions of these; it fills the slots
-# directly through these two functions, which live here so that the knowledge
-# of the slots stays with the classes (tests compare every slot with what the
-# constructors build).
+# The slot setters the trusted constructors use (tests compare every slot of
+# what they build with what the public constructors build).
 _set_tile_dims = Tile._dims.__set__
 _LAYOUT_SETTERS = tuple(getattr(Layout, "_" + f).__set__ for f in _FIELDS)
-_NO_TYPE = PrimitiveType.PRIMITIVE_TYPE_INVALID
-
-
-def _trusted_tile(dims: tuple) -> Tile:
-    """A Tile of already-valid int dims (``COMBINE_DIMENSION`` for ``*``)."""
-    tile = object.__new__(Tile)
-    _set_tile_dims(tile, dims)
-    return tile
-
-
-def _trusted_layout(minor_to_major: tuple, tiles: tuple, tail_padding: int,
-                    element_bits: int, memory_space: int) -> Layout:
-    """A Layout from already-valid values (tuples of ints / Tiles; tail >= 1;
-    memory_space in int8); every other field takes its default."""
-    lay = object.__new__(Layout)
-    for setter, value in zip(_LAYOUT_SETTERS, (
-            minor_to_major, tiles, tail_padding, _NO_TYPE, _NO_TYPE, element_bits,
-            memory_space, (), None, 0, (), 0)):
-        setter(lay, value)
-    return lay
+_set_layout_text = Layout._text.__set__
 
 
 def _layout_from_fields(fields: dict) -> Layout:

@@ -45,7 +45,10 @@ class Shape(Frozen):
     helpers do that.
     """
 
-    __slots__ = ("_element_type", "_dimensions", "_dynamic", "_layout", "_tuple_shapes", "_hash")
+    # The fields, then two values computed once: the hash and the printed text
+    # (None until first needed).
+    __slots__ = ("_element_type", "_dimensions", "_dynamic", "_layout", "_tuple_shapes",
+                 "_hash", "_text")
 
     def __init__(self, element_type, dimensions: Sequence[int] = (), layout: Optional[Layout] = None,
                  dynamic_dimensions: Optional[Sequence[bool]] = None, *, tuple_shapes=None):
@@ -53,6 +56,7 @@ class Shape(Frozen):
         s = object.__setattr__
         s(self, "_element_type", et)
         s(self, "_hash", None)
+        s(self, "_text", None)
         if et is P.TUPLE or et is P.BUFFER:
             shapes = tuple(tuple_shapes or ())
             for sub in shapes:
@@ -362,11 +366,29 @@ class Shape(Frozen):
             object.__setattr__(self, "_hash", h)
         return h
 
+    # -- trusted construction ------------------------------------------------
+    @classmethod
+    def _from_parsed(cls, element_type: PrimitiveType, dimensions: tuple, dynamic: tuple,
+                     layout: Optional[Layout], tuple_shapes: tuple = (),
+                     text: Optional[str] = None) -> "Shape":
+        """A Shape from parts the HLO parser has already checked, without the
+        constructor's checks: an array (int dims, bool flags of the same
+        length, a Layout or None), a token/opaque (all empty), or a tuple
+        (``TUPLE`` with ``tuple_shapes``). ``text``, when given, must be
+        exactly what ``str()`` would print."""
+        shape = object.__new__(cls)
+        for setter, value in zip(_SHAPE_SETTERS, (
+                element_type, dimensions, dynamic, layout, tuple_shapes, None, text)):
+            setter(shape, value)
+        return shape
+
     # -- text --------------------------------------------------------------
     def to_string(self, print_layout: bool = True) -> str:
         """XLA's text for this shape (``PrintHumanString[WithLayout]``)."""
+        if print_layout:
+            return self.__str__()
         out = []
-        _print(self, print_layout, out)
+        _print(self, False, out)
         return "".join(out)
 
     def human_string(self) -> str:
@@ -374,7 +396,14 @@ class Shape(Frozen):
         return self.to_string(False)
 
     def __str__(self) -> str:
-        return self.to_string(True)
+        """XLA's text with layouts, computed once (shapes are immutable)."""
+        text = self._text
+        if text is None:
+            out = []
+            _print(self, True, out)
+            text = "".join(out)
+            _set_shape_text(self, text)
+        return text
 
     def __repr__(self) -> str:
         extra = ""
@@ -385,20 +414,9 @@ class Shape(Frozen):
 
 
 
-# -- trusted construction (see layout._trusted_layout) -----------------------
+# The slot setters of Shape._from_parsed, in slot order.
 _SHAPE_SETTERS = tuple(getattr(Shape, name).__set__ for name in Shape.__slots__)
-
-
-def _trusted_shape(element_type: PrimitiveType, dimensions: tuple, dynamic: tuple,
-                   layout: Optional[Layout], tuple_shapes: tuple = ()) -> "Shape":
-    """A Shape from already-valid parts: an array (int dims, bool flags of the
-    same length, a Layout or None), a token/opaque (all empty), or a tuple
-    (``P.TUPLE`` with ``tuple_shapes``)."""
-    shape = object.__new__(Shape)
-    for setter, value in zip(_SHAPE_SETTERS, (
-            element_type, dimensions, dynamic, layout, tuple_shapes, None)):
-        setter(shape, value)
-    return shape
+_set_shape_text = Shape._text.__set__
 
 
 def _shape_from_parts(et, dims, layout, dyn, tuple_shapes):
@@ -414,7 +432,10 @@ def _print(shape: Shape, print_layout: bool, out: list) -> None:
         for i, sub in enumerate(shape._tuple_shapes):
             if i:
                 out.append(", /*index=%d*/" % i if i % 5 == 0 else ", ")
-            _print(sub, print_layout, out)
+            if print_layout:
+                out.append(sub.__str__())  # the element's own (cached) text
+            else:
+                _print(sub, False, out)
         out.append(")")
         return
     if et is P.BUFFER:
@@ -422,17 +443,14 @@ def _print(shape: Shape, print_layout: bool, out: list) -> None:
         _print(shape._tuple_shapes[0], print_layout, out)
         out.append(")")
         return
-    out.append(et.hlo_name)
-    out.append("[")
-    parts = []
-    for d, dyn in zip(shape._dimensions, shape._dynamic):
-        if dyn:
-            parts.append("?" if d == UNBOUNDED_SIZE else f"<={d}")
-        else:
-            parts.append(str(d))
-    out.append(",".join(parts))
-    out.append("]")
+    dims = shape._dimensions
+    if True in shape._dynamic:
+        dims = ["?" if d == UNBOUNDED_SIZE else f"<={d}" if dyn else str(d)
+                for d, dyn in zip(dims, shape._dynamic)]
+    else:
+        dims = map(str, dims)
+    out.append(f"{et.hlo_name}[{','.join(dims)}]")
     if print_layout and shape._layout is not None and et.is_array_type:
-        text = str(shape._layout)
+        text = shape._layout.__str__()
         if shape._dimensions or text != "{}":
             out.append(text)
