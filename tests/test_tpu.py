@@ -32,13 +32,19 @@ def _read(path):
     return header, rows
 
 
+_SIZES = {}  # predicted shape text -> its size (chips of a generation predict alike)
+
+
 def _disagreements(chip, rows):
     bad = []
     for text, nbytes in rows:
         golden = xlashape.parse_shape(text)
         predicted = tpu.with_default_layout(golden.with_layout(None), chip)
-        size = tiling.physical_size_in_bytes(predicted)
-        if str(predicted) != text or size != nbytes:
+        predicted_text = str(predicted)
+        size = _SIZES.get(predicted_text)
+        if size is None:
+            size = _SIZES[predicted_text] = tiling.physical_size_in_bytes(predicted)
+        if predicted_text != text or size != nbytes:
             bad.append(f"XLA: {text} ({nbytes} bytes); model: {predicted} ({size} bytes)")
     return bad
 
@@ -117,7 +123,7 @@ def test_tuples_get_a_layout_per_array():
 @pytest.mark.parametrize("name,chip", [("v5e", "v5e"), ("TPU v5 lite", "v5e"), (" V5E ", "v5e"),
                                        ("TPU v5", "v5p"), ("TPU v6 lite", "v6e"),
                                        ("TPU7x", "v7x"), ("tpu7x", "v7x"), ("TPU v4", "v4"),
-                                       ("v2", "v2")])
+                                       ("v2", "v2"), ("v5p:2x2x1", "v5p"), ("v6e:2x2", "v6e")])
 def test_chip_names(name, chip):
     # jax's device_kind strings, as the compile-only topologies report them
     assert tpu.canonical_chip(name) == chip

@@ -51,9 +51,10 @@ one; a *row tile* is that ``r``.
    ``f32[100]`` is ``{0:T(128)}``, ``f32[300]`` is ``{0:T(512)}``,
    ``bf16[7]`` is ``{0:T(256)(128)(2,1)}`` on v4 and later.
 
-4. **Scalars** are one tile of ``128 * (32 / bits)`` elements, e.g.
-   ``f32[]{:T(128)}``, ``bf16[]{:T(256)}``, ``s4[]{:T(1024)E(4)}`` on v4 and
-   later; v2 and v3 use twice that for 32-bit and 16-bit types.
+4. **Scalars** get one tile of 128 elements for 32-bit and wider types, 256
+   for 16-bit, 512 for 8-bit and ``pred``, 1024 for 4-bit and 2048 for 2-bit
+   on v4 and later (``f32[]{:T(128)}``, ``s4[]{:T(1024)E(4)}``); v2 and v3
+   use 256 for 32-bit and wider types, 512 for 16-bit and 1024 for the rest.
 
 5. **Empty arrays** (a dimension of size 0) keep the default order and get
    no tiles (only ``E(n)`` for packed 4-bit and 2-bit types).
@@ -90,10 +91,10 @@ around tile boundaries from 0 to 8192) and recorded each parameter's layout
 (``entry_computation_layout``, equal to ``input_formats``) and size (its
 allocation in XLA's buffer assignment, equal to ``argument_size_in_bytes``
 when compiled alone). The model agrees on the layout text and, through
-:func:`xlashape.tiling.physical_size_in_bytes`, on the bytes of all of them:
-3,000 cases per chip in ``tests/data/tpu_layouts/`` (21,000 in all), and
-a separate run with a new random seed, 2,000 per chip (14,000), in
-``tests/data/tpu_layouts/recheck/``.
+:func:`xlashape.tiling.physical_size_in_bytes`, on the bytes of every one:
+3,019 cases per chip in ``tests/data/tpu_layouts/`` (21,133 in all, a few of
+rank 7 to 9 among them), and 2,019 per chip (14,133) from a later run with a
+new random seed, in ``tests/data/tpu_layouts/recheck/``.
 
 Element types: ``pred``, ``s2``..``s64``, ``u2``..``u64``, ``f16``, ``bf16``,
 ``f32``, ``f64``, every ``f8`` type, ``f4e2m1fn``, ``c64``, ``c128``: XLA:TPU
@@ -169,14 +170,17 @@ _LANES = 128
 
 def canonical_chip(chip) -> str:
     """The model's name for ``chip``: ``"v5e"``, ``"TPU v5 lite"`` (jax's
-    ``device_kind``), ``"tpu7x"``... -> one of :data:`CHIPS`.
+    ``device_kind``), a topology name (``"v5e:2x2"``), ``"tpu7x"``... -> one
+    of :data:`CHIPS`.
 
-    >>> canonical_chip("TPU v5 lite"), canonical_chip("V6E"), canonical_chip("tpu7x")
+    >>> canonical_chip("TPU v5 lite"), canonical_chip("V6E"), canonical_chip("tpu7x:2x2x1")
     ('v5e', 'v6e', 'v7x')
     """
     if not isinstance(chip, str):
         raise ShapeTypeError(f"chip must be a string such as 'v5e', got {type(chip).__name__}")
     key = " ".join(chip.strip().lower().split())
+    if ":" in key:  # a topology name, e.g. "v5e:2x2" or "tpu7x:2x2x1"
+        key = key.split(":", 1)[0].strip()
     name = key if key in _GENERATIONS else _ALIASES.get(key)
     if name is None:
         raise InvalidShapeError(
@@ -239,16 +243,17 @@ def _minor_and_second_minor(dims, w: _Width):
     total = 1
     for d in dims:
         total *= d
+    # each dimension padded as the minor one, and as the second-minor one
+    as_minor = [_round_up(d, _LANES) for d in dims]
+    as_second = [_round_up(d, min(_row_tile(w.rows, d), _ORDER_MAX_ROWS)) for d in dims]
     best = None
     for minor in range(n - 1, -1, -1):
+        rest = total // dims[minor] * as_minor[minor]
         for second in range(n - 1, -1, -1):
-            if second == minor:
-                continue
-            rows = min(_row_tile(w.rows, dims[second]), _ORDER_MAX_ROWS)
-            others = total // (dims[minor] * dims[second])
-            padded = others * _round_up(dims[second], rows) * _round_up(dims[minor], _LANES)
-            if best is None or padded < best[0]:
-                best = (padded, minor, second)
+            if second != minor:
+                padded = rest // dims[second] * as_second[second]
+                if best is None or padded < best[0]:
+                    best = (padded, minor, second)
     return best[1], best[2]
 
 

@@ -24,7 +24,7 @@ copied to the output), where the layout must be the same and
 ``memory_analysis().argument_size_in_bytes`` must equal the recorded size.
 Any disagreement stops the script.
 
-``--acceptance`` also compiles ``jax.jit(lambda a: a)`` for every element
+``--acceptance`` instead compiles ``jax.jit(lambda a: a)`` for every element
 type and rank 0-6 (a few shapes each) and records which ones the compiler
 rejects, with its message (or the signal the compiling process died of).
 
@@ -34,8 +34,15 @@ halves until the failing case is alone.
 
 Output (``--out DIR``): ``DIR/<chip>.tsv`` with one line per case,
 ``<shape with XLA's layout>\\t<bytes>``, after ``#`` header lines that give
-the jax/jaxlib/libtpu versions, the seed and the checks made; and with
-``--acceptance`` ``DIR/acceptance.tsv``.
+the jax/jaxlib/libtpu versions, the seed and the checks made; with
+``--acceptance``, ``DIR/acceptance.tsv``.
+
+The committed fixtures were made with::
+
+    sweep_tpu_layouts.py --out tests/data/tpu_layouts --seed 0 --cases 3000 --verify 60
+    sweep_tpu_layouts.py --out tests/data/tpu_layouts/recheck --seed 20251123 --cases 2000 \\
+        --verify 20
+    sweep_tpu_layouts.py --out tests/data/tpu_layouts --acceptance
 """
 
 from __future__ import annotations
@@ -229,9 +236,12 @@ class Worker:
     def _start(self):
         self.dump_dir = tempfile.mkdtemp(prefix="tpu_sweep_dump_")
         self.stderr = tempfile.TemporaryFile()
-        env = dict(os.environ, SWEEP_DUMP_DIR=self.dump_dir)
+        # compile-only: no device to guard, so several workers (and other
+        # programs using libtpu) may load it at once
+        env = dict(os.environ, SWEEP_DUMP_DIR=self.dump_dir, ALLOW_MULTIPLE_LIBTPU_LOAD="1")
         if self.dump:
-            env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + f" --xla_dump_to={self.dump_dir}").strip()
+            flags = env.get("XLA_FLAGS", "") + f" --xla_dump_to={self.dump_dir}"
+            env["XLA_FLAGS"] = flags.strip()
         self.proc = subprocess.Popen(
             [sys.executable, os.path.abspath(__file__), "--worker", self.chip],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, env=env, text=True)
@@ -288,7 +298,10 @@ def _death(rc, stderr):
         if "Check failed" in ln:
             return f"{what}: {ln.strip()}"
     frames = re.findall(r"^\s+@\s+0x[0-9a-f]+\s+\S+\s+(xla::\S+)\(\)", stderr, re.M)
-    return f"{what} in {frames[0]}" if frames else what
+    if frames:
+        return f"{what} in {frames[0]}"
+    errors = [ln.strip() for ln in stderr.splitlines() if re.match(r"^\w*(Error|Exception)\b", ln)]
+    return f"{what}: {errors[-1]}" if errors else what
 
 
 def compile_all(worker, cases, mode, results, failures):
@@ -440,6 +453,8 @@ def sweep_chip(chip, cases, args, vers):
                 "bytes: the parameter's allocation in XLA's buffer assignment\n")
         f.write(f"# {checked_single} random cases compiled alone as jit(lambda a: a): same layout, "
                 "argument_size_in_bytes equal to bytes\n")
+        for (name, dims), err in sorted(single_fail.items()):
+            f.write(f"# copying {shape_text(name, dims)} alone did not compile: {err}\n")
         for name, dims in cases:
             if (name, dims) in results:
                 r = results[(name, dims)]
@@ -494,8 +509,10 @@ def main(argv=None):
     ap.add_argument("--verify", type=int, default=60,
                     help="cases per chip compiled again alone (copied), to check the batching")
     ap.add_argument("--acceptance", action="store_true",
-                    help="also record which types/ranks a copying program compiles for")
-    ap.add_argument("--cases-file", help="JSON list of [type, dims] to compile instead of random ones")
+                    help="instead of the layout sweep, record which types and ranks a program "
+                         "that copies the array compiles for (DIR/acceptance.tsv)")
+    ap.add_argument("--cases-file",
+                    help="JSON list of [type, dims] to compile instead of random ones")
     ap.add_argument("--progress", action="store_true", help="report every compile on stderr")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -515,10 +532,13 @@ def main(argv=None):
     else:
         cases = list(EXAMPLES) + [c for c in draw_cases(random.Random(args.seed), args.cases, names)
                                   if c not in EXAMPLES]
+    if args.acceptance:
+        os.makedirs(args.out, exist_ok=True)
+        acceptance(chips, args, vers)
+        return 0
     for chip in chips:
         sweep_chip(chip, cases, args, vers)
-    if args.acceptance:
-        acceptance(chips, args, vers)
+    return 0
 
 
 if __name__ == "__main__":

@@ -159,17 +159,33 @@ PAD_HELP = ("pad dimension d to width Wd before tiling: the legacy padded_dimens
             "of XLA's older shapes documentation, which has no HLO text syntax")
 
 
-def add_shape_args(p, padding: bool = True) -> None:
+def add_shape_args(p, padding: bool = True, tpu: bool = False) -> None:
     """The SHAPE positional (text, or - for standard input) and, unless
-    ``padding`` is false, ``--pad`` and ``--padding-value``."""
-    p.add_argument("shape", metavar="SHAPE",
+    ``padding`` is false, ``--pad`` and ``--padding-value``; with ``tpu``,
+    ``--tpu [CHIP]`` (see :func:`load_shape`)."""
+    p.add_argument("shape", metavar="SHAPE", nargs="?" if tpu else None,
                    help="an XLA shape as HLO text, e.g. 'f32[2,3]{0,1}' (quote it for the "
                         "shell), or - to read it from standard input")
+    if tpu:
+        from ..tpu import CHIPS
+
+        p.add_argument("--tpu", nargs="?", const=DEFAULT_TPU, metavar="CHIP",
+                       help="give SHAPE, written without a layout, the layout XLA:TPU gives a "
+                            "jit parameter of that shape on CHIP "
+                            f"({', '.join(CHIPS)}; default {DEFAULT_TPU})")
     if padding:
         p.add_argument("--pad", metavar="W0,W1,...", help=PAD_HELP)
         p.add_argument("--padding-value", metavar="V",
                        help="the value padding slots hold (default 0; the legacy padding_value "
                             "field); shown in pictures")
+
+
+def shape_required_in_usage(p) -> None:
+    """Call last in ``add_parser`` when ``add_shape_args(tpu=True)``: SHAPE is
+    optional only for argparse (so that ``--tpu SHAPE`` parses); the usage
+    line shows it as required."""
+    usage = " ".join(p.format_usage().split()[1:])  # without "usage:"
+    p.usage = usage.replace(p.prog, "%(prog)s", 1).replace("[SHAPE]", "SHAPE")
 
 
 def read_shape_text(text: str) -> str:
@@ -186,11 +202,60 @@ def read_shape_text(text: str) -> str:
     return shape_text
 
 
+DEFAULT_TPU = "v5e"
+_WRITTEN_LAYOUT = re.compile(r"\]\s*\{")
+
+
+def _tpu_shape(args, text: str):
+    """``--tpu [CHIP]``: the shape with the layout XLA:TPU would give it."""
+    from ..hlo_text import parse_shape
+    from ..tpu import canonical_chip, with_default_layout
+
+    chip = canonical_chip(args.tpu)
+    shape = parse_shape(text)
+    if _WRITTEN_LAYOUT.search(text):
+        raise UsageError(f"--tpu gives a shape written without a layout the layout XLA:TPU "
+                         f"chooses, but {text.strip()} has one (drop the layout, or --tpu)")
+    args.tpu = chip
+    return with_default_layout(shape, chip)
+
+
+def tpu_note(shape, chip: str) -> List[str]:
+    """The lines ``--tpu`` adds: ``on TPU v5e this array is stored as ...: N bytes``."""
+    from ..hlo_module import memory_footprint
+
+    n = memory_footprint(shape).padded_bytes
+    if shape.is_tuple:
+        return [f"on TPU {chip} these arrays are stored as {shape}: {n} bytes ({fmt_bytes(n)})",
+                "  (the layouts XLA:TPU gives jit parameters of these shapes when no layout "
+                "is requested)"]
+    return [f"on TPU {chip} this array is stored as {shape}: {n} bytes ({fmt_bytes(n)})",
+            "  (the layout XLA:TPU gives a jit parameter of this shape when no layout "
+            "is requested)"]
+
+
 def load_shape(args, *, need_array: bool = True, always_warn: bool = False):
-    """The SHAPE argument as a Shape, with ``--pad`` / ``--padding-value`` applied."""
+    """The SHAPE argument as a Shape, with ``--pad`` / ``--padding-value``
+    applied; with ``--tpu [CHIP]``, a shape written without a layout first gets
+    the one XLA:TPU chooses (``--tpu SHAPE`` reads as the default chip)."""
     from ..hlo_text import parse_shape
 
-    shape = parse_shape(read_shape_text(args.shape))
+    if getattr(args, "tpu", None) is not None and args.shape is None:
+        from ..tpu import canonical_chip
+
+        try:
+            canonical_chip(args.tpu)
+        except XlaShapeError:
+            args.shape, args.tpu = args.tpu, DEFAULT_TPU  # '--tpu SHAPE'
+        else:
+            raise UsageError("the following arguments are required: SHAPE")
+    if args.shape is None:
+        raise UsageError("the following arguments are required: SHAPE")
+    text = read_shape_text(args.shape)
+    if getattr(args, "tpu", None) is not None:
+        shape = _tpu_shape(args, text)
+    else:
+        shape = parse_shape(text)
     pad = getattr(args, "pad", None)
     pv = getattr(args, "padding_value", None)
     if pad is not None or pv is not None:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import List
 
 from ..errors import XlaShapeError
-from ._common import EXAMPLE_SHAPE, PROG, add_command, add_shape_args, fmt_bytes, load_shape
+from ._common import (EXAMPLE_SHAPE, PROG, add_command, add_shape_args, fmt_bytes, load_shape,
+                      shape_required_in_usage, tpu_note)
 from ._output import field, write_json, write_lines
 
 NAME = "describe"
@@ -17,12 +18,16 @@ def add_parser(subparsers):
         subparsers, NAME,
         "Show the parts of a shape: element type, dimensions, layout, tiles, "
         "memory space, logical and physical bytes, physical dimensions",
-        f"{PROG} describe '{EXAMPLE_SHAPE}'")
-    add_shape_args(p)
+        f"{PROG} describe '{EXAMPLE_SHAPE}'\n"
+        f"  {PROG} describe --tpu v6e 'bf16[8,1,1280]'   "
+        "# with the layout XLA:TPU gives a jit parameter of that shape")
+    add_shape_args(p, tpu=True)
     p.add_argument("--json", action="store_true",
                    help="print a JSON object (shape, kind, element_type, dimensions, layout "
                         "fields, tile_levels, unpadded_bytes, padded_bytes, "
-                        "physical_dimensions, ...; a tuple lists its elements)")
+                        "physical_dimensions, ...; a tuple lists its elements; with --tpu "
+                        "the chip in \"tpu\")")
+    shape_required_in_usage(p)
     return p
 
 
@@ -32,9 +37,12 @@ def run(args) -> int:
 
     shape = load_shape(args, need_array=False, always_warn=True)
     if args.json:
-        write_json(describe_json(shape))
+        obj = describe_json(shape)
+        if args.tpu:
+            obj["tpu"] = args.tpu
+        write_json(obj)
         return 0
-    out: List[str] = []
+    out: List[str] = tpu_note(shape, args.tpu) if args.tpu else []
     if shape.is_array:
         _describe_array(shape, out)
     elif shape.is_buffer:

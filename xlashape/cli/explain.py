@@ -3,7 +3,8 @@ expansion, where the padding comes from, and what to change."""
 
 from __future__ import annotations
 
-from ._common import PROG, add_command, add_shape_args, load_shape
+from ._common import (PROG, add_command, add_shape_args, load_shape, shape_required_in_usage,
+                      tpu_note)
 from ._output import write_json, write_lines
 
 NAME = "explain"
@@ -15,9 +16,14 @@ def add_parser(subparsers):
         "Explain the memory a shape takes: unpadded and padded size, expansion, "
         "which dimensions and tile levels cause the padding, and what to change",
         f"{PROG} explain 'f32[8,1,1024]{{1,2,0:T(8,128)}}'   "
-        "# sizes printed as XLA's out-of-memory report prints them")
-    add_shape_args(p)
-    p.add_argument("--json", action="store_true", help="print a JSON object")
+        "# sizes printed as XLA's out-of-memory report prints them\n"
+        f"  {PROG} explain --tpu v5e 'f32[100,5]'   "
+        "# with the layout XLA:TPU gives a jit parameter of that shape")
+    add_shape_args(p, tpu=True)
+    p.add_argument("--json", action="store_true",
+                   help="print a JSON object (with --tpu: the predicted shape in \"shape\", "
+                        "its size in \"padded_bytes\", the chip in \"tpu\")")
+    shape_required_in_usage(p)
     return p
 
 
@@ -27,9 +33,13 @@ def run(args) -> int:
     shape = load_shape(args)
     rep = padding_report(shape)
     if args.json:
-        write_json(report_json(shape, rep))
+        obj = report_json(shape, rep)
+        if args.tpu:
+            obj["tpu"] = args.tpu
+        write_json(obj)
         return 0
-    out = [str(rep.shape)]
+    out = tpu_note(shape, args.tpu) if args.tpu else []
+    out.append(str(rep.shape))
     out.append(f"  unpadded size  {format_bytes(rep.unpadded_bytes)} ({rep.unpadded_bytes} bytes)")
     out.append(f"  padded size    {format_bytes(rep.padded_bytes)} ({rep.padded_bytes} bytes)")
     out.append(f"  {format_expansion(rep.expansion)}")
