@@ -72,6 +72,43 @@ def test_fixture_covers_every_type_and_rank():
     assert set(range(7)) <= {len(s.dimensions) for s in shapes}
 
 
+def _acceptance():
+    return [ln.split("\t") for ln in (DATA / "acceptance.tsv").read_text().splitlines()
+            if not ln.startswith("#")]
+
+
+def test_copying_programs_see_the_same_parameter_layouts():
+    # acceptance.tsv: one array per compile, copied to the output
+    checked = 0
+    for chip, shape, status, answer in _acceptance():
+        if status != "ok":
+            continue
+        if shape.startswith("s1["):
+            # JAX passes its 1-bit integer to XLA as pred: no s1 reaches the compiler
+            assert answer.startswith("pred[")
+            with pytest.raises(InvalidShapeError, match="s1"):
+                tpu.default_layout(shape, chip)
+            continue
+        assert str(tpu.with_default_layout(shape, chip)) == answer, (chip, shape)
+        checked += 1
+    assert checked > 3000
+
+
+def test_what_the_compiler_refuses_is_what_the_docstring_says():
+    # every u1 array (JAX cannot serialize it); copies of some 2-bit arrays crash
+    # libtpu: rank 1 on every chip, most of rank 2 and more on v4; nothing else
+    refused = [(c, s, a) for c, s, status, a in _acceptance() if status == "rejected"]
+    assert {s.split("[")[0] for _, s, _ in refused} == {"u1", "s2", "u2"}
+    for chip, shape, answer in refused:
+        if shape.startswith("u1["):
+            assert "serialize" in answer
+        elif shape.count(",") == 0:
+            assert "SIGILL" in answer
+        else:
+            assert chip == "v4" and "Unsupported B2 packed type" in answer
+    assert "u1" in tpu.__doc__ and "Unsupported B2 packed type" in tpu.__doc__
+
+
 # The shapes the documentation names, with what XLA:TPU printed for them
 # (they are also rows of the fixture: checked below).
 DOCUMENTED = [

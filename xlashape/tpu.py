@@ -99,9 +99,18 @@ new random seed, in ``tests/data/tpu_layouts/recheck/``.
 Element types: ``pred``, ``s2``..``s64``, ``u2``..``u64``, ``f16``, ``bf16``,
 ``f32``, ``f64``, every ``f8`` type, ``f4e2m1fn``, ``c64``, ``c128``: XLA:TPU
 gives a parameter of each of them a layout. ``s1`` and ``u1`` cannot be
-checked (JAX passes a 1-bit integer as ``pred`` and refuses an unsigned one),
-so they raise :class:`~xlashape.InvalidShapeError`, as do dynamic dimensions
-and non-array shapes.
+checked (JAX passes a 1-bit integer as ``pred`` and cannot serialize an
+unsigned one for the compiler), so they raise
+:class:`~xlashape.InvalidShapeError`, as do dynamic dimensions and non-array
+shapes.
+
+What XLA:TPU does refuse (``tests/data/tpu_layouts/acceptance.tsv``: every
+type and rank 0 to 6 on every chip, one array copied by ``jax.jit(lambda a:
+a)``): only programs on 2-bit arrays. Copying a rank-1 ``s2``/``u2`` array of
+more than one element crashes libtpu 0.0.50.1 on every chip (``SIGILL`` in
+its code generator), and on v4 copying an ``s2``/``u2`` array of rank 2 or
+more aborts it (``Unsupported B2 packed type``; every one tried but those
+with all dimensions 1). Their parameters still get the layout given here.
 """
 
 from __future__ import annotations
