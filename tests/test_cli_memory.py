@@ -186,3 +186,53 @@ def test_hlo_bad_input_is_one_error_line(case, tmp_path):
         path.write_text("")
     r = fails("hlo", path, "--max-warnings", "0")
     assert len(r.stderr.splitlines()) <= 2, r.stderr
+
+
+# -- the example shipped with the package --------------------------------------------------
+
+EXAMPLE = Path(__file__).parent.parent / "xlashape" / "examples" / "tpu_dump"
+
+
+def test_the_example_is_the_corpus_example_dump():
+    corpus = DATA / "tpu_corpus" / "example_dump"
+    shipped = sorted(p.name for p in EXAMPLE.glob("module_*"))
+    assert shipped and all("after_optimizations" in n for n in shipped)
+    for name in shipped:
+        assert (EXAMPLE / name).read_bytes() == (corpus / name).read_bytes(), name
+
+
+def test_the_example_is_package_data():
+    import fnmatch
+
+    tomllib = pytest.importorskip("tomllib")    # Python 3.11+
+    patterns = tomllib.loads((EXAMPLE.parents[2] / "pyproject.toml").read_text())[
+        "tool"]["setuptools"]["package-data"]["xlashape"]
+    for p in EXAMPLE.iterdir():
+        rel = p.relative_to(EXAMPLE.parents[1]).as_posix()
+        assert any(fnmatch.fnmatch(rel, pat) for pat in patterns), rel
+
+
+def test_memory_example():
+    ref = json.loads((DATA / "tpu_corpus" / "example_conv_rgb" / "memory_analysis.json")
+                     .read_text())["memory_analysis"]
+    out = ok("memory", "--example").stdout
+    assert "a real XLA:TPU dump shipped with xlashape" in out
+    assert "module jit_conv_layer" in out
+    assert f"argument_size_in_bytes {ref['argument_size_in_bytes']}" in out
+    assert f"output_size_in_bytes {ref['output_size_in_bytes']}" in out
+    assert "fix:" in out
+    doc = json.loads(ok("memory", "--example", "--json").stdout)
+    check_form(doc)
+    assert doc["modules"][0]["argument_size_in_bytes"] == ref["argument_size_in_bytes"]
+
+
+def test_memory_chip_sets_tuple_tables():
+    # tuple_outputs_v6e: memory_analysis() on v6e counts a 12-element tuple
+    # table as 64 bytes (4 per element in 32-byte granules), v5e as 512
+    program = DATA / "tpu_corpus" / "tuple_outputs_v6e"
+    ref = json.loads((program / "memory_analysis.json").read_text())["memory_analysis"]
+    v6e = json.loads(ok("memory", program / "module.hlo", "--json", "--chip", "v6e").stdout)
+    assert v6e["modules"][0]["output_size_in_bytes"] == ref["output_size_in_bytes"]
+    default = json.loads(ok("memory", program / "module.hlo", "--json").stdout)
+    assert default["modules"][0]["output_size_in_bytes"] == ref["output_size_in_bytes"] - 64 + 512
+    assert "--chip" in ok("memory", program / "module.hlo").stdout

@@ -591,3 +591,61 @@ def test_a_generated_module_is_read_from_a_file_as_from_text(tmp_path):
 def test_corpus_files_are_read_as_their_text_is():
     for program in _PROGRAMS:
         _same_from_file_and_text(CORPUS / program / "module.hlo")
+
+
+# -- a JAX compiled object ---------------------------------------------------------------
+
+
+class _Stats:
+    """What compiled.memory_analysis() returns (the fields it has)."""
+
+    def __init__(self, **kw):
+        for k, v in kw.items():
+            setattr(self, k, v)
+
+
+class _Compiled:
+    def __init__(self, text, stats):
+        self._text, self._stats = text, stats
+
+    def as_text(self):
+        return self._text
+
+    def memory_analysis(self):
+        return self._stats
+
+
+def test_a_compiled_object_is_analysed_beside_its_own_figures():
+    stats = _Stats(argument_size_in_bytes=143360, output_size_in_bytes=134656,
+                   alias_size_in_bytes=131072, temp_size_in_bytes=0,
+                   host_argument_size_in_bytes=0, host_output_size_in_bytes=0)
+    result = analyze(_Compiled(DONATED, stats))
+    (m,) = result.modules
+    assert result.kind == "jax" and m.source == "jax"
+    assert m.memory_analysis["output_size_in_bytes"] == 134656
+    assert m.warnings == []          # every figure the text determines agrees
+    wrong = _Stats(**{**stats.__dict__, "output_size_in_bytes": 1})
+    (m,) = analyze(_Compiled(DONATED, wrong)).modules
+    assert any("output_size_in_bytes: memory_analysis() says 1" in w for w in m.warnings)
+
+
+def test_jax_stays_unimported():
+    import subprocess
+    import sys
+
+    code = ("import sys, xlashape.memory as m; m.analyze(m.EXAMPLE_DUMP); "
+            "print('jax' in sys.modules)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.stdout.strip() == "False", r.stderr
+
+
+def test_a_live_jax_compiled_object():
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    compiled = jax.jit(lambda x, w: (x @ w).sum(0)).lower(
+        jnp.zeros((8, 128), jnp.float32), jnp.zeros((128, 256), jnp.float32)).compile()
+    (m,) = analyze(compiled).modules
+    ours = {k: getattr(m, k) for k in STATS}
+    theirs = {k: m.memory_analysis[k] for k in STATS}
+    assert ours == theirs

@@ -74,11 +74,16 @@ __all__ = [
     "normalize_chip",
     "explain_padding",
     "HOST_MEMORY_SPACE",
+    "EXAMPLE_DUMP",
 ]
 
 #: XLA's ``Layout::kHostMemorySpace``: buffers in ``S(5)`` live in host memory
 #: and count in the ``host_*`` figures.
 HOST_MEMORY_SPACE = 5
+
+#: A small real XLA:TPU dump directory shipped with xlashape (the first layer
+#: of a convolutional network; ``xlashape memory --example`` reads it).
+EXAMPLE_DUMP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples", "tpu_dump")
 
 _TPU = "tpu"
 

@@ -29,7 +29,6 @@ _SPACES = Table([("memory space", 34, "<"), ("arguments", 10, ">"), ("outputs", 
 _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
-_EXAMPLE_DIR = ("examples", "tpu_dump")
 _SPACE_NAMES = {0: "device memory (HBM)", 1: "fast memory (VMEM on TPU)", 5: "host memory"}
 
 
@@ -48,13 +47,19 @@ def add_parser(subparsers):
                    help="an HLO text file (.gz ok), an XLA dump directory, a TPU out-of-memory "
                         "report or libtpu log, or - for standard input")
     p.add_argument("--example", action="store_true",
-                   help="read the small real XLA:TPU dump shipped with xlashape (and say where it is)")
+                   help="read the small real XLA:TPU dump shipped with xlashape")
+    p.add_argument("--example-path", action="store_true",
+                   help="print the directory of that dump and exit")
     p.add_argument("--json", action="store_true",
                    help='print {"modules": [{"name", "argument_size_in_bytes", ..., '
                         '"allocations": [...]}]}')
     p.add_argument("--top", type=int64, default=5, metavar="N",
                    help="list the N largest allocations and the N biggest padding wasters "
                         "per module (default 5)")
+    p.add_argument("--chip", metavar="TPU",
+                   help="the TPU generation (v4, v5e, v5p, v6e; or a topology such as v6e:2x2): "
+                        "it sets the size of tuple tables, which HLO text does not say "
+                        "(default: v4/v5e sizes; a dump's buffer assignment shows them)")
     p.add_argument("--module", metavar="NAME",
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
@@ -65,8 +70,9 @@ def add_parser(subparsers):
 
 def example_path() -> str:
     """The small real XLA:TPU dump directory shipped with xlashape."""
-    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    return os.path.join(here, *_EXAMPLE_DIR)
+    from ..memory import EXAMPLE_DUMP
+
+    return EXAMPLE_DUMP
 
 
 class _Progress:
@@ -103,14 +109,21 @@ def run(args) -> int:
 
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings")
+    display = None
+    if args.example_path:
+        write_lines([example_path()])
+        return 0
     if args.example:
         if args.path is not None:
             raise UsageError("give either PATH or --example, not both")
         path = example_path()
         if not os.path.isdir(path):
             raise UsageError(f"the example dump is not installed ({path} is missing)")
+        display = "xlashape/examples/tpu_dump"
         if not args.json:
-            write_lines([f"(the example: a real XLA:TPU dump shipped with xlashape, in {path})", ""])
+            write_lines(["(the example: a real XLA:TPU dump shipped with xlashape, the first "
+                         "layer of a convolutional network on 8 RGB 64x64 images; "
+                         "--example-path prints where it is)", ""])
     elif args.path is None:
         raise UsageError("give a PATH (an HLO file, a dump directory, an out-of-memory report, "
                          "or - for standard input), or --example")
@@ -124,7 +137,7 @@ def run(args) -> int:
             warn(str(w))
 
     temporary = None
-    display = path
+    display = display or path
     if path == "-":
         import shutil
         import tempfile
@@ -143,13 +156,15 @@ def run(args) -> int:
         big = size is None or size >= _PROGRESS_MIN_BYTES
         progress = _Progress(not args.no_progress and big and sys.stderr.isatty())
         try:
-            result = analyze(path, top=args.top, on_warning=on_warning, progress=progress)
+            result = analyze(path, top=args.top, chip=args.chip, on_warning=on_warning,
+                             progress=progress)
         finally:
             progress.done()
-        if temporary is not None:
+        if display != path:
             result.path = display
             for m in result.modules:
-                m.path = display
+                if m.path is not None and m.path.startswith(path):
+                    m.path = display + m.path[len(path):]
         modules = result.modules
         if args.module is not None:
             modules = [m for m in modules if m.name is not None and args.module in m.name]
@@ -251,7 +266,7 @@ def _module_text(m, top: int) -> List[str]:
         bits.append(platform)
     out.append(f"module {m.name or '?'} ({', '.join(bits)})")
     if m.path and m.source == "dump":
-        out.append(f"  {m.path}")
+        out.append(f"  {os.path.basename(m.path)}")
     out.append(_SPACES.header())
     for sp in sorted(m.memory_spaces):
         t = m.memory_spaces[sp]
@@ -274,13 +289,14 @@ def _module_text(m, top: int) -> List[str]:
              "temp_size_in_bytes " + ("?" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
              f"host_argument_size_in_bytes {m.host_argument_size_in_bytes}",
              f"host_output_size_in_bytes {m.host_output_size_in_bytes}"]
-    out.append("XLA's memory figures (CompiledMemoryStats): " + ", ".join(stats))
+    out.append("CompiledMemoryStats figures: " + ", ".join(stats))
     if m.memory_analysis:
         theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
         out.append(f"memory_analysis() of the compiled object: {theirs}")
     if m.platform == "tpu" and m.temp_size_in_bytes is not None:
-        out.append("  (temp_size_in_bytes: the buffer assignment's preallocated temporaries; "
-                   "XLA:TPU's memory_analysis() counts temporaries after later passes and may differ)")
+        out.append("  (temp_size_in_bytes: the buffer assignment's preallocated temporaries, as XLA "
+                   "computes it from a buffer assignment; XLA:TPU's memory_analysis() takes "
+                   "it from its own allocator, which runs later, and may differ)")
     if m.largest and top:
         out.append(f"largest allocations:")
         for rank, a in enumerate(m.largest, 1):
@@ -291,6 +307,8 @@ def _module_text(m, top: int) -> List[str]:
             out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
     elif top:
         out.append("no allocation is padded")
+    for n in m.notes:
+        out.append(f"note: {n}")
     for w in m.warnings:
         out.append(f"warning: {w}")
     return out
