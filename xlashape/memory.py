@@ -822,8 +822,15 @@ def _entry_only(lines: Iterable[str]) -> Iterator[str]:
 def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
                        path: Optional[str]) -> ModuleMemory:
     """Stream a module's text; keep only the entry's parameters and root."""
+    warn = ctx.warn
+    if source == "dump" and path:
+        name = os.path.basename(path)
+
+        def warn(w):
+            # a dump has several files: say which one the line is in
+            ctx.warn(HloWarning(w.line, f"{name}: {w.message}"))
     # no call graph: the figures need the entry only, whose kind ENTRY says
-    reader = HloReader(ctx.warn, call_kinds={}, streaming=True)
+    reader = HloReader(warn, call_kinds={}, streaming=True)
     info = _EntryInfo()
     loose = _EntryInfo()      # instructions outside any computation (a fragment)
     from .hlo_module import EntryBlocks
@@ -1058,8 +1065,11 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
             mm.warnings.append("no buffer assignment in the dump for this module: figures from "
                                "its text only")
         return mm
-    bm = _module_from_buffer_assignment(
-        lambda: open_text(dm.buffer_assignment_path), dm.memory_report_path, ctx, mm, dm.hlo_path)
+    def open_ba():
+        return open_text(dm.buffer_assignment_path)
+
+    open_ba.name = os.path.basename(dm.buffer_assignment_path)
+    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path)
     src = getattr(mm, "_text_source", None)
     if src is not None:
         # the module text's figures, with the tuple tables the buffer
@@ -1165,7 +1175,12 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
     ba_warnings: List[HloWarning] = []
     tiled_seen = False
 
+    ba_name = getattr(open_ba, "name", None)
+
     def warn(w):
+        if ba_name:
+            # several files are read for a dump: say which one the line is in
+            w = HloWarning(w.line, f"{ba_name}: {w.message}")
         ba_warnings.append(w)
         ctx.warn(w)
 
