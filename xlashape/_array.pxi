@@ -1,5 +1,5 @@
 # LayoutArray: a logical array whose elements live in a padded, tiled
-# physical buffer laid out exactly as an XLA layout says (DESIGN.md 4-6).
+# physical buffer laid out exactly as an XLA layout says.
 #
 # Storage is either our own 64-byte aligned malloc'd block, or a wrapped
 # external buffer (frombuffer) held by a Py_buffer. Every export (the buffer

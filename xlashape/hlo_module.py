@@ -1,6 +1,7 @@
 """Read HLO module text: dumps, hand-written modules, and TPU out-of-memory reports.
 
-XLA writes a module as text like this (seed 002 explains each part)::
+XLA writes a module as text like this (XLA's shapes and layout documentation
+explains the shapes)::
 
     HloModule jit_f, entry_computation_layout={(bf16[8,128]{1,0})->bf16[8,128]{1,0}}
 
@@ -27,7 +28,7 @@ fusions, tuples with ``/*index=N*/`` comments, tokens, attribute blocks such as
 ``metadata={...}`` or ``backend_config={...}`` holding braces and quoted
 strings, ``//`` and ``/* */`` comments, ``ENTRY``, ``entry_computation_layout``,
 the stack-frame tables newer XLA appends, and instructions written across
-several lines by hand (as in seed 002).
+several lines by hand (as XLA's documentation writes them).
 
 It also reads the text of a TPU out-of-memory error ("Ran out of memory in
 memory space hbm ... Largest program allocations in hbm: 1. Size: ... Shape:

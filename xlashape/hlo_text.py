@@ -1,4 +1,4 @@
-"""HLO text for shapes and layouts: XLA's lexer and parser, in Python (spec §3).
+"""HLO text for shapes and layouts: XLA's lexer and parser, in Python.
 
 :func:`parse_shape` and :func:`parse_layout` accept exactly what XLA's
 ``ParseShape`` / ``ParseLayout`` (``xla/hlo/parser/hlo_parser.cc``) accept and

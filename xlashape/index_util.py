@@ -1,4 +1,4 @@
-"""XLA's ``IndexUtil`` in Python (spec §9): logical index <-> linear index.
+"""XLA's ``IndexUtil`` in Python (``xla/index_util.h``): logical index <-> linear index.
 
 Like XLA's, these functions use **only** ``layout.minor_to_major``: tiles,
 ``E(n)``, ``L(n)``, split configs and the legacy padding fields are ignored,

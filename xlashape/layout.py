@@ -1,9 +1,9 @@
-"""XLA layouts: ``Tile``, ``SplitConfig`` and ``Layout`` (spec §2, §4.2).
+"""XLA layouts: ``Tile``, ``SplitConfig`` and ``Layout`` (``xla/layout.h``).
 
 All three are immutable and hashable. ``str()`` prints exactly what XLA prints;
-``repr()`` shows every non-default field, including the two legacy padding
-fields of the seeds (``padded_dimensions``, ``padding_value``), which have no
-HLO text syntax and so never appear in ``str()``.
+``repr()`` shows every non-default field, including the legacy
+``padded_dimensions`` / ``padding_value`` fields of XLA's older shapes
+documentation, which have no HLO text syntax and so never appear in ``str()``.
 
 >>> lay = Layout((1, 0), tiles=(Tile(8, 128), Tile(2, 1)), memory_space=1)
 >>> str(lay)
@@ -212,10 +212,10 @@ class Layout(Frozen):
     """An XLA ``Layout``: dimension order, tiling, element size, memory space.
 
     Parameters follow XLA's field names. ``padded_dimensions`` and
-    ``padding_value`` are the seeds' legacy padding fields (DESIGN.md
-    decision 3): each logical dimension is padded to ``padded_dimensions[d]``
+    ``padding_value`` are the legacy padding fields of XLA's older shapes
+    documentation: each logical dimension is padded to ``padded_dimensions[d]``
     before tiling, and ``padding_value`` is what every padding slot holds in a
-    :class:`~xlashape.LayoutArray`.
+    :class:`~xlashape.LayoutArray` (tile padding too).
 
     Equality is XLA's ``Layout::Equal`` (``dynamic_shape_metadata_prefix_bytes``
     is not compared), extended with the two padding fields.
@@ -310,10 +310,12 @@ class Layout(Frozen):
         lambda self: self._dynamic_shape_metadata_prefix_bytes)
     padded_dimensions = property(
         lambda self: self._padded_dimensions,
-        doc="Legacy (seeds): per-dimension widths to pad to, () for none.")
+        doc="Legacy (XLA's older shapes documentation): per-dimension widths to "
+        "pad to before tiling, () for none.")
     padding_value = property(
         lambda self: self._padding_value,
-        doc="Legacy (seeds): the value padding slots hold (default 0).")
+        doc="Legacy (XLA's older shapes documentation): the value padding slots "
+        "hold (default 0).")
 
     @property
     def major_to_minor(self) -> tuple:

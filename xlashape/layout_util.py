@@ -1,4 +1,4 @@
-"""XLA's ``LayoutUtil`` in Python (spec §5, §6.2, §8.7, §10).
+"""XLA's ``LayoutUtil`` in Python (``xla/layout_util.h``).
 
 Function names are XLA's in snake_case and the results are XLA's, quirks
 included; each quirk is named in the function's docstring. Layouts are
@@ -79,7 +79,7 @@ __all__ = [
 _INVALID = PrimitiveType.PRIMITIVE_TYPE_INVALID
 
 
-# -- construction (spec §5) ----------------------------------------------------
+# -- construction -------------------------------------------------------------
 def make_layout(
     minor_to_major: Sequence[int],
     tiles: Sequence = (),
@@ -389,7 +389,7 @@ def human_string(layout) -> str:
     return str(as_layout(layout))
 
 
-# -- dimension mapping (spec §10) ----------------------------------------------
+# -- dimension mapping --------------------------------------------------------
 def minor_to_major(shape_or_layout) -> tuple:
     """``LayoutUtil::MinorToMajor`` of a layout, or of an array shape's layout.
 
@@ -598,7 +598,7 @@ def byte_strides_is_major_to_minor(byte_strides: Sequence[int], dims: Sequence[i
     return True
 
 
-# -- linear index, splits (spec §8.7, §10) -------------------------------------
+# -- linear index, splits -----------------------------------------------------
 def linear_index(shape, index: Sequence[int]) -> int:
     """``LayoutUtil::LinearIndex``: element offset using the **first tile only**.
 
@@ -763,7 +763,7 @@ def delete_dimension(layout, dim: int) -> Layout:
     return layout.replace(**changes)
 
 
-# -- validation (spec §6.2) ----------------------------------------------------
+# -- validation ---------------------------------------------------------------
 def validate_layout_for_shape(layout, shape) -> None:
     """``LayoutUtil::ValidateLayoutForShape``: raise
     :class:`~xlashape.InvalidShapeError` with XLA's message if ``layout`` is

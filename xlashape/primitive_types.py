@@ -1,6 +1,6 @@
 """XLA element types (``xla_data.proto`` ``PrimitiveType``) and their facts.
 
-Names, enum numbers, bit and byte widths follow ``xla/primitive_util`` (spec §1);
+Names, enum numbers, bit and byte widths follow ``xla/primitive_util.h``;
 the numpy dtypes are xlashape's mapping (numpy for the standard types,
 ``ml_dtypes`` for bf16, the f8/f4 family and 2/4-bit integers).
 

@@ -1,4 +1,4 @@
-"""XLA shapes (spec §2.5, §4.3, §7).
+"""XLA shapes (``xla/shape.h``).
 
 A :class:`Shape` is exactly one of: an array (element type, dimensions,
 dynamic flags, optional :class:`~xlashape.Layout`), a tuple of shapes, a

@@ -1,4 +1,4 @@
-"""XLA's ``ShapeUtil`` in Python (spec §5–8, §12, §14).
+"""XLA's ``ShapeUtil`` in Python (``xla/shape_util.h``, ``xla/permutation_util.h``).
 
 Function names are XLA's in snake_case and the results are XLA's, quirks
 included; each quirk is named in the function's docstring. Shapes are
@@ -25,7 +25,7 @@ import numbers
 from typing import Callable, Iterable, Optional, Sequence
 
 from . import _validation, layout_util
-from ._base import INT64_MAX, as_int, int_list
+from ._base import INT64_MAX, as_int, element_bits, int_list
 from ._shared import array_shape, as_shape, layout_or_default, linear_index_unchecked
 from ._validation import require_permutation, require_sizes
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
@@ -168,7 +168,7 @@ def is_identity_permutation(permutation: Sequence[int]) -> bool:
 
 
 # =============================================================================
-# Construction (spec §5)
+# Construction
 # =============================================================================
 def _overflowing_product(values: Iterable[int], start: int = 1) -> bool:
     """XLA's OverflowSafeMultiply loop: true once a running product exceeds int64."""
@@ -421,7 +421,7 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
     the layout ``{n-1..0}``; dynamic flags move with their dimensions. As in
     XLA, the tiles, ``E(n)``, ``L(n)`` and memory space are kept (the physical
     layout is the same, so they still apply); index/pointer types, split
-    configs and ``M(n)`` are dropped. Buffers stay buffers. The seeds' legacy
+    configs and ``M(n)`` are dropped. Buffers stay buffers. The legacy
     ``padded_dimensions`` (per logical dimension) are reordered with the
     dimensions, so the padding stays where it was.
 
@@ -462,7 +462,7 @@ def make_shape_with_descending_layout_and_same_physical_layout(shape) -> Shape:
 
 
 # =============================================================================
-# Validation (spec §6)
+# Validation
 # =============================================================================
 def validate_shape(shape) -> None:
     """``ShapeUtil::ValidateShape``: raise :class:`~xlashape.InvalidShapeError`
@@ -498,7 +498,7 @@ def validate_shape_with_optional_layout(shape) -> None:
 
 
 # =============================================================================
-# Element counts and sizes (spec §8)
+# Element counts and sizes
 # =============================================================================
 def elements_in(shape) -> int:
     """``ShapeUtil::ElementsIn``: the product of the dimensions (1 for a
@@ -556,16 +556,11 @@ def element_size_in_bits(shape) -> int:
     (8, 4)
     """
     shape = array_shape(shape, "element_size_in_bits")
-    if shape.layout is not None and shape.layout.element_size_in_bits != 0:
-        return shape.layout.element_size_in_bits
-    return shape.element_type.byte_width * 8
+    return element_bits(shape.element_type, shape.layout)
 
 
 def _bytes_for(count: int, shape: Shape) -> int:
-    bits = shape.layout.element_size_in_bits if shape.layout is not None else 0
-    if bits != 0:
-        return -(-(count * bits) // 8)
-    return count * shape.element_type.byte_width
+    return -(-(count * element_bits(shape.element_type, shape.layout)) // 8)
 
 
 def byte_size_of_elements(shape) -> int:
@@ -789,7 +784,7 @@ def byte_strides(shape) -> Optional[tuple]:
 
 
 # =============================================================================
-# Predicates (spec §12)
+# Predicates
 # =============================================================================
 def true_num_dimensions(shape) -> int:
     """``ShapeUtil::TrueNumDimensions``: the number of dimensions that are not 1
@@ -1034,7 +1029,7 @@ def device_shape_is_host_shape(shape) -> bool:
 
 
 # =============================================================================
-# Equality and compatibility (spec §7)
+# Equality and compatibility
 # =============================================================================
 def _equal(a: Shape, b: Shape, **options) -> bool:
     """XLA's ``Shape::Equal`` functor with its options: :meth:`Shape.equal`,
@@ -1135,7 +1130,7 @@ def equal_structure(lhs, rhs) -> bool:
 
 
 # =============================================================================
-# Dimension access and transformations (spec §12)
+# Dimension access and transformations
 # =============================================================================
 def get_dimension_number(shape, dimension_number: int) -> int:
     """``ShapeUtil::GetDimensionNumber``: a negative number counts from the end.
@@ -1211,7 +1206,7 @@ def permute_dimensions(permutation: Sequence[int], shape) -> Shape:
     """``ShapeUtil::PermuteDimensions``: ``new[i] = old[permutation[i]]``, with
     a layout chosen so the transpose is a bitcast (same physical order):
     ``new_m2m[i] = inverse(permutation)[old_m2m[i]]``. Tiles and the other
-    layout fields are kept unchanged, except the seeds' legacy
+    layout fields are kept unchanged, except the legacy
     ``padded_dimensions`` (one per logical dimension), which are permuted
     with the dimensions they pad.
 

@@ -1,18 +1,21 @@
-"""The tiled-layout model: where every element of an XLA array lives (spec §11).
+"""The tiled-layout model: where every element of an XLA array lives.
 
 One mechanism serves everything: :func:`plan` turns a shape with a layout into
 a :class:`LayoutPlan`, which holds
 
 * the tile levels of the model (for the pure-Python reference maps here), and
-* a small *offset program* (DESIGN.md decision 5) that the Cython core runs.
+* a small *offset program*: per physical coordinate, a combination of the
+  logical indices, then div/mod steps, then a stride, which the compiled core
+  (``xlashape._core``) runs for LayoutArray and :mod:`xlashape.index_maps`.
 
 Sizes, offsets, pictures and :class:`~xlashape.LayoutArray` all come from the
 plan, so they cannot disagree.
 
 The model, for a shape with dimensions ``D`` and layout ``L``:
 
-0. *Legacy padding* (seeds): dimension ``d`` is padded to
-   ``L.padded_dimensions[d]`` (if given).
+0. *Legacy padding* (the ``padded_dimensions`` field of XLA's older shapes
+   documentation): dimension ``d`` is padded to ``L.padded_dimensions[d]``
+   (if given).
 1. *Physical order*: dimensions listed major to minor, ``reversed(minor_to_major)``.
 2. *Tiles, in sequence*: each tile ``(t1..tk)`` applies to the ``k`` minor-most
    physical dimensions (size-1 dimensions are prepended if there are fewer);
@@ -996,7 +999,7 @@ def format_expansion(factor: float) -> str:
 class PaddingSource:
     """One reason a buffer is larger than its logical elements.
 
-    ``kind`` is ``'padded_dimensions'`` (the seeds' legacy padding),
+    ``kind`` is ``'padded_dimensions'`` (the legacy padding field),
     ``'tile'`` (a tile level rounding a (combined) dimension up to its tile
     size), ``'tail_padding'`` (``L(n)``), or ``'element_size'`` (elements
     stored wider than their type: a sub-byte type or PRED without ``E(n)``

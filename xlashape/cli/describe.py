@@ -151,7 +151,7 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
                     else:
                         what = str(gs)
                     parts.append(f"{what} by {t} -> {count} x {t}")
-                tile = "(" + ",".join(map(str, lv["tile"])) + ")"
+                tile = str(lay.tiles[i])
                 where = "the minor-most physical dims" if i == 0 else "the result of the previous level"
                 row(f"  level {i + 1}", f"{tile} on {where}: " + "; ".join(parts))
     if lay.tail_padding_alignment_in_elements != 1:
