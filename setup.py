@@ -3,6 +3,7 @@
 import os
 
 import numpy as np
+import setuptools
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
@@ -41,5 +42,12 @@ extensions = [
     ),
 ]
 
+# PEP 639's license expression where setuptools knows it (77+), else the
+# older License field (see pyproject.toml's "dynamic").
+_SETUPTOOLS = tuple(int(x) for x in setuptools.__version__.split(".")[:2])
+LICENSE = ({"license_expression": "Apache-2.0"} if _SETUPTOOLS >= (77, 0)
+           else {"license": "Apache-2.0"})
+
 setup(ext_modules=cythonize(extensions, compiler_directives=directives,
-                            include_path=["xlashape"]))
+                            include_path=["xlashape"]),
+      **LICENSE)

@@ -148,7 +148,7 @@ def test_every_command_module_has_the_documented_interface():
 def test_pyproject_packages_every_package_directory():
     tomllib = pytest.importorskip("tomllib")
     root = Path(__file__).resolve().parent.parent
-    if not (root / "pyproject.toml").exists():
+    if not (root / "pyproject.toml").exists() or not (root / "xlashape").is_dir():
         pytest.skip("not run from a checkout")
     packages = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
     found = sorted(".".join(p.parent.relative_to(root).parts)

@@ -360,3 +360,22 @@ def test_human_string_and_to_string():
     assert s.human_string() == "f32[2,3]" == s.to_string(print_layout=False)
     assert s.to_string() == str(s) == "f32[2,3]{0,1:T(2,2)}"
     assert repr(s) == "Shape('f32[2,3]{0,1:T(2,2)}')"
+
+
+def test_layout_defaults_come_from_one_table():
+    # The constructor's defaults, the trusted constructor (Layout._from_parsed)
+    # and the field list of replace()/pickling all read Layout._DEFAULTS.
+    import inspect
+
+    params = inspect.signature(Layout.__init__).parameters
+    table = Layout._DEFAULTS
+    assert list(params)[1:] == list(table._fields)
+    for field, default in zip(table._fields, table):
+        assert params[field].default is default, field
+    parsed = Layout._from_parsed((1, 0), (), 1, 0, 0)
+    built = Layout((1, 0))
+    for field in table._fields:
+        assert getattr(parsed, field) == getattr(built, field), field
+    assert parsed == built and hash(parsed) == hash(built) and str(parsed) == "{1,0}"
+    # Every slot but the cached text is a field of the table.
+    assert Layout.__slots__ == tuple("_" + f for f in table._fields) + ("_text",)

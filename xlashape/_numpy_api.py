@@ -976,7 +976,9 @@ def _selected_offsets(la, key):
             coords.append(np.asarray(np.broadcast_to(grid, shape)[key]))
         except IndexError as e:
             raise ShapeIndexError(str(e)) from None
-    return tiling.linear_indices(la.xla_shape, np.stack(coords, axis=-1))
+    from .index_maps import linear_indices  # compiled; imports _core, which imports us
+
+    return linear_indices(la.xla_shape, np.stack(coords, axis=-1))
 
 
 def _codes_info(la):

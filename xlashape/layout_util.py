@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
-from . import _validation
+from . import _validation, tiling
 from ._base import as_int, check_index, int_list
 from ._shared import (array_shape, as_layout, as_shape, layout_or_default,
                       linear_index_unchecked)
@@ -638,9 +638,7 @@ def linear_index_for_nested_tiling(shape, index: Sequence[int]) -> int:
     >>> linear_index("bf16[2048]{0:T(1024)(128)(2,1)}", (128,))
     128
     """
-    from .tiling import linear_index as _tiled_linear_index  # tiling sits above this module
-
-    return _tiled_linear_index(as_shape(shape), index)
+    return tiling.linear_index(as_shape(shape), index)
 
 
 def delinearize_index_for_nested_tiling(shape, linear: int):
@@ -651,9 +649,7 @@ def delinearize_index_for_nested_tiling(shape, linear: int):
     >>> delinearize_index_for_nested_tiling("bf16[2,8,128]{2,1,0:T(8,128)(2,1)}", 256)
     (0, 2, 0)
     """
-    from .tiling import multidimensional_index as _tiled_multidimensional_index
-
-    return _tiled_multidimensional_index(as_shape(shape), linear)
+    return tiling.multidimensional_index(as_shape(shape), linear)
 
 
 def max_split_size(shape, dim: int) -> int:

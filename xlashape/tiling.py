@@ -52,7 +52,7 @@ import numbers
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from ._base import check_index, element_bits
+from ._base import INT64_MIN, check_index, element_bits
 from ._shared import as_shape, index_rows, offset_array
 from ._validation import check_element_size, check_tiles, require_permutation, require_sizes
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
@@ -969,7 +969,7 @@ def format_bytes(num_bytes: int) -> str:
     if isinstance(num_bytes, bool) or not isinstance(num_bytes, numbers.Integral):
         raise ShapeTypeError(f"byte count must be an int, got {type(num_bytes).__name__}")
     n = int(num_bytes)
-    if n == -(2**63):
+    if n == INT64_MIN:
         return "-8E"
     sign = "-" if n < 0 else ""
     n = abs(n)

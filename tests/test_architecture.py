@@ -1,0 +1,143 @@
+"""The README's Architecture section is true.
+
+Its code block lists the package's modules in layers, top to bottom; a
+module may import only from its own layer and the layers below. This test
+reads that block, finds every module of the package (Python modules, the
+``cli`` package, Cython ``.pyx`` modules; ``.pxi``/``.pxd`` files belong to
+``_core``), and checks each import in each of them, function-level imports
+included: Python files with ``ast``, Cython files line by line.
+
+Adding a module means adding it to the README's block, on the line of the
+layer it belongs to.
+"""
+
+import ast
+import pathlib
+import re
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PKG = ROOT / "xlashape"
+
+if not (PKG / "__init__.py").exists() or not (ROOT / "README.md").exists():  # pragma: no cover
+    pytest.skip("not run from a checkout", allow_module_level=True)
+
+
+def readme_layers():
+    """[{module, ...}, ...] from the README's block, top layer first."""
+    text = (ROOT / "README.md").read_text()
+    section = text.split("## Architecture", 1)[1]
+    block = section.split("```", 2)[1]
+    layers = []
+    for line in block.splitlines():
+        if not line.strip():
+            continue
+        names = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
+        layer = set()
+        for name in names.split(","):
+            name = name.strip().removeprefix("xlashape/").rstrip("/")
+            layer.add(re.sub(r"\.(py|pyx)$", "", name))
+        layers.append(layer)
+    return layers
+
+
+def module_of(path: pathlib.Path) -> str:
+    if path.parent.name == "cli":
+        return "cli"
+    if path.suffix in (".pxi", ".pxd"):
+        return "_core"
+    return path.stem
+
+
+def package_files():
+    files = [p for p in PKG.iterdir() if p.suffix in (".py", ".pyx", ".pxi", ".pxd")]
+    return files + sorted((PKG / "cli").glob("*.py"))
+
+
+def _names_of(module: str, names):
+    # "from . import a, b": the names that are modules of the package
+    return {module} if module else {n for n in names if (PKG / f"{n}.py").exists()
+                                    or (PKG / f"{n}.pyx").exists() or (PKG / n).is_dir()}
+
+
+def python_imports(path: pathlib.Path):
+    """(line, imported module of the package) for every import in a .py file."""
+    in_cli = path.parent.name == "cli"
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("xlashape."):
+                    out.append((node.lineno, alias.name.split(".")[1]))
+        elif isinstance(node, ast.ImportFrom):
+            names = [a.name for a in node.names]
+            if node.level == 0:
+                if node.module == "xlashape":
+                    out += [(node.lineno, m) for m in _names_of("", names)]
+                elif (node.module or "").startswith("xlashape."):
+                    out.append((node.lineno, node.module.split(".")[1]))
+                continue
+            depth = node.level - (1 if in_cli else 0)  # levels above the package root
+            if depth == 0:  # inside cli: its own modules
+                continue
+            if depth != 1:  # pragma: no cover - would leave the package
+                raise AssertionError(f"{path}: relative import above the package")
+            module = (node.module or "").split(".")[0]
+            out += [(node.lineno, m) for m in _names_of(module, names)]
+    return out
+
+
+_CYTHON_IMPORT = re.compile(
+    r"^\s*(?:from\s+(\.+|xlashape\.)([\w.]*)\s+c?import\s+([\w, ()]+)|c?import\s+xlashape\.(\w+))")
+
+
+def cython_imports(path: pathlib.Path):
+    out = []
+    for lineno, line in enumerate(path.read_text().splitlines(), 1):
+        m = _CYTHON_IMPORT.match(line)
+        if not m:
+            continue
+        if m.group(4):
+            out.append((lineno, m.group(4)))
+            continue
+        module = m.group(2).split(".")[0]
+        names = [n.strip().split(" ")[0] for n in m.group(3).strip("() ").split(",")]
+        out += [(lineno, x) for x in _names_of(module, names)]
+    return out
+
+
+def test_every_module_is_in_exactly_one_layer():
+    layers = readme_layers()
+    listed = [m for layer in layers for m in layer]
+    assert len(listed) == len(set(listed)), "a module is listed twice in the README"
+    found = {module_of(p) for p in package_files()}
+    assert found - set(listed) == set(), "modules missing from the README's Architecture block"
+    assert set(listed) - found == set(), "the README lists modules that do not exist"
+
+
+def test_imports_follow_the_layers():
+    layers = readme_layers()
+    rank = {m: len(layers) - i for i, layer in enumerate(layers) for m in layer}
+    bad = []
+    for path in package_files():
+        source = module_of(path)
+        imports = python_imports(path) if path.suffix == ".py" else cython_imports(path)
+        for lineno, target in imports:
+            if target != source and rank[target] > rank[source]:
+                bad.append(f"{path.relative_to(ROOT)}:{lineno}: {source} imports {target}, "
+                           "a higher layer")
+    assert bad == []
+
+
+def test_the_checker_sees_imports():
+    # The parsing above really finds imports (else the layer test would pass
+    # vacuously): known edges of the package.
+    edges = {(module_of(p), t) for p in package_files()
+             for _, t in (python_imports(p) if p.suffix == ".py" else cython_imports(p))}
+    for edge in [("hlo_text", "_validation"), ("shape_util", "_validation"),
+                 ("layout_util", "_validation"), ("index_maps", "_core"), ("_core", "tiling"),
+                 ("hlo_text", "_textscan"), ("cli", "tiling"), ("layout", "shape"),
+                 ("_core", "errors")]:
+        assert edge in edges, edge
+    assert not any(source == "tiling" and target == "_core" for source, target in edges)
