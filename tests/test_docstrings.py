@@ -16,6 +16,7 @@ MODULES = [
     "xlashape.layout_util",
     "xlashape.index_util",
     "xlashape.tiling",
+    "xlashape.index_maps",
     "xlashape.tpu",
     "xlashape.hlo_module",
     "xlashape.xla_dump",
