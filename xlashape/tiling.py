@@ -61,6 +61,8 @@ from .shape import Shape
 
 __all__ = [
     "LayoutPlan",
+    "TileLevel",
+    "TileEntry",
     "plan",
     "physical_dimensions",
     "physical_element_count",
@@ -82,7 +84,8 @@ __all__ = [
     "OP_CHECK",
 ]
 
-# Offset-program opcodes. Each op is (opcode, dst, a, b, c):
+# Offset-program opcodes, defined here only (the compiled core translates them
+# into its own C codes when it loads a program). Each op is (opcode, dst, a, b, c):
 #   OP_MULADD: r[dst] = r[a] * c + r[b]
 #   OP_DIV:    r[dst] = r[a] // c
 #   OP_MOD:    r[dst] = r[a] % c
@@ -220,6 +223,9 @@ class LayoutPlan:
     ``padded_dimensions``      logical dims after the legacy padding
     ``physical_dimensions``    final tiled dims, major to minor
     ``physical_strides``       row-major element strides of those
+    ``tile_levels``            one :class:`TileLevel` per tile: the logical
+                               dimensions each tile entry covers, their
+                               combined size and the tile bound
     ``element_count``          elements in the buffer incl. padding and ``L(n)``
     ``element_bits``           bits per stored element
     ``size_in_bytes``          ``ceil(element_count * element_bits / 8)``
@@ -235,6 +241,13 @@ class LayoutPlan:
                                apart (``minor_run`` 1 means no such promise)
     ``strides``                numpy-style byte strides of the logical array if
                                the layout is expressible by strides, else None
+    ``inverse_ops``, ``inverse_num_registers``, ``inverse_out_registers``
+                               the inverse program (element offset -> logical
+                               index, ``OP_CHECK`` marking padding)
+
+    The programs are data: the compiled core (``xlashape._core``) runs them
+    for :class:`~xlashape.LayoutArray` and :mod:`xlashape.index_maps`; this
+    module runs them only in Python (:meth:`run_program`), as a reference.
     """
 
     def __init__(self, shape: Shape):
