@@ -683,3 +683,39 @@ def test_release_from_a_callback_between_read_and_write_back():
 
     with pytest.raises(xs.ReleasedArrayError):
         la[1] = A()
+
+
+# -- the garbage collector and wrapped buffers (found by the state machine) -----------
+# Cython made the collector traverse and clear the Py_buffer that frombuffer
+# holds: a frombuffer'd LayoutArray reachable only from garbage had its
+# exporter (a memoryview) cleared while still exported ("BufferError:
+# memoryview has 1 exported buffer", unraisable, and the export never given
+# back); and a `physical` memoryview collected with its exporter could reach
+# a cleared owner in __releasebuffer__.
+
+def _garbage_cycle_holding(*objs):
+    cycle = [*objs]
+    cycle.append(cycle)
+
+
+@pytest.mark.parametrize("wrap", ["memoryview of bytearray", "physical", "numpy"])
+def test_a_wrapped_array_collected_in_a_cycle_gives_its_buffer_back(wrap):
+    la = LayoutArray.from_numpy(np.arange(16, dtype=np.uint8), "u8[16]{0:T(8)}")
+    ba = bytearray(16)
+    src = {"memoryview of bytearray": lambda: memoryview(ba), "physical": lambda: la.physical,
+           "numpy": lambda: np.zeros(16, np.uint8)}[wrap]()
+    w = LayoutArray.frombuffer(src, "u8[16]{0:T(8)}")
+    del src
+    _garbage_cycle_holding(w)
+    del w
+    gc.collect()            # an unraisable BufferError here fails the test (filterwarnings)
+    assert la.exports == 0
+    ba.extend(b"x")         # no export of the bytearray is left
+
+
+def test_physical_views_collected_in_a_cycle_with_their_array():
+    la = LayoutArray("f32[8,128]{1,0:T(8,128)}")
+    _garbage_cycle_holding(la, la.physical, la.physical, memoryview(la.physical))
+    del la
+    for _ in range(3):
+        gc.collect()

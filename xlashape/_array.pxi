@@ -68,6 +68,7 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABL
                              PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_SIMPLE,
                              PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_ANY_CONTIGUOUS)
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_CheckExact
+cimport cython
 from libc.stdlib cimport free, malloc
 from posix.stdlib cimport posix_memalign
 
@@ -218,11 +219,13 @@ def _normalize_key(key, shape):
                 start, stop, step = x.indices(size)
             except _CONVERSION_ERRORS as e:
                 _reraise_family(e)
+            if not len(range(start, stop, step)):
+                start, stop, step = 0, 0, 1
             axes.append((start, stop, step))
             if start != 0 or stop != size or step != 1:
                 full = False
-            # indices() gives stop -1 for "before the first element" when
-            # stepping down; as a slice bound -1 would mean the last one.
+            # Stepping down, indices() gives stop -1 for "before the first
+            # element"; as a slice bound -1 would mean the last one.
             nkey.append(slice(start, None if stop < 0 else stop, step))
             post.append(slice(None))
         else:
@@ -285,6 +288,7 @@ def _as_plan(shape):
     return _tiling.plan(shape)
 
 
+@cython.no_gc_clear     # clearing fields is not needed to break cycles (see `view`)
 cdef class LayoutArray:
     """A logical array stored in an XLA layout: padded, tiled, packed.
 
@@ -309,7 +313,13 @@ cdef class LayoutArray:
     cdef int64_t** tabs_or_null
     cdef char* data
     cdef void* alloc
-    cdef Py_buffer view
+    # The wrapped buffer of frombuffer, behind a pointer on purpose: Cython
+    # would make the garbage collector traverse and clear a Py_buffer
+    # member's `obj` (dropping the reference without releasing the buffer:
+    # the exporter, e.g. a memoryview, then sees an export that is never
+    # released). Hidden from the collector, the exporter stays reachable
+    # while we hold it, and only release()/dealloc give it back.
+    cdef Py_buffer* view
     cdef bint has_view
     cdef bint released
     cdef readonly bint readonly
@@ -693,8 +703,11 @@ cdef class LayoutArray:
         plan = _as_plan(shape)
         la = LayoutArray.__new__(LayoutArray)
         la._setup(plan)
+        la.view = <Py_buffer*>malloc(sizeof(Py_buffer))
+        if la.view == NULL:
+            raise ShapeMemoryError("cannot allocate a Py_buffer")
         try:
-            PyObject_GetBuffer(buffer, &la.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+            PyObject_GetBuffer(buffer, la.view, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
             la.readonly = False
         except TypeError:
             raise ShapeTypeError(
@@ -702,7 +715,7 @@ cdef class LayoutArray:
                 f"{type(buffer).__name__}") from None
         except (BufferError, ValueError):
             try:
-                PyObject_GetBuffer(buffer, &la.view, PyBUF_C_CONTIGUOUS)
+                PyObject_GetBuffer(buffer, la.view, PyBUF_C_CONTIGUOUS)
             except TypeError:
                 raise ShapeTypeError(
                     f"frombuffer needs an object with the buffer protocol, got "
@@ -714,8 +727,7 @@ cdef class LayoutArray:
         la.has_view = True
         if la.view.len != plan.size_in_bytes:
             n = la.view.len
-            PyBuffer_Release(&la.view)
-            la.has_view = False
+            la._drop_view()
             la.released = True
             raise ShapeBufferError(
                 f"buffer has {n} bytes but {plan.shape} takes {plan.size_in_bytes} "
@@ -724,10 +736,15 @@ cdef class LayoutArray:
         la.data = <char*>la.view.buf
         return la
 
-    def __dealloc__(self):
+    cdef void _drop_view(self) noexcept:
         if self.has_view:
-            PyBuffer_Release(&self.view)
+            PyBuffer_Release(self.view)
             self.has_view = False
+        free(self.view)
+        self.view = NULL
+
+    def __dealloc__(self):
+        self._drop_view()
         if self.alloc != NULL:
             free(self.alloc)
             self.alloc = NULL
@@ -759,9 +776,7 @@ cdef class LayoutArray:
                 "__float__ that the operation called)")
         self.released = True
         self.data = NULL
-        if self.has_view:
-            PyBuffer_Release(&self.view)
-            self.has_view = False
+        self._drop_view()
         if self.alloc != NULL:
             free(self.alloc)
             self.alloc = NULL
@@ -1203,7 +1218,8 @@ cdef class LayoutArray:
                 _reraise_family(e)
             if self.di.kind == K_BOOL:
                 # value may be a bool array holding other bytes than 0/1
-                bool_array_fix(view[nkey + (Ellipsis,)])
+                # (`...` makes an all-int key give a 0-d view, not a copy)
+                bool_array_fix(view[nkey if Ellipsis in nkey else nkey + (Ellipsis,)])
             return 0
         if self.tabs_or_null == NULL:
             arr = self.to_numpy()
@@ -1777,6 +1793,7 @@ cdef class LayoutArray:
         return (1, 0)
 
 
+@cython.no_gc_clear     # __releasebuffer__ needs `owner` until the last export is gone
 cdef class _PhysicalExporter:
     """Exports a LayoutArray's whole physical buffer as bytes (format 'B').
 
