@@ -347,6 +347,19 @@ def test_from_numpy_subclass_cannot_lie_about_its_shape():
         LayoutArray.from_numpy(src, "f32[64,64]{1,0}")
 
 
+@pytest.mark.parametrize("text", ["f32[1,5]{1,0}", "f32[1,5]{0,1:T(2,2)}", "f32[1,5]{1,0:T(*,2)}"])
+def test_empty_slices_stepping_down_stay_empty(text):
+    # slice(-3, None, -1).indices(1) is (-1, -1, -1): an empty range whose
+    # start, used as a slice bound, would mean "the last element"
+    x = np.arange(5, dtype=np.float32).reshape(1, 5)
+    la = LayoutArray.from_numpy(x, text)
+    for key in [(slice(-3, None, -1),), (slice(None), slice(-9, None, -2)),
+                (slice(0, 0, -1), 1), (Ellipsis, slice(-7, -6, -1))]:
+        assert la[key].shape == x[key].shape and la[key].tolist() == x[key].tolist()
+        la[key] = 9.0
+        assert la.to_numpy().tolist() == x.tolist()
+
+
 def test_to_numpy_out_may_be_a_view_of_the_same_storage():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     la = LayoutArray.from_numpy(x, "f32[3,4]{1,0}")

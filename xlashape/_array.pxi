@@ -693,7 +693,15 @@ cdef class LayoutArray:
         ``buffer`` is anything with the buffer protocol (bytes, bytearray,
         memoryview, mmap, numpy array, ...), C-contiguous, exactly
         ``physical_nbytes`` long. The LayoutArray is read-only if the buffer
-        is; it keeps the buffer alive and locked while it lives.
+        is; it keeps the buffer alive and locked while it lives (or until
+        :meth:`release`).
+
+        PRED: XLA stores 0 or 1 per element; a wrapped buffer may hold other
+        bytes. Every read that makes values (``la[i]``, slices,
+        :meth:`to_numpy`, iteration, :meth:`relayout`, :meth:`copy`) treats
+        a nonzero byte as True and produces 0/1; the zero-copy views
+        (``memoryview(la)``, ``np.asarray(la)``, :attr:`physical`) show the
+        bytes as they are.
 
         >>> la = LayoutArray.frombuffer(bytes(range(6)), "u8[2,3]{0,1}")
         >>> la[1, 0], la.readonly
@@ -1357,7 +1365,8 @@ cdef class LayoutArray:
         self._fill_logical(elem)                    # pins (raises if released meanwhile)
 
     def copy(self):
-        """A new, writable LayoutArray with the same shape and bytes (padding too)."""
+        """A new, writable LayoutArray with the same shape and bytes (padding
+        too; PRED bytes as 0/1)."""
         cdef LayoutArray la
         cdef char* src
         self._check_alive()
