@@ -77,6 +77,16 @@ def op_list(la):
         ("reduce", lambda: la.__reduce__()),
         ("repr", lambda: repr(la)),
         ("len", lambda: len(la)),
+        # numpy's protocols (ufuncs on the physical buffers, views, functions)
+        ("mul", lambda: ones(np.asarray(la * np.ones((), la.dtype)))),
+        ("imul", lambda: la.__imul__(np.ones((), la.dtype))),
+        ("transpose view", lambda: ones(la.T.to_numpy())),
+        ("sum", lambda: np.sum(la)),
+        ("mask", lambda: ones(la[la > 0])),
+        ("fancy", lambda: ones(la[[0, 1]])),
+        ("fancy set", lambda: la.__setitem__([0, 1], 1)),
+        ("astype", lambda: ones(la.astype(np.float32).to_numpy())),
+        ("dlpack", lambda: ones(np.from_dlpack(la))),
     ]
 
 counts = {"ok": 0, "released": 0, "refused": 0, "freed": 0, "expected": 0}

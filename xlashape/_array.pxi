@@ -574,13 +574,17 @@ cdef class LayoutArray:
         self.n_pins -= 1
 
     cdef inline int _check_writable(self) except -1:
+        # two loads inline; the raising stays out of line (scalar stores)
+        if self.released or self.readonly:
+            return self._not_writable()
+        return 0
+
+    cdef int _not_writable(self) except -1:
         if self.released:
             raise ReleasedArrayError(_RELEASED)
-        if self.readonly:
-            raise ReadOnlyBufferError(
-                "assignment destination is read-only (this LayoutArray wraps a "
-                "read-only buffer; use la.copy() for a writable one)")
-        return 0
+        raise ReadOnlyBufferError(
+            "assignment destination is read-only (this LayoutArray wraps a "
+            "read-only buffer; use la.copy() for a writable one)")
 
     @staticmethod
     def from_numpy(array, shape_or_layout=None, *, dtype_cast=False):
@@ -1110,35 +1114,39 @@ cdef class LayoutArray:
                 overflow = 0
                 v = PyLong_AsLongLongAndOverflow_ptr(item, &overflow)
                 if overflow:
-                    raise ShapeIndexError(
-                        f"index {<object>item} is out of bounds for axis {i} with size "
-                        f"{self.prog.dims[i]}")
-            else:
-                obj = <object>item
-                if not _is_index_item(obj):
-                    _check_key_types(key)
-                    return 0
-                if not isinstance(obj, (_numbers.Integral, np.integer)):
-                    return 0
-                try:
-                    big = _operator_index(obj)      # may run Python code
-                except _CONVERSION_ERRORS as e:
-                    _reraise_family(e)
-                if not -(2 ** 63) <= big < 2 ** 63:
-                    raise ShapeIndexError(
-                        f"index {big} is out of bounds for axis {i} with size "
-                        f"{self.prog.dims[i]}")
-                v = big
+                    return self._out_of_bounds(<object>item, i)
+            elif not self._index_item(<object>item, key, i, &v):
+                return 0
             size = self.prog.dims[i]
             if v < 0:
                 if v + size < 0:
-                    raise ShapeIndexError(
-                        f"index {v} is out of bounds for axis {i} with size {size}")
+                    return self._out_of_bounds(v, i)
                 v += size
             elif v >= size:
-                raise ShapeIndexError(
-                    f"index {v} is out of bounds for axis {i} with size {size}")
+                return self._out_of_bounds(v, i)
             idx[i] = v
+        return 1
+
+    cdef int _out_of_bounds(self, object v, int i) except -1:
+        raise ShapeIndexError(
+            f"index {v} is out of bounds for axis {i} with size {self.prog.dims[i]}")
+
+    cdef int _index_item(self, object obj, object key, int i, long long* v) except -1:
+        """A key entry that is not an exact int (kept out of _parse_index's
+        loop): 1 and *v for an integer, 0 for a slice, None or '...' (numpy's
+        path), raises for anything else. May run the entry's __index__."""
+        if not _is_index_item(obj):
+            _check_key_types(key)
+            return 0
+        if not isinstance(obj, (_numbers.Integral, np.integer)):
+            return 0
+        try:
+            big = _operator_index(obj)
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
+        if not -(2 ** 63) <= big < 2 ** 63:
+            return self._out_of_bounds(big, i)
+        v[0] = big
         return 1
 
     cdef inline bint _full_int_key(self, object key) noexcept:
