@@ -1010,8 +1010,15 @@ def _scatter(la, offs, values):
         codes = vals.view(np.uint8).astype(np.int64) & mask
         bit = offs * bits
         byte, shift = bit >> 3, bit & 7
-        np.bitwise_and.at(raw, byte, (~(mask << shift) & 0xFF).astype(np.uint8))
-        np.bitwise_or.at(raw, byte, (codes << shift).astype(np.uint8))
+        # Each touched byte is computed in full first and stored once: a
+        # reader in another thread sees its old or its new value, never one
+        # with the codes cleared and not yet set.
+        ubyte, slot = np.unique(byte, return_inverse=True)
+        clear = np.zeros(ubyte.size, np.uint8)
+        put = np.zeros(ubyte.size, np.uint8)
+        np.bitwise_or.at(clear, slot, (mask << shift).astype(np.uint8))
+        np.bitwise_or.at(put, slot, (codes << shift).astype(np.uint8))
+        raw[ubyte] = (raw[ubyte] & ~clear) | put
     else:
         flat = np.frombuffer(la.physical, la.dtype)
         flat[offs] = vals
