@@ -374,6 +374,24 @@ def test_setitem_with_slices_writes_through(text):
     assert la.to_numpy().tobytes() == ref[::-1].tobytes()
 
 
+@pytest.mark.parametrize("text", ["f32[3]{0}", "f32[3]{0:T(2)}", "s4[3]{0:E(4)}", "pred[1]{0}"])
+def test_negative_step_slices_that_select_nothing(text):
+    # slice(-5, None, -1).indices(3) is (-1, -1, -1): nothing selected. The
+    # start -1 was passed on as a slice bound, where it means the last element:
+    # la[-5::-1] read every element and la[-5::-1] = v wrote every one.
+    la = LayoutArray(text)
+    n = la.shape[0]
+    x = (np.arange(n) % 2).astype(la.dtype)
+    la[...] = x
+    for key in [slice(-5, None, -1), slice(-n - 1, None, -1), slice(-5, -7, -1),
+                (slice(-5, None, -1),), slice(-n - 1, -1, -1)]:
+        got = la[key]
+        assert got.shape == x[key].shape == (0,)
+        la[key] = 1
+        assert la.to_numpy().tobytes() == x.tobytes()
+    assert la[-n::-1].tolist() == x[-n::-1].tolist() == [x[0]]   # just the first element
+
+
 def test_len_iter_repr():
     la = LayoutArray.from_numpy(np.arange(6, dtype=np.int32).reshape(2, 3), "s32[2,3]{0,1:T(2,2)}")
     assert len(la) == 2

@@ -1822,7 +1822,7 @@ cdef class _PhysicalExporter:
     cdef Py_ssize_t shape0
     cdef Py_ssize_t stride0
 
-    def __cinit__(self, LayoutArray owner):
+    def __cinit__(self, LayoutArray owner not None):
         owner._check_alive()
         self.owner = owner
         self.shape0 = owner.nbytes_phys

@@ -63,15 +63,29 @@ _DL_TYPES = {
 }
 
 
-cdef void _dl_free_versioned(DLManagedTensorVersioned* m) noexcept with gil:
+cdef extern from "Python.h":
+    int Py_IsInitialized() noexcept nogil
+
+
+cdef void _dl_drop_ctx(void* ctx) noexcept with gil:
+    Py_XDECREF(<PyObject*>ctx)
+
+
+# The deleters may run in any thread, with or without the GIL, and after the
+# interpreter has shut down (a consumer's C++ object destroyed at exit):
+# then taking the GIL would abort the process, so the reference is left
+# behind (the process is ending anyway), as numpy's own deleter does.
+cdef void _dl_free_versioned(DLManagedTensorVersioned* m) noexcept nogil:
     if m != NULL:
-        Py_XDECREF(<PyObject*>m.manager_ctx)
+        if Py_IsInitialized():
+            _dl_drop_ctx(m.manager_ctx)
         free(m)
 
 
-cdef void _dl_free_legacy(DLManagedTensor* m) noexcept with gil:
+cdef void _dl_free_legacy(DLManagedTensor* m) noexcept nogil:
     if m != NULL:
-        Py_XDECREF(<PyObject*>m.manager_ctx)
+        if Py_IsInitialized():
+            _dl_drop_ctx(m.manager_ctx)
         free(m)
 
 

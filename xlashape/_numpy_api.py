@@ -795,7 +795,8 @@ def _reshape_try(p, shape, newdims, split_first):
         e[i] = 1
         if q.run_program(e) != new_strides[i]:
             return None
-    if new_d0 is not None:
+    if new_d0 is not None and newdims[new_d0] > t0:
+        # (one tile along it, there is no next tile to place)
         e = [0] * len(newdims)
         e[new_d0] = t0
         if q.run_program(e) != s_q:
