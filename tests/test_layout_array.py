@@ -359,6 +359,26 @@ def test_basic_indexing_returns_copies(text):
     assert la.to_numpy().tobytes() == x.tobytes()
 
 
+@pytest.mark.parametrize("text", ["s8[3,2]{1,0}", "s8[3,2]{0,1}", "s8[3,2]{1,0:T(2,2)}"])
+def test_every_slice_of_a_small_axis_matches_numpy(text):
+    # Every start/stop in -4..4 (and None) with every step, get and set,
+    # against numpy: ranges that are empty because they start before the
+    # first element (slice(-3, None, -1) on size 2) used to select the
+    # whole axis backwards.
+    x = np.arange(6, dtype=np.int8).reshape(3, 2)
+    la = LayoutArray.from_numpy(x, text)
+    bounds = [None, *range(-4, 5)]
+    for start, stop, step in itertools.product(bounds, bounds, [None, 1, 2, -1, -2, -3]):
+        key = (1, slice(start, stop, step))
+        got = la[key]
+        assert got.shape == x[key].shape and got.tobytes() == x[key].tobytes(), key
+        ref = x.copy()
+        ref[key] = -np.arange(ref[key].size, dtype=np.int8) - 1
+        la[key] = -np.arange(ref[key].size, dtype=np.int8) - 1
+        assert la.to_numpy().tobytes() == ref.tobytes(), key
+        la[...] = x
+
+
 @pytest.mark.parametrize("text", ["f32[4,6]{1,0}", "f32[4,6]{0,1:T(2,4)}", "bf16[4,6]{1,0:T(2,2)(2,1)}"])
 def test_setitem_with_slices_writes_through(text):
     la = LayoutArray(text)
