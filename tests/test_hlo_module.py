@@ -93,7 +93,7 @@ def test_attribute_blocks_with_braces_and_strings(tpu):
     assert red.attributes["to_apply"] == "%region_add.1"
     assert red.metadata == {"op_type": "reduce_sum",
                             "op_name": "jit(train_step)/reduce_sum[axes=(1,)]",
-                            "source_file": "/work/model.py", "source_line": "44"}
+                            "source_file": "model.py", "source_line": "44"}
 
 
 def test_tuples_tokens_and_index_comments(tpu):

@@ -2,9 +2,10 @@
 
 XLA ships inside jaxlib: ``xla_client.hlo.Shape(text)`` parses with
 ``xla::ParseShape`` and ``str()`` prints with XLA's printer. This module is
-skipped when jaxlib is not importable. Run it with the jax venv::
+skipped when jaxlib is not importable. Run it from the checkout with a
+Python that has jax and jaxlib installed (the package built in place)::
 
-    cd /work/main && PYTHONPATH=/work/main /work/jaxenv/bin/python -m pytest tests/test_xla_oracle.py -q
+    PYTHONPATH=. /path/to/jax-venv/bin/python -m pytest tests/test_xla_oracle.py -q
 
 XLA is driven in a child process, one string per line: some inputs (a
 negative tile entry other than ``*``, ``L(0)``, ``token[2]``, a layout on a
