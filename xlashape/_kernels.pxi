@@ -372,7 +372,12 @@ cdef extern from *:
     }
     /* ... and while doing so, prefetch the first pfbytes of the rows
        pf[0..npf) (the next block), a share per group of rows. */
-    #define XS_PF_GROUP() xs_prefetch_rows(pf, (i0 * npf) / nr, ((i0 + step) * npf) / nr, pfbytes)
+    #define XS_PF_GROUP() do { \\
+        if (npf == nr) \\
+            xs_prefetch_rows(pf, i0, i0 + step, pfbytes); \\
+        else if (npf) \\
+            xs_prefetch_rows(pf, (i0 * npf) / nr, ((i0 + step) * npf) / nr, pfbytes); \\
+    } while (0)
     static void xs_transpose(char* buf, const char* const* rows, int64_t ss, int64_t nr,
                              int64_t nc, int64_t isz, const char* const* pf, int64_t npf,
                              int64_t pfbytes) {
@@ -502,6 +507,95 @@ cdef extern from *:
                     memcpy(buf + (j * nr + i) * isz, rows[i] + j * ss, (size_t)isz);
         }
     }
+
+    /* A dimension's share of a separable side's byte offset:
+       tab ? tab[i] * scale : i * scale. */
+    typedef struct { const int64_t* tab; int64_t scale; } xs_dimoff;
+    static inline int64_t xs_off(xs_dimoff o, int64_t i) {
+        return o.tab ? o.tab[i] * o.scale : i * o.scale;
+    }
+    static inline int64_t xs_min3(int64_t a, int64_t b, int64_t c) {
+        if (b < a) a = b;
+        return c < a ? c : a;
+    }
+
+    /* The transposing copy of one plane: element (a, b) goes from
+       sbase + sA(a) + sB(b) to dbase + dA(a) + dB(b). The source runs along
+       a (contiguous for wsa elements from multiples of wsa, ssa bytes
+       apart), the destination along b (wdb, sdb). Blocks of up to R (along
+       b) x C (along a) elements, cut at both windows, go through buf: the
+       block's source rows are transposed into it (SIMD), then each of its
+       rows is written as one contiguous run. Blocks go along a first, so
+       each source row continues where the last block left it, and the next
+       block's source lines are prefetched while this one is transposed.
+       Only the rows b_begin <= b < b_end are copied (a share for a thread).
+       The first band of rows is cut short where the destination rows reach
+       a cache line, so streaming stores write whole lines. */
+    static void xs_transpose_plane(char* dbase, xs_dimoff dA, xs_dimoff dB,
+                                   const char* sbase, xs_dimoff sA, xs_dimoff sB,
+                                   int64_t na, int64_t wsa, int64_t ssa,
+                                   int64_t nbd, int64_t wdb, int64_t sdb,
+                                   int64_t isz, int64_t R, int64_t C, int stream,
+                                   int64_t b_begin, int64_t b_end, char* buf) {
+        const char* rows_a[128];
+        const char* rows_b[128];
+        const char** cur = rows_a;
+        const char** nxt = rows_b;
+        int64_t a0, b0, la, lb, a1, b1, la1 = 0, lb1 = 0, i, j, first;
+        int more, pf = ssa == isz, st = stream && sdb == isz;
+        if (b_begin >= b_end || na <= 0)
+            return;
+        if (nbd > b_end)
+            nbd = b_end;
+        /* the first band ends where the destination rows are line aligned */
+        first = R;
+        if (st) {
+            int64_t mis = (int64_t)(((uintptr_t)(dbase + xs_off(dA, 0) + xs_off(dB, b_begin))) & 63);
+            if (mis && mis % isz == 0 && (64 - mis) / isz < R)
+                first = (64 - mis) / isz;
+        }
+        a0 = 0;
+        b0 = b_begin;
+        la = xs_min3(C, na, wsa);
+        lb = xs_min3(first, nbd - b0, wdb - b0 % wdb);
+        for (i = 0; i < lb; i++)
+            cur[i] = sbase + xs_off(sB, b0 + i) + xs_off(sA, a0);
+        for (;;) {
+            /* the next block: along a, then the next band of rows along b */
+            a1 = a0 + la;
+            b1 = b0;
+            if (a1 >= na) {
+                a1 = 0;
+                b1 = b0 + lb;
+            }
+            more = b1 < nbd;
+            if (more) {
+                la1 = xs_min3(C, na - a1, wsa - a1 % wsa);
+                lb1 = b1 == b0 ? lb : xs_min3(R, nbd - b1, wdb - b1 % wdb);
+                for (i = 0; i < lb1; i++)
+                    nxt[i] = sbase + xs_off(sB, b1 + i) + xs_off(sA, a1);
+            }
+            xs_transpose(buf, cur, ssa, lb, la, isz, nxt, more && pf ? lb1 : 0, la1 * isz);
+            {
+                char* drow = dbase + xs_off(dB, b0);
+                const char* bp = buf;
+                int64_t L = lb * isz;
+                int nt = st && L >= 64;
+                for (j = 0; j < la; j++, bp += L) {
+                    char* d = drow + xs_off(dA, a0 + j);
+                    if (sdb == isz)
+                        xs_copy(d, bp, L, nt);
+                    else
+                        for (i = 0; i < lb; i++)
+                            memcpy(d + i * sdb, bp + i * isz, (size_t)isz);
+                }
+            }
+            if (!more)
+                break;
+            a0 = a1; b0 = b1; la = la1; lb = lb1;
+            { const char** t = cur; cur = nxt; nxt = t; }
+        }
+    }
     """
     void xs_prefetch(const char* p) noexcept nogil
     void xs_copy(char* d, const char* s, int64_t n, int stream) noexcept nogil
@@ -516,6 +610,15 @@ cdef extern from *:
                          int64_t isz) noexcept nogil
     void xs_transpose(char* buf, const char** rows, int64_t ss, int64_t nr, int64_t nc,
                       int64_t isz, const char** pf, int64_t npf, int64_t pfbytes) noexcept nogil
+    ctypedef struct xs_dimoff:
+        const int64_t* tab
+        int64_t scale
+    void xs_transpose_plane(char* dbase, xs_dimoff dA, xs_dimoff dB,
+                            const char* sbase, xs_dimoff sA, xs_dimoff sB,
+                            int64_t na, int64_t wsa, int64_t ssa,
+                            int64_t nbd, int64_t wdb, int64_t sdb,
+                            int64_t isz, int64_t R, int64_t C, int stream,
+                            int64_t b_begin, int64_t b_end, char* buf) noexcept nogil
 
 
 cdef inline int64_t side_offset(const Side* s, const int64_t* idx, int rank) noexcept nogil:
@@ -817,6 +920,11 @@ cdef inline int64_t dim_offset(const Side* s, int k, int64_t i) noexcept nogil:
     return s.tabs[k][i] * s.itemsize
 
 
+cdef inline char* _line_align(char* p) noexcept nogil:
+    """p rounded up to a cache line (for buffers declared 64 bytes longer)."""
+    return p + ((64 - (<size_t>p & 63)) & 63)
+
+
 cdef inline int64_t sep_base(const Side* s, const int64_t* idx, int rank, int skip1,
                              int skip2) noexcept nogil:
     """A separable side's offset summed over every dimension but skip1/skip2
@@ -923,8 +1031,8 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
     cdef char* drow[MAX_BAND]
     cdef const char* srow[MAX_BAND]
     cdef char* ur[4]
-    cdef double stage_store[BLOCK_BUF_WORDS]     # 2 x ROW_STAGE_ROWS x ROW_STAGE
-    cdef char* stage = <char*>stage_store
+    cdef double stage_store[BLOCK_BUF_WORDS + 8]     # 2 x ROW_STAGE_ROWS x ROW_STAGE
+    cdef char* stage = _line_align(<char*>stage_store)
     cdef int64_t wd, sd, ws, ss, n, ne, band, e0, p, ln, cd, cs, bd, bs
     cdef int64_t L, prev_l, next_l, nxt, prev_cs, cut_d, cut_s, acc, prev_acc, piece_cd
     cdef bint straddle, defer, unzips, piece_deferred
@@ -1073,30 +1181,20 @@ cdef inline void _block_rows(const Side* s, int64_t* idx, int rank, int a, int b
             rows[i] = s.base + side_offset(s, idx, rank)
 
 
-cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, int rank,
-                         int a, int b, bint stream) noexcept nogil:
-    """Byte-addressable copy when src's runs go along a and dst's along b.
-
-    Blocks of up to R (along b) x C (along a) elements, cut at both sides'
-    run windows, go through a contiguous buffer: the block's R source rows
-    (each a run of C elements) are transposed into the buffer with SIMD
-    in-register transposes, then each of its C rows is written to the
-    destination as one contiguous run of R elements. Blocks are visited
-    along a first, so each source row continues where the last block left
-    it; the next block's source lines are prefetched while this one is
-    transposed. Reading whole source lines into a buffer is what keeps
-    power-of-two strides (rows that all map to the same cache sets, made
-    certain by 2 MiB pages) from evicting each other.
-    """
+cdef void copy_transpose_general(const Side* dst, const Side* src, const int64_t* dims,
+                                 int rank, int a, int b, int64_t R, int64_t C,
+                                 bint stream) noexcept nogil:
+    """copy_transpose for sides that are not separable (tiles that combine
+    dimensions with '*'): the same blocks, offsets by program per block row."""
     cdef int64_t idx[MAX_RANK]
     cdef const char* rows_a[MAX_EDGE]
     cdef const char* rows_b[MAX_EDGE]
     cdef const char** cur = rows_a
     cdef const char** nxt = rows_b
     cdef const char** swap
-    cdef double buf_store[BLOCK_BUF_WORDS]
-    cdef char* buf = <char*>buf_store
-    cdef int64_t wsa, ssa, wdb, sdb, R, C, isz = dst.itemsize
+    cdef double buf_store[BLOCK_BUF_WORDS + 8]
+    cdef char* buf = _line_align(<char*>buf_store)
+    cdef int64_t wsa, ssa, wdb, sdb, isz = dst.itemsize
     cdef int64_t na = dims[a], nbd = dims[b]
     cdef int64_t a0, b0, la, lb, a1, b1, la1, lb1, i, j, c, dbase
     cdef bint more, pf, st
@@ -1106,24 +1204,6 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
         idx[k] = 0
     side_window(src, a, &wsa, &ssa)
     side_window(dst, b, &wdb, &sdb)
-    R = _edge_rows
-    C = _edge_cols
-    if R == 0:
-        if isz == 1:
-            R, C = 128, 128
-        elif isz == 2:
-            R, C = 128, 64
-        elif isz == 4:
-            R, C = 64, 64
-        elif isz == 8:
-            R, C = 32, 64
-        else:
-            R, C = 32, 32
-    while R * C * isz > BLOCK_BUF:
-        if R >= C:
-            R = (R + 1) // 2
-        else:
-            C = (C + 1) // 2
     pf = ssa == isz
     st = stream and sdb == isz
     while True:
@@ -1174,6 +1254,75 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
             break
     if stream:
         xs_store_fence()
+
+cdef inline xs_dimoff _dimoff(const Side* s, int k) noexcept nogil:
+    """Dimension k's share of a separable side's byte offset, for the C kernels."""
+    cdef xs_dimoff o
+    if s.tabs == NULL:
+        o.tab = NULL
+        o.scale = s.bstride[k]
+    else:
+        o.tab = s.tabs[k]
+        o.scale = 1 if s.prog == NULL else s.itemsize
+    return o
+
+
+cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, int rank,
+                         int a, int b, bint stream) noexcept nogil:
+    """Byte-addressable copy when src's runs go along a and dst's along b.
+
+    Each plane of dims a and b is copied by xs_transpose_plane: blocks of up
+    to R (along b) x C (along a) elements, cut at both sides' run windows,
+    go through a contiguous buffer. The block's R source rows (each a run of
+    C elements) are transposed into the buffer with SIMD in-register
+    transposes, then each of its C rows is written to the destination as one
+    contiguous run of R elements. Blocks are visited along a first, so each
+    source row continues where the last block left it; the next block's
+    source lines are prefetched while this one is transposed. Reading whole
+    source lines into a buffer is what keeps power-of-two strides (rows that
+    all map to the same cache sets, made certain by 2 MiB pages) from
+    evicting each other.
+    """
+    cdef int64_t idx[MAX_RANK]
+    cdef double buf_store[BLOCK_BUF_WORDS + 8]
+    cdef char* buf = _line_align(<char*>buf_store)
+    cdef int64_t wsa, ssa, wdb, sdb, R, C, isz = dst.itemsize
+    cdef int k
+    R = _edge_rows
+    C = _edge_cols
+    if R == 0:
+        if isz == 1:
+            R, C = 128, 128
+        elif isz == 2:
+            R, C = 128, 64
+        elif isz == 4:
+            R, C = 64, 64
+        elif isz == 8:
+            R, C = 32, 64
+        else:
+            R, C = 32, 32
+    while R * C * isz > BLOCK_BUF:
+        if R >= C:
+            R = (R + 1) // 2
+        else:
+            C = (C + 1) // 2
+    if not (side_separable(dst) and side_separable(src)):
+        copy_transpose_general(dst, src, dims, rank, a, b, R, C, stream)
+        return
+    side_window(src, a, &wsa, &ssa)
+    side_window(dst, b, &wdb, &sdb)
+    for k in range(rank):
+        idx[k] = 0
+    while True:
+        xs_transpose_plane(dst.base + sep_base(dst, idx, rank, a, b), _dimoff(dst, a),
+                           _dimoff(dst, b), src.base + sep_base(src, idx, rank, a, b),
+                           _dimoff(src, a), _dimoff(src, b), dims[a], wsa, ssa,
+                           dims[b], wdb, sdb, isz, R, C, stream, 0, dims[b], buf)
+        if not _next_index(idx, dims, rank, a, b):
+            break
+    if stream:
+        xs_store_fence()
+
 
 cdef inline uint64_t _get_code(const Side* s, int64_t off, uint64_t mask) noexcept nogil:
     cdef int64_t bit
