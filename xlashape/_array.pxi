@@ -70,7 +70,6 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABL
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_CheckExact
 cimport cython
 from libc.stdlib cimport free, malloc
-from posix.stdlib cimport posix_memalign
 
 import numbers as _numbers
 from operator import index as _operator_index
@@ -92,17 +91,21 @@ from .primitive_types import primitive_type_from_dtype as _ptype_from_dtype
 cdef extern from *:
     """
     #include <sys/mman.h>
+    #include <stdint.h>
+    /* Ask for transparent huge pages on the whole pages inside [p, p+n). */
     static void xs_hint_hugepages(void* p, size_t n) {
     #ifdef MADV_HUGEPAGE
-        (void)madvise(p, n, MADV_HUGEPAGE);
+        uintptr_t a = ((uintptr_t)p + 4095) & ~(uintptr_t)4095;
+        uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)4095;
+        if (e > a)
+            (void)madvise((void*)a, e - a, MADV_HUGEPAGE);
     #endif
     }
     """
     void xs_hint_hugepages(void* p, size_t n) noexcept nogil
 
 cdef enum:
-    HUGE_ALIGN = 2097152       # 2 MiB: big buffers get transparent huge pages
-    HUGE_THRESHOLD = 4194304
+    HUGE_THRESHOLD = 4194304   # buffers from 4 MiB get transparent huge pages (numpy's rule)
 
 cdef char* _FORMAT_B = "B"
 
@@ -288,78 +291,73 @@ def _as_plan(shape):
     return _tiling.plan(shape)
 
 
-@cython.no_gc_clear     # clearing fields is not needed to break cycles (see `view`)
-cdef class LayoutArray:
-    """A logical array stored in an XLA layout: padded, tiled, packed.
+cdef bytes _encode_element(value, dtype, int kind, hlo_name, what, error):
+    """value -> the bytes of one element of dtype (numpy's conversion rules;
+    PRED as 0 or 1). A value numpy cannot convert raises `error` if given,
+    else the xlashape twin of numpy's error."""
+    try:
+        tmp = np.array(value, dtype=dtype)
+    except _CONVERSION_ERRORS as e:
+        if isinstance(e, XlaShapeError):
+            raise
+        prefix = (f"{what} {_short_repr(value)} cannot be stored as "
+                  f"{hlo_name} ({dtype})")
+        if error is not None:
+            raise error(f"{prefix}: {e}") from None
+        _reraise_family(e, prefix)
+    if tmp.ndim != 0:
+        raise (error or ShapeValueError)(
+            f"{what} must be a scalar, got an array of shape {tmp.shape}")
+    elem = tmp.tobytes()
+    if kind == K_BOOL:
+        elem = b"\x00" if elem == b"\x00" else b"\x01"
+    return elem
 
-    ``LayoutArray(shape)`` allocates the physical buffer of ``shape`` (a
-    :class:`~xlashape.Shape` or HLO text; no layout means XLA's default),
-    64-byte aligned, with every logical element zero and every padding slot
-    holding the layout's ``padding_value``. Indexing, ``len``, iteration,
-    ``np.asarray(la)`` and :meth:`to_numpy` see the *logical* array;
-    :attr:`physical` is the raw buffer.
 
-    >>> from xlashape import Shape, Layout, Tile
-    >>> la = LayoutArray(Shape("f32", (3, 5), Layout((1, 0), tiles=[Tile(2, 2)])))
-    >>> la[2, 3] = 7.5
-    >>> la[2, 3], la.physical_nbytes, float(la.physical_array()[1, 1, 0, 1])
-    (7.5, 96, 7.5)
-    """
-
+cdef class _Compiled:
+    """Everything a LayoutArray derives from its LayoutPlan (the compiled
+    offset program, the per-dimension offset tables, the element type's
+    storage, the numpy-side shape and strides, the padding element),
+    computed once per plan and shared, read-only, by every array of that
+    shape: creating an array is then an allocation and a copy, not a
+    recompilation (it was ~20 us of fixed cost per array)."""
     cdef Program prog
     cdef DInfo di
-    cdef int64_t* tab_block         # offset tables (malloc'd), see _build_tables
+    cdef int64_t* tab_block            # malloc'd offset tables, or NULL
     cdef int64_t* tabs[MAX_RANK]
     cdef int64_t** tabs_or_null
-    cdef char* data
-    cdef void* alloc
-    # The wrapped buffer of frombuffer, behind a pointer on purpose: Cython
-    # would make the garbage collector traverse and clear a Py_buffer
-    # member's `obj` (dropping the reference without releasing the buffer:
-    # the exporter, e.g. a memoryview, then sees an export that is never
-    # released). Hidden from the collector, the exporter stays reachable
-    # while we hold it, and only release()/dealloc give it back.
-    cdef Py_buffer* view
-    cdef bint has_view
-    cdef bint released
-    cdef readonly bint readonly
-    cdef Py_ssize_t n_exports       # live buffer exports (views of the storage)
-    cdef Py_ssize_t n_pins          # operations using the storage right now
-    cdef Py_ssize_t nbytes_phys
-    cdef bint strided
     cdef Py_ssize_t c_shape[MAX_RANK]
     cdef Py_ssize_t c_strides[MAX_RANK]
     cdef Py_ssize_t logical_size
+    cdef bint strided
     cdef bint c_contig
     cdef bint f_contig
+    cdef bint has_padding
+    cdef bint pad_zero                 # the padding element is all zero bytes
+    cdef bytes pad                     # one padding element's bytes (has_padding)
     cdef bytes fmt
-    cdef object _plan
-    cdef object _shape
-    cdef object _dtype
-    cdef object _pyshape
-    cdef object _tmp
-    cdef object _tabnp
-    cdef object __weakref__
+    cdef object plan
+    cdef object shape                  # with its (possibly default) layout
+    cdef object dtype
+    cdef object pyshape
 
-    # -- construction ------------------------------------------------------
-    def __init__(self, shape):
-        self._setup(_as_plan(shape))
-        self._allocate()
-        self._fill_padding(True)
+    def __dealloc__(self):
+        if self.tab_block != NULL:
+            free(self.tab_block)
+            self.tab_block = NULL
 
-    cdef int _setup(self, plan) except -1:
+    cdef int build(self, plan) except -1:
         cdef int d
-        cdef Py_ssize_t acc
         program_from_plan(&self.prog, plan)
-        self._plan = plan
+        self.plan = plan
         self._build_offset_tables(plan)
         shape = plan.shape
         if shape.layout is None:
             shape = shape.with_layout(plan.layout)
-        self._shape = shape
-        self._dtype = plan.element_type.dtype
-        dinfo_for(&self.di, plan.element_type, self._dtype, plan.element_bits)
-        self._pyshape = tuple(plan.dimensions)
+        self.shape = shape
+        self.dtype = plan.element_type.dtype
+        dinfo_for(&self.di, plan.element_type, self.dtype, plan.element_bits)
+        self.pyshape = tuple(plan.dimensions)
         self.logical_size = 1
         for d in range(self.prog.rank):
             self.c_shape[d] = plan.dimensions[d]
@@ -373,6 +371,15 @@ cdef class LayoutArray:
             self.c_contig = self._is_contig(True)
             self.f_contig = self._is_contig(False)
         self.fmt = _PEP3118.get(plan.element_type.hlo_name)
+        self.has_padding = plan.element_count > self.logical_size or \
+            plan.size_in_bytes * 8 > plan.element_count * plan.element_bits
+        self.pad = None
+        self.pad_zero = True
+        if self.has_padding:
+            self.pad = _encode_element(plan.layout.padding_value, self.dtype, self.di.kind,
+                                       plan.element_type.hlo_name, "padding_value",
+                                       InvalidShapeError)
+            self.pad_zero = self.pad.count(0) == len(self.pad)
         return 0
 
     cdef int _build_offset_tables(self, plan) except -1:
@@ -419,15 +426,6 @@ cdef class LayoutArray:
         self.tabs_or_null = self.tabs
         return 0
 
-    cdef inline int64_t _offset(self, const int64_t* idx) noexcept nogil:
-        cdef int64_t off = 0
-        cdef int d
-        if self.tabs_or_null == NULL:
-            return program_offset(&self.prog, idx)
-        for d in range(self.prog.rank):
-            off += self.tabs[d][idx[d]]
-        return off
-
     cdef bint _is_contig(self, bint c_order):
         cdef Py_ssize_t acc = self.di.itemsize
         cdef int k, d
@@ -438,24 +436,161 @@ cdef class LayoutArray:
             acc *= self.c_shape[d]
         return True
 
+
+cdef enum:
+    COMPILED_CACHE = 512    # plans (and shape objects / texts) remembered
+
+
+cdef dict _compiled_by_plan = {}
+cdef dict _compiled_by_key = {}     # id(Shape) or shape text -> (the key object, _Compiled)
+
+
+cdef _Compiled _compiled_for(plan):
+    """The _Compiled of a LayoutPlan (built on first use)."""
+    cdef _Compiled c = _compiled_by_plan.get(plan)
+    if c is None:
+        c = _Compiled.__new__(_Compiled)
+        c.build(plan)
+        if len(_compiled_by_plan) >= COMPILED_CACHE:
+            _compiled_by_plan.clear()
+        _compiled_by_plan[plan] = c
+    return c
+
+
+cdef _Compiled _compiled_for_shape(shape):
+    """The _Compiled of a Shape or HLO shape text, checked as _as_plan does.
+
+    Remembers the Shape object itself (by identity, holding a reference so
+    the id stays its own) or the text, so a repeated call costs one dict
+    lookup."""
+    cdef tuple entry
+    if type(shape) is str:
+        key = shape                 # equal texts: one entry
+        entry = _compiled_by_key.get(key)
+        if entry is not None:
+            return <_Compiled>entry[1]
+    else:
+        key = id(shape)
+        entry = _compiled_by_key.get(key)
+        if entry is not None and entry[0] is shape:
+            return <_Compiled>entry[1]
+    c = _compiled_for(_as_plan(shape))
+    if type(shape) is str or type(shape) is _Shape:
+        if len(_compiled_by_key) >= COMPILED_CACHE:
+            _compiled_by_key.clear()
+        _compiled_by_key[key] = (shape, c)
+    return c
+
+
+@cython.no_gc_clear     # clearing fields is not needed to break cycles (see `view`)
+cdef class LayoutArray:
+    """A logical array stored in an XLA layout: padded, tiled, packed.
+
+    ``LayoutArray(shape)`` allocates the physical buffer of ``shape`` (a
+    :class:`~xlashape.Shape` or HLO text; no layout means XLA's default),
+    64-byte aligned, with every logical element zero and every padding slot
+    holding the layout's ``padding_value``. Indexing, ``len``, iteration,
+    ``np.asarray(la)`` and :meth:`to_numpy` see the *logical* array;
+    :attr:`physical` is the raw buffer.
+
+    >>> from xlashape import Shape, Layout, Tile
+    >>> la = LayoutArray(Shape("f32", (3, 5), Layout((1, 0), tiles=[Tile(2, 2)])))
+    >>> la[2, 3] = 7.5
+    >>> la[2, 3], la.physical_nbytes, float(la.physical_array()[1, 1, 0, 1])
+    (7.5, 96, 7.5)
+    """
+
+    cdef _Compiled comp             # the plan's compiled form, shared (see _Compiled)
+    cdef const Program* prog        # &comp.prog
+    cdef DInfo di
+    cdef int64_t** tabs             # comp.tabs: per-dimension offset tables
+    cdef int64_t** tabs_or_null     # comp.tabs_or_null: tabs, or NULL when not separable
+    cdef char* data
+    cdef void* alloc
+    # The wrapped buffer of frombuffer, behind a pointer on purpose: Cython
+    # would make the garbage collector traverse and clear a Py_buffer
+    # member's `obj` (dropping the reference without releasing the buffer:
+    # the exporter, e.g. a memoryview, then sees an export that is never
+    # released). Hidden from the collector, the exporter stays reachable
+    # while we hold it, and only release()/dealloc give it back.
+    cdef Py_buffer* view
+    cdef bint has_view
+    cdef bint released
+    cdef readonly bint readonly
+    cdef Py_ssize_t n_exports       # live buffer exports (views of the storage)
+    cdef Py_ssize_t n_pins          # operations using the storage right now
+    cdef Py_ssize_t nbytes_phys
+    cdef bint strided
+    cdef Py_ssize_t* c_shape        # comp.c_shape
+    cdef Py_ssize_t* c_strides      # comp.c_strides
+    cdef Py_ssize_t logical_size
+    cdef bint c_contig
+    cdef bint f_contig
+    cdef bytes fmt
+    cdef object _plan
+    cdef object _shape
+    cdef object _dtype
+    cdef object _pyshape
+    cdef object _tmp
+    cdef object _tabnp
+    cdef object __weakref__
+
+    # -- construction ------------------------------------------------------
+    def __init__(self, shape):
+        self._setup_compiled(_compiled_for_shape(shape))
+        self._allocate()
+        self._fill_padding(True)
+
+    cdef int _setup(self, plan) except -1:
+        return self._setup_compiled(_compiled_for(plan))
+
+    cdef int _setup_compiled(self, _Compiled c) except -1:
+        self.comp = c
+        self.prog = &c.prog
+        self.di = c.di
+        self.tabs = c.tabs
+        self.tabs_or_null = c.tabs_or_null
+        self.c_shape = c.c_shape
+        self.c_strides = c.c_strides
+        self.logical_size = c.logical_size
+        self.strided = c.strided
+        self.c_contig = c.c_contig
+        self.f_contig = c.f_contig
+        self.fmt = c.fmt
+        self._plan = c.plan
+        self._shape = c.shape
+        self._dtype = c.dtype
+        self._pyshape = c.pyshape
+        return 0
+
+    cdef inline int64_t _offset(self, const int64_t* idx) noexcept nogil:
+        cdef int64_t off = 0
+        cdef int d
+        if self.tabs_or_null == NULL:
+            return program_offset(self.prog, idx)
+        for d in range(self.prog.rank):
+            off += self.tabs[d][idx[d]]
+        return off
+
     cdef int _allocate(self) except -1:
-        cdef size_t n = self._plan.size_in_bytes
-        cdef size_t align = 64
+        """The physical buffer, 64-byte aligned, allocated the way numpy
+        allocates (malloc, transparent huge pages asked for from 4 MiB), so
+        both get the same reuse of freed memory from the C library: a
+        buffer that numpy would get back warm and without page faults, we
+        do too."""
+        cdef size_t n = self.comp.plan.size_in_bytes
         cdef void* p = NULL
         if n > <size_t>(2 ** 62):
             raise ShapeMemoryError(f"{self._shape} needs {n} bytes")
         self.nbytes_phys = n
-        if n == 0:
-            n = 64
-        if n >= HUGE_THRESHOLD:
-            align = HUGE_ALIGN
         n = (n + 63) & ~(<size_t>63)
-        if posix_memalign(&p, align, n) != 0 or p == NULL:
+        p = malloc(n + 64)
+        if p == NULL:
             raise ShapeMemoryError(f"cannot allocate {n} bytes for {self._shape}")
-        if align == HUGE_ALIGN:
-            xs_hint_hugepages(p, n)  # only a hint: failure is harmless
+        if n >= HUGE_THRESHOLD:
+            xs_hint_hugepages(p, n + 64)  # only a hint: failure is harmless
         self.alloc = p
-        self.data = <char*>p
+        self.data = _line_align(<char*>p)
         self.readonly = False
         return 0
 
@@ -463,23 +598,8 @@ cdef class LayoutArray:
         """value -> the bytes of one element (numpy's conversion rules; PRED
         as 0 or 1). A value numpy cannot convert raises `error` if given,
         else the xlashape twin of numpy's error."""
-        try:
-            tmp = np.array(value, dtype=self._dtype)
-        except _CONVERSION_ERRORS as e:
-            if isinstance(e, XlaShapeError):
-                raise
-            prefix = (f"{what} {_short_repr(value)} cannot be stored as "
-                      f"{self._shape.element_type.hlo_name} ({self._dtype})")
-            if error is not None:
-                raise error(f"{prefix}: {e}") from None
-            _reraise_family(e, prefix)
-        if tmp.ndim != 0:
-            raise (error or ShapeValueError)(
-                f"{what} must be a scalar, got an array of shape {tmp.shape}")
-        elem = tmp.tobytes()
-        if self.di.kind == K_BOOL:
-            elem = b"\x00" if elem == b"\x00" else b"\x01"
-        return elem
+        return _encode_element(value, self._dtype, self.di.kind,
+                               self._shape.element_type.hlo_name, what, error)
 
     cdef int _fill_bytes_with(self, bytes elem) except -1:
         """Every slot of the physical buffer (padding included) := elem."""
@@ -509,10 +629,8 @@ cdef class LayoutArray:
 
     cdef int _fill_padding(self, bint zero_logical) except -1:
         """Padding slots := padding_value; logical elements := 0 if asked."""
-        pv = self._plan.layout.padding_value
-        has_padding = self._plan.element_count > self.logical_size or \
-            self.nbytes_phys * 8 > self._plan.element_count * self._plan.element_bits
-        if not has_padding:
+        cdef _Compiled c = self.comp
+        if not c.has_padding:
             if zero_logical:
                 self._pin()
                 try:
@@ -520,10 +638,9 @@ cdef class LayoutArray:
                 finally:
                     self._unpin()
             return 0
-        pad = self._encode(pv, "padding_value", InvalidShapeError)
-        self._fill_bytes_with(pad)
-        if zero_logical and pad.count(0) != len(pad):
-            self._fill_logical(bytes(len(pad)))
+        self._fill_bytes_with(c.pad)
+        if zero_logical and not c.pad_zero:
+            self._fill_logical(bytes(len(c.pad)))
         return 0
 
     cdef int _fill_logical(self, bytes elem) except -1:
@@ -550,7 +667,7 @@ cdef class LayoutArray:
 
     cdef void _side(self, Side* s):
         s.base = self.data
-        s.prog = &self.prog
+        s.prog = self.prog
         s.tabs = self.tabs_or_null
         s.itemsize = self.di.itemsize
         s.packed_bits = self.di.packed_bits
@@ -606,6 +723,7 @@ cdef class LayoutArray:
         True
         """
         cdef LayoutArray la
+        cdef _Compiled comp
         cdef cnp.ndarray arr
         cdef Side dst, src
         if type(array) is not np.ndarray:
@@ -626,26 +744,26 @@ cdef class LayoutArray:
             shape = _Shape(et, array.shape, shape_or_layout)
         else:
             shape = shape_or_layout
-        plan = _as_plan(shape)
-        if tuple(plan.dimensions) != tuple(array.shape):
+        comp = _compiled_for_shape(shape)
+        if comp.pyshape != array.shape:
             raise InvalidShapeError(
                 f"array of shape {tuple(array.shape)} does not match the dimensions "
-                f"{tuple(plan.dimensions)} of {plan.shape}")
-        target = plan.element_type.dtype
+                f"{comp.pyshape} of {comp.plan.shape}")
+        target = comp.dtype
         if array.dtype != target:
             if not dtype_cast:
                 raise ShapeTypeError(
                     f"array dtype {array.dtype} does not match the element type "
-                    f"{plan.element_type.hlo_name} ({target}) of {plan.shape}; "
+                    f"{comp.plan.element_type.hlo_name} ({target}) of {comp.plan.shape}; "
                     f"pass dtype_cast=True to convert")
             try:
                 array = array.astype(target)
             except _CONVERSION_ERRORS as e:
                 _reraise_family(e)
-        if array.dtype == np.bool_:
+        if comp.di.kind == K_BOOL:
             array = bool_array_clean(array)   # PRED: every nonzero byte as 1
         la = LayoutArray.__new__(LayoutArray)
-        la._setup(plan)
+        la._setup_compiled(comp)
         la._allocate()
         la._fill_padding(False)
         la._copy_in(array)
@@ -760,9 +878,6 @@ cdef class LayoutArray:
         if self.alloc != NULL:
             free(self.alloc)
             self.alloc = NULL
-        if self.tab_block != NULL:
-            free(self.tab_block)
-            self.tab_block = NULL
 
     def release(self):
         """Free the storage now (or let go of a wrapped buffer).
@@ -1260,8 +1375,19 @@ cdef class LayoutArray:
         return 0
 
     cdef int _assign_all(self, value) except -1:
-        """``la[...] = value``: pack straight from the source, no unpacking."""
+        """``la[...] = value``: pack straight from the source, no unpacking
+        (from another LayoutArray of the same shape and dtype: physical to
+        physical, a relayout into this buffer)."""
         cdef cnp.ndarray arr
+        cdef LayoutArray other
+        if type(value) is LayoutArray:
+            other = <LayoutArray>value
+            if other._pyshape == self._pyshape and other._dtype == self._dtype:
+                other._check_alive()
+                if not (other.data < self.data + self.nbytes_phys and
+                        self.data < other.data + other.nbytes_phys):
+                    self._copy_from(other)
+                    return 0
         if type(value) is not np.ndarray or value.dtype != self._dtype:
             try:
                 scalar = np.ndim(value) == 0
@@ -1407,8 +1533,6 @@ cdef class LayoutArray:
         [0, 3, 1, 4, 2, 5]
         """
         cdef LayoutArray la
-        cdef Side dst, src
-        cdef char* clean
         self._check_alive()
         layout = _layout_text_to_layout(layout)
         if isinstance(layout, _Layout):
@@ -1429,27 +1553,38 @@ cdef class LayoutArray:
         la._setup(plan)
         la._allocate()
         la._fill_padding(False)
-        la._side(&dst)
-        clean = NULL
+        la._copy_from(self)
+        return la
+
+    cdef int _copy_from(self, LayoutArray other) except -1:
+        """Every logical element := other's (same dimensions and dtype, storage
+        not overlapping ours): physical to physical. Pins both."""
+        cdef Side dst, src
+        cdef char* clean = NULL
         self._pin()
         try:
-            self._side(&src)
-            if self.di.kind == K_BOOL and not self.di.packed_bits and \
-                    bytes_above_one(src.base, self.nbytes_phys):
-                # PRED bytes other than 0/1 (a wrapped buffer, or a write
-                # through a view): copy from a folded copy of the storage
-                clean = <char*>malloc(max(self.nbytes_phys, 1))
-                if clean == NULL:
-                    raise ShapeMemoryError(f"cannot allocate {self.nbytes_phys} bytes")
-                memcpy(clean, src.base, self.nbytes_phys)
-                bytes_to_bools(clean, self.nbytes_phys)
-                src.base = clean
-            with nogil:
-                copy_sides(&dst, &src, la.prog.dims, la.prog.rank, la.di.mask)
+            other._pin()
+            try:
+                self._side(&dst)
+                other._side(&src)
+                if other.di.kind == K_BOOL and not other.di.packed_bits and \
+                        bytes_above_one(src.base, other.nbytes_phys):
+                    # PRED bytes other than 0/1 (a wrapped buffer, or a write
+                    # through a view): copy from a folded copy of the storage
+                    clean = <char*>malloc(max(other.nbytes_phys, 1))
+                    if clean == NULL:
+                        raise ShapeMemoryError(f"cannot allocate {other.nbytes_phys} bytes")
+                    memcpy(clean, src.base, other.nbytes_phys)
+                    bytes_to_bools(clean, other.nbytes_phys)
+                    src.base = clean
+                with nogil:
+                    copy_sides(&dst, &src, self.prog.dims, self.prog.rank, self.di.mask)
+            finally:
+                other._unpin()
         finally:
             self._unpin()
             free(clean)
-        return la
+        return 0
 
     def __reduce__(self):
         self._check_alive()
@@ -1472,7 +1607,7 @@ cdef class LayoutArray:
         """Internal: padding slots hold padding_value, logical elements are
         left uninitialized (the caller writes every one of them)."""
         cdef LayoutArray la = LayoutArray.__new__(LayoutArray)
-        la._setup(_as_plan(shape))
+        la._setup_compiled(_compiled_for_shape(shape))
         la._allocate()
         la._fill_padding(False)
         return la
