@@ -74,11 +74,6 @@ from libc.stdlib cimport free, malloc
 import numbers as _numbers
 from operator import index as _operator_index
 
-try:
-    from numpy.lib.array_utils import byte_bounds as _byte_bounds
-except ImportError:  # numpy < 2
-    from numpy import byte_bounds as _byte_bounds
-
 from .errors import (InvalidShapeError, ReadOnlyBufferError, ReleasedArrayError,
                      ShapeBufferError, ShapeIndexError, ShapeMemoryError,
                      ShapeOverflowError, ShapeTypeError, ShapeValueError, XlaShapeError)
@@ -289,6 +284,26 @@ def _as_plan(shape):
             f"element type {shape.element_type.hlo_name} has no numpy dtype "
             f"(install a newer ml_dtypes for it)")
     return _tiling.plan(shape)
+
+
+cdef inline bint _array_overlaps(cnp.ndarray arr, const char* base, Py_ssize_t n) noexcept:
+    """True when arr's elements may share a byte with [base, base + n)
+    (numpy's byte_bounds, computed in C: no Python call between the caller's
+    pin and its use of the storage)."""
+    cdef const char* lo = <const char*>cnp.PyArray_DATA(arr)
+    cdef const char* hi = lo + cnp.PyArray_ITEMSIZE(arr)
+    cdef Py_ssize_t st, ext
+    cdef int d
+    for d in range(cnp.PyArray_NDIM(arr)):
+        if cnp.PyArray_DIMS(arr)[d] == 0:
+            return False
+        st = cnp.PyArray_STRIDES(arr)[d]
+        ext = (cnp.PyArray_DIMS(arr)[d] - 1) * st
+        if ext < 0:
+            lo += ext
+        else:
+            hi += ext
+    return lo < base + n and base < hi
 
 
 cdef bytes _encode_element(value, dtype, int kind, hlo_name, what, error):
@@ -1076,10 +1091,9 @@ cdef class LayoutArray:
         if not arr.flags.writeable:
             raise ReadOnlyBufferError(
                 "output array is read-only: to_numpy(out=...) needs a writable array")
-        lo, hi = _byte_bounds(arr)
         self._pin()
         try:
-            if lo < <size_t>self.data + self.nbytes_phys and <size_t>self.data < hi:
+            if _array_overlaps(arr, self.data, self.nbytes_phys):
                 # out is a view of this very storage: unpack, then copy over
                 np.copyto(arr, self._unpack_into(np.empty(self._pyshape, dtype=self._dtype)))
             else:
@@ -1329,6 +1343,9 @@ cdef class LayoutArray:
                 return
             self._store_slow(off, value)
             return
+        if key is Ellipsis:
+            self._assign_all(value)     # la[...] = value, the bulk assignment
+            return
         if _check_key_types(key):
             _npapi.setitem(self, key, value)
             return
@@ -1401,14 +1418,16 @@ cdef class LayoutArray:
             value = tmp
         elif self.di.kind == K_BOOL:
             value = bool_array_clean(value)
-        try:
-            arr = np.broadcast_to(value, self._pyshape)
-        except _CONVERSION_ERRORS as e:
-            _reraise_family(e)
-        lo, hi = _byte_bounds(arr)
+        if (<object>value).shape == self._pyshape:
+            arr = value
+        else:
+            try:
+                arr = np.broadcast_to(value, self._pyshape)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
         self._pin()
         try:
-            if lo < <size_t>self.data + self.nbytes_phys and <size_t>self.data < hi:
+            if _array_overlaps(arr, self.data, self.nbytes_phys):
                 arr = arr.copy()     # the source is a view of this very buffer
             self._copy_in(arr)
         finally:

@@ -519,6 +519,59 @@ cdef extern from *:
         return c < a ? c : a;
     }
 
+    /* Copy n bytes within the cache (no streaming): 16-byte pieces while
+       they last, the common run lengths unrolled, no library call. */
+    static inline void xs_copy_small(char* d, const char* s, int64_t n) {
+    #ifdef XS_SSE2
+        int64_t k = 0;
+        for (; k + 64 <= n; k += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i*)(s + k));
+            __m128i b = _mm_loadu_si128((const __m128i*)(s + k + 16));
+            __m128i c = _mm_loadu_si128((const __m128i*)(s + k + 32));
+            __m128i e = _mm_loadu_si128((const __m128i*)(s + k + 48));
+            _mm_storeu_si128((__m128i*)(d + k), a);
+            _mm_storeu_si128((__m128i*)(d + k + 16), b);
+            _mm_storeu_si128((__m128i*)(d + k + 32), c);
+            _mm_storeu_si128((__m128i*)(d + k + 48), e);
+        }
+        for (; k + 16 <= n; k += 16)
+            _mm_storeu_si128((__m128i*)(d + k), _mm_loadu_si128((const __m128i*)(s + k)));
+        if (k < n)
+            memcpy(d + k, s + k, (size_t)(n - k));
+    #else
+        memcpy(d, s, (size_t)n);
+    #endif
+    }
+
+    /* The run copy's plain case in one loop: nb rows, both sides contiguous
+       along d; row r's element p is at sbase + rs[r] + sD(p) and goes to
+       dbase + rd[r] + dD(p). Runs end at multiples of either side's window
+       (wd, ws); for each run, every row. */
+    static void xs_band_runs(char* dbase, const int64_t* rd, xs_dimoff dD, int64_t wd,
+                             const char* sbase, const int64_t* rs, xs_dimoff sD, int64_t ws,
+                             int nb, int64_t n, int64_t isz, int stream) {
+        int64_t p = 0, cut_d = 0, cut_s = 0, ln, L;
+        int r;
+        while (p < n) {
+            char* d;
+            const char* s;
+            while (cut_d <= p) cut_d += wd;
+            while (cut_s <= p) cut_s += ws;
+            ln = xs_min3(n, cut_d, cut_s) - p;
+            L = ln * isz;
+            d = dbase + xs_off(dD, p);
+            s = sbase + xs_off(sD, p);
+            if (stream && L >= 64) {
+                for (r = 0; r < nb; r++)
+                    xs_copy(d + rd[r], s + rs[r], L, 1);
+            } else {
+                for (r = 0; r < nb; r++)
+                    xs_copy_small(d + rd[r], s + rs[r], L);
+            }
+            p += ln;
+        }
+    }
+
     /* The transposing copy of one plane: element (a, b) goes from
        sbase + sA(a) + sB(b) to dbase + dA(a) + dB(b). The source runs along
        a (contiguous for wsa elements from multiples of wsa, ssa bytes
@@ -613,6 +666,9 @@ cdef extern from *:
     ctypedef struct xs_dimoff:
         const int64_t* tab
         int64_t scale
+    void xs_band_runs(char* dbase, const int64_t* rd, xs_dimoff dD, int64_t wd,
+                      const char* sbase, const int64_t* rs, xs_dimoff sD, int64_t ws,
+                      int nb, int64_t n, int64_t isz, int stream) noexcept nogil
     void xs_transpose_plane(char* dbase, xs_dimoff dA, xs_dimoff dB,
                             const char* sbase, xs_dimoff sA, xs_dimoff sB,
                             int64_t na, int64_t wsa, int64_t ssa,
@@ -920,6 +976,18 @@ cdef inline int64_t dim_offset(const Side* s, int k, int64_t i) noexcept nogil:
     return s.tabs[k][i] * s.itemsize
 
 
+cdef inline xs_dimoff _dimoff(const Side* s, int k) noexcept nogil:
+    """Dimension k's share of a separable side's byte offset, for the C kernels."""
+    cdef xs_dimoff o
+    if s.tabs == NULL:
+        o.tab = NULL
+        o.scale = s.bstride[k]
+    else:
+        o.tab = s.tabs[k]
+        o.scale = 1 if s.prog == NULL else s.itemsize
+    return o
+
+
 cdef inline char* _line_align(char* p) noexcept nogil:
     """p rounded up to a cache line (for buffers declared 64 bytes longer)."""
     return p + ((64 - (<size_t>p & 63)) & 63)
@@ -1035,7 +1103,8 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
     cdef char* stage = _line_align(<char*>stage_store)
     cdef int64_t wd, sd, ws, ss, n, ne, band, e0, p, ln, cd, cs, bd, bs
     cdef int64_t L, prev_l, next_l, nxt, prev_cs, cut_d, cut_s, acc, prev_acc, piece_cd
-    cdef bint straddle, defer, unzips, piece_deferred
+    cdef bint straddle, defer, unzips, piece_deferred, plain
+    cdef xs_dimoff ddim, sdim
     cdef int64_t isz = dst.itemsize
     cdef int e, k, r, q, nb, par
     cdef bint rowmode
@@ -1049,6 +1118,8 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
     band = band_rows(t, dims, d, e, ws if ws < wd else wd)
     n = dims[d]
     ne = dims[e] if e >= 0 else 1
+    ddim = _dimoff(dst, d)
+    sdim = _dimoff(src, d)
     while True:
         bd = sep_base(dst, idx, rank, d, e)
         bs = sep_base(src, idx, rank, d, e)
@@ -1064,6 +1135,7 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
             r = 0
             rowmode = stream and sd == isz and wd >= n and ws < n
             unzips = False
+            plain = True
             while r < nb:
                 k = _zip_rows(rd, r, nb, sd, isz)
                 if k > 1:
@@ -1073,11 +1145,18 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
                     grp[r] = -k if k > 1 else 1
                 if grp[r] == 1 and ss != isz:
                     rowmode = False
+                if grp[r] != 1:
+                    plain = False
                 if grp[r] < -1:
                     unzips = True
                     if ws * isz > ROW_STAGE or nb > ROW_STAGE_ROWS:
                         rowmode = False
                 r += k
+            if not rowmode and plain and sd == isz and ss == isz:
+                xs_band_runs(dst.base, rd, ddim, wd, src.base, rs, sdim, ws, nb, n, isz,
+                             stream)
+                e0 += nb
+                continue
             p = 0
             prev_l = 0
             prev_cs = 0
@@ -1254,18 +1333,6 @@ cdef void copy_transpose_general(const Side* dst, const Side* src, const int64_t
             break
     if stream:
         xs_store_fence()
-
-cdef inline xs_dimoff _dimoff(const Side* s, int k) noexcept nogil:
-    """Dimension k's share of a separable side's byte offset, for the C kernels."""
-    cdef xs_dimoff o
-    if s.tabs == NULL:
-        o.tab = NULL
-        o.scale = s.bstride[k]
-    else:
-        o.tab = s.tabs[k]
-        o.scale = 1 if s.prog == NULL else s.itemsize
-    return o
-
 
 cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, int rank,
                          int a, int b, bint stream) noexcept nogil:
