@@ -39,15 +39,35 @@ cdef enum:
 cdef int64_t _stream_threshold = 8388608   # kernels moving more bytes stream their stores
 cdef int64_t _edge_rows = 0                # transposed block edges; 0: by element size
 cdef int64_t _edge_cols = 0
+cdef bint _prefetch_runs = True
+cdef int _threads = 1                      # threads for big kernels (1 or 2)
+cdef int64_t _thread_threshold = 33554432  # kernels moving more bytes may use them
 
 
-def _kernel_settings(stream_threshold=None, block=None):
+def _kernel_settings(stream_threshold=None, block=None, threads=None, thread_threshold=None,
+                     prefetch_runs=None):
     """Internal, for tests and benchmarks: set the size (bytes) from which
-    kernels write with streaming stores, and the transposing copy's block
-    edges ``(rows, cols)`` (``(0, 0)``: chosen by element size). Returns the
-    previous settings as a dict, which can be passed back to restore them."""
-    global _stream_threshold, _edge_rows, _edge_cols
-    old = {"stream_threshold": _stream_threshold, "block": (_edge_rows, _edge_cols)}
+    kernels write with streaming stores, the transposing copy's block edges
+    ``(rows, cols)`` (``(0, 0)``: chosen by element size), the number of
+    threads (1 or 2) for kernels that move at least ``thread_threshold``
+    bytes, and whether the run copy prefetches each row's next source run
+    (``prefetch_runs``). Returns the previous settings as a dict, which can be passed back
+    to restore them."""
+    global _stream_threshold, _edge_rows, _edge_cols, _threads, _thread_threshold
+    global _prefetch_runs
+    old = {"stream_threshold": _stream_threshold, "block": (_edge_rows, _edge_cols),
+           "threads": _threads, "thread_threshold": _thread_threshold,
+           "prefetch_runs": bool(_prefetch_runs)}
+    if prefetch_runs is not None:
+        _prefetch_runs = bool(prefetch_runs)
+    if threads is not None:
+        if threads not in (1, 2):
+            raise ValueError("threads must be 1 or 2")
+        _threads = threads
+    if thread_threshold is not None:
+        if thread_threshold < 0:
+            raise ValueError("thread_threshold must be >= 0")
+        _thread_threshold = thread_threshold
     if stream_threshold is not None:
         if stream_threshold < 0:
             raise ValueError("stream_threshold must be >= 0")
@@ -76,6 +96,13 @@ cdef extern from *:
     #else
         (void)p;
     #endif
+    }
+
+    /* Prefetch the lines of [p, p + n). */
+    static inline void xs_prefetch_span(const char* p, int64_t n) {
+        int64_t c;
+        for (c = 0; c < n; c += 64)
+            xs_prefetch(p + c);
     }
 
     /* n bytes from s to d. With stream, the whole cache lines are written
@@ -649,8 +676,80 @@ cdef extern from *:
             { const char** t = cur; cur = nxt; nxt = t; }
         }
     }
+
+    /* Two threads for one kernel: job(arg1) runs in a new thread while the
+       caller runs job(arg0); returns when both are done. Without POSIX
+       threads, or when the thread cannot be started, both run here. */
+    #if defined(__unix__) || defined(__APPLE__)
+    #include <pthread.h>
+    #define XS_HAVE_THREADS 1
+    #else
+    #define XS_HAVE_THREADS 0
+    #endif
+    typedef void (*xs_job_fn)(void*);
+    typedef struct { xs_job_fn fn; void* arg; } xs_thread_start;
+    #if XS_HAVE_THREADS
+    static void* xs_thread_main(void* p) {
+        xs_thread_start* t = (xs_thread_start*)p;
+        t->fn(t->arg);
+        return NULL;
+    }
+    #endif
+    static void xs_run2(xs_job_fn fn, void* arg0, void* arg1) {
+    #if XS_HAVE_THREADS
+        pthread_t th;
+        xs_thread_start t;
+        t.fn = fn;
+        t.arg = arg1;
+        if (pthread_create(&th, NULL, xs_thread_main, &t) == 0) {
+            fn(arg0);
+            pthread_join(th, NULL);
+            return;
+        }
+    #endif
+        fn(arg0);
+        fn(arg1);
+    }
+
+    /* xs_transpose_plane's arguments, for a thread. */
+    typedef struct {
+        char* dbase; xs_dimoff dA, dB;
+        const char* sbase; xs_dimoff sA, sB;
+        int64_t na, wsa, ssa, nbd, wdb, sdb, isz, R, C;
+        int stream;
+        int64_t b_begin, b_end;
+    } xs_plane_job;
+    static void xs_plane_job_run(void* p) {
+        xs_plane_job* j = (xs_plane_job*)p;
+        char store[16384 + 64];
+        char* buf = store + ((64 - ((uintptr_t)store & 63)) & 63);
+        xs_transpose_plane(j->dbase, j->dA, j->dB, j->sbase, j->sA, j->sB, j->na, j->wsa,
+                           j->ssa, j->nbd, j->wdb, j->sdb, j->isz, j->R, j->C, j->stream,
+                           j->b_begin, j->b_end, buf);
+        if (j->stream)
+            xs_store_fence();
+    }
+    /* A plane on two threads: the rows along b split in two halves (at a
+       multiple of R), one per thread. */
+    static void xs_transpose_plane2(char* dbase, xs_dimoff dA, xs_dimoff dB,
+                                    const char* sbase, xs_dimoff sA, xs_dimoff sB,
+                                    int64_t na, int64_t wsa, int64_t ssa,
+                                    int64_t nbd, int64_t wdb, int64_t sdb,
+                                    int64_t isz, int64_t R, int64_t C, int stream) {
+        xs_plane_job j[2];
+        int64_t mid = (nbd / 2) / R * R;
+        j[0].dbase = dbase; j[0].dA = dA; j[0].dB = dB;
+        j[0].sbase = sbase; j[0].sA = sA; j[0].sB = sB;
+        j[0].na = na; j[0].wsa = wsa; j[0].ssa = ssa; j[0].nbd = nbd; j[0].wdb = wdb;
+        j[0].sdb = sdb; j[0].isz = isz; j[0].R = R; j[0].C = C; j[0].stream = stream;
+        j[1] = j[0];
+        j[0].b_begin = 0; j[0].b_end = mid;
+        j[1].b_begin = mid; j[1].b_end = nbd;
+        xs_run2(xs_plane_job_run, &j[0], &j[1]);
+    }
     """
     void xs_prefetch(const char* p) noexcept nogil
+    void xs_prefetch_span(const char* p, int64_t n) noexcept nogil
     void xs_copy(char* d, const char* s, int64_t n, int stream) noexcept nogil
     void xs_store_fence() noexcept nogil
     void xs_row_run(char* d, const char* s, int64_t L, const char* prev_end,
@@ -669,6 +768,11 @@ cdef extern from *:
     void xs_band_runs(char* dbase, const int64_t* rd, xs_dimoff dD, int64_t wd,
                       const char* sbase, const int64_t* rs, xs_dimoff sD, int64_t ws,
                       int nb, int64_t n, int64_t isz, int stream) noexcept nogil
+    void xs_transpose_plane2(char* dbase, xs_dimoff dA, xs_dimoff dB,
+                             const char* sbase, xs_dimoff sA, xs_dimoff sB,
+                             int64_t na, int64_t wsa, int64_t ssa,
+                             int64_t nbd, int64_t wdb, int64_t sdb,
+                             int64_t isz, int64_t R, int64_t C, int stream) noexcept nogil
     void xs_transpose_plane(char* dbase, xs_dimoff dA, xs_dimoff dB,
                             const char* sbase, xs_dimoff sA, xs_dimoff sB,
                             int64_t na, int64_t wsa, int64_t ssa,
@@ -1103,6 +1207,7 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
     cdef char* stage = _line_align(<char*>stage_store)
     cdef int64_t wd, sd, ws, ss, n, ne, band, e0, p, ln, cd, cs, bd, bs
     cdef int64_t L, prev_l, next_l, nxt, prev_cs, cut_d, cut_s, acc, prev_acc, piece_cd
+    cdef int64_t cs_next = 0
     cdef bint straddle, defer, unzips, piece_deferred, plain
     cdef xs_dimoff ddim, sdim
     cdef int64_t isz = dst.itemsize
@@ -1187,6 +1292,7 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
                     if nxt < n:
                         next_l = (_min3(n, cut_d if cut_d > nxt else cut_d + wd,
                                         cut_s if cut_s > nxt else cut_s + ws) - nxt) * isz
+                        cs_next = dim_offset(src, d, nxt)
                     # rows copied from contiguous source runs: one piece per run;
                     # the previous run deferred its partial last line to this one
                     # iff both are a line or longer
@@ -1201,11 +1307,16 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
                             for q in range(k):
                                 ur[q] = stage + ((par * ROW_STAGE_ROWS) + r + q) * ROW_STAGE + acc
                             xs_unzip_direct(ur, isz, src.base + rs[r] + cs, ln, k, isz)
+                            if next_l and _prefetch_runs:
+                                # the source of this group's next run, ahead of time
+                                xs_prefetch_span(src.base + rs[r] + cs_next, next_l * k)
                             r += k
                         else:
                             xs_row_run(dst.base + rd[r] + cd, src.base + rs[r] + cs, L,
                                        src.base + rs[r] + prev_cs + prev_l if straddle else NULL,
                                        defer)
+                            if next_l and _prefetch_runs:
+                                xs_prefetch_span(src.base + rs[r] + cs_next, next_l)
                             r += 1
                     prev_l = L
                     prev_cs = cs
@@ -1355,6 +1466,7 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
     cdef char* buf = _line_align(<char*>buf_store)
     cdef int64_t wsa, ssa, wdb, sdb, R, C, isz = dst.itemsize
     cdef int k
+    cdef bint two
     R = _edge_rows
     C = _edge_cols
     if R == 0:
@@ -1380,11 +1492,18 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
     side_window(dst, b, &wdb, &sdb)
     for k in range(rank):
         idx[k] = 0
+    two = _threads == 2 and dims[a] * dims[b] * isz >= _thread_threshold and dims[b] >= 2 * R
     while True:
-        xs_transpose_plane(dst.base + sep_base(dst, idx, rank, a, b), _dimoff(dst, a),
-                           _dimoff(dst, b), src.base + sep_base(src, idx, rank, a, b),
-                           _dimoff(src, a), _dimoff(src, b), dims[a], wsa, ssa,
-                           dims[b], wdb, sdb, isz, R, C, stream, 0, dims[b], buf)
+        if two:
+            xs_transpose_plane2(dst.base + sep_base(dst, idx, rank, a, b), _dimoff(dst, a),
+                                _dimoff(dst, b), src.base + sep_base(src, idx, rank, a, b),
+                                _dimoff(src, a), _dimoff(src, b), dims[a], wsa, ssa,
+                                dims[b], wdb, sdb, isz, R, C, stream)
+        else:
+            xs_transpose_plane(dst.base + sep_base(dst, idx, rank, a, b), _dimoff(dst, a),
+                               _dimoff(dst, b), src.base + sep_base(src, idx, rank, a, b),
+                               _dimoff(src, a), _dimoff(src, b), dims[a], wsa, ssa,
+                               dims[b], wdb, sdb, isz, R, C, stream, 0, dims[b], buf)
         if not _next_index(idx, dims, rank, a, b):
             break
     if stream:
