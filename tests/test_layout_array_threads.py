@@ -9,7 +9,10 @@ What must hold: no crash (the run is a child process, so a crash fails the
 test); an operation either completes with the right values (every array
 holds ones, and every writer writes ones: a read of freed or foreign memory
 would show something else) or raises ReleasedArrayError; release() either
-frees or raises ShapeBufferError. Bounded: about 3 seconds.
+frees or raises ShapeBufferError. Bounded: about 3 seconds per run; it
+runs with the default kernel settings and again with the transposing copy
+split between two threads (whose helper thread must also finish under the
+caller's pin).
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 STRESS = r"""
 import random, sys, threading, time
 import numpy as np
@@ -25,6 +30,9 @@ import xlashape as xs
 from xlashape import LayoutArray
 
 sys.setswitchinterval(1e-6)
+if sys.argv[2] == "2":
+    # the transposing copy splits every plane between two threads
+    xs._core._kernel_settings(threads=2, thread_threshold=0)
 TEXTS = ["f32[64,160]{1,0}", "f32[64,160]{0,1}", "f32[64,160]{1,0:T(8,128)}",
          "f32[64,160]{0,1:T(8,128)}", "f32[8,5,32]{2,1,0:T(2,*,8)}",
          "bf16[64,160]{1,0:T(8,128)(2,1)}", "s4[64,160]{1,0:T(8,128)E(4)}",
@@ -39,6 +47,10 @@ def make(text):
 def ones(a):
     a = np.asarray(a)
     assert a.size and (a.astype(np.float32) == 1).all(), a
+
+def set_from(dst, src):
+    dst[...] = src
+    return dst
 
 def is_one(v):
     assert v == 1 and v is not None, v
@@ -65,6 +77,10 @@ def op_list(la):
         ("fill", lambda: la.fill(1)),
         ("to_numpy", lambda: ones(la.to_numpy())),
         ("to_numpy out", lambda: ones(la.to_numpy(out=np.empty(la.shape, la.dtype)))),
+        # LayoutArray to LayoutArray (physical to physical: both pinned),
+        # with this array as the destination and as the source
+        ("set all from layoutarray", lambda: la.__setitem__(Ellipsis, LayoutArray.from_numpy(np.ones(la.shape, la.dtype)))),
+        ("set other from this", lambda: ones(set_from(LayoutArray.from_numpy(np.zeros(la.shape, la.dtype)), la).to_numpy())),
         ("relayout", lambda: ones(la.relayout("{%s}" % ",".join(map(str, range(la.ndim)))).to_numpy())),
         ("copy", lambda: ones(la.copy().to_numpy())),
         ("iter", lambda: [ones(r) for r in la]),
@@ -139,8 +155,9 @@ print("PASS")
 """
 
 
-def test_every_method_against_release_in_threads():
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(STRESS), "3"],
+@pytest.mark.parametrize("kernel_threads", ["1", "2"])
+def test_every_method_against_release_in_threads(kernel_threads):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(STRESS), "3", kernel_threads],
                           capture_output=True, text=True, timeout=180)
     assert proc.returncode == 0, (
         f"child exited with {proc.returncode} (negative: killed by signal)\n"

@@ -14,7 +14,10 @@
 # operation makes (a slice bound's __index__, a value's __float__, an
 # array-like's __array__, a finalizer run by the garbage collector) or from
 # another thread while the GIL is free (any Python code, and every kernel,
-# which runs without the GIL). So `self.data` is only read under one of:
+# which runs without the GIL; a kernel that splits its work between two
+# threads joins its helper thread before it returns, so the helper too runs
+# only while the caller's pin is held). So `self.data` is only read under
+# one of:
 #
 #   pin      `_pin()` re-checks `released` and counts the operation in
 #            `n_pins` (release() refuses while it is nonzero); `_unpin()` in a
@@ -38,10 +41,15 @@
 #                              while numpy assigns v; tiled: pinned gather,
 #                              v assigned into the block (no pin: a callback
 #                              may release, then the pinned scatter raises)
-#   la[...] = v / la[:] = v    v converted to an array first, pin in the copy
+#   la[...] = v / la[:] = v    v converted to an array first, pin in the copy;
+#                              v another LayoutArray of the same dimensions
+#                              and dtype, storage apart from ours: physical
+#                              to physical in _copy_from, which pins BOTH
 #   fill(v)                    v converted first, pin in _fill_logical
 #   to_numpy(out=)             out checked (C-level shape/dtype) first, pin
-#   relayout, copy             target planned/allocated first, pin on self
+#   relayout                   target planned/allocated first, then
+#                              _copy_from (pins both)
+#   copy                       target allocated first, pin on self
 #   __array__, __repr__        export (view) for strided layouts, else to_numpy
 #   __int__/__float__/__complex__/__index__/__bool__   to_numpy (pin)
 #   __iter__                   la[i] per row (each pinned); checked at start
