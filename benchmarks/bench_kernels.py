@@ -8,7 +8,8 @@ after round (so both see the same machine state); the ratio is the median
 over rounds of ours / limit, the times are medians too. Times are CPU time
 (``time.process_time``: user + system, so page faults count) of the calling
 process, which is what a quiet machine's wall clock would show for these
-single-threaded kernels; the two-core rows use wall time.
+single-threaded kernels; the two-thread rows (``--only threads``: the
+transposing copy split between two threads, GIL released) use wall time.
 
 Limits:
 
@@ -108,6 +109,142 @@ def relayout_rows(rows, rounds):
         del src, dst, out, x
 
 
+def two_thread_rows(rows, rounds):
+    """The relayouts into an existing LayoutArray with the transposing copy
+    split between two threads (the GIL released), against one thread and
+    np.copyto, in wall time (CPU time would add both threads up)."""
+    rng = np.random.default_rng(0)
+    cases = [
+        ("f32[8192,8192] {1,0}->{0,1}", 8192, "{1,0}", "{0,1}"),
+        ("f32[8200,8200] {1,0}->{0,1}", 8200, "{1,0}", "{0,1}"),
+        ("f32[4096,4096] {1,0:T(8,128)}->{0,1:T(8,128)}", 4096, "{1,0:T(8,128)}",
+         "{0,1:T(8,128)}"),
+    ]
+    core = xs._core
+    for name, n, a, b in cases:
+        x = rng.standard_normal((n, n), dtype=np.float32)
+        src = LayoutArray.from_numpy(x, a)
+        dst = LayoutArray.from_numpy(x, b)
+        out = np.empty_like(x)
+
+        def run(k):
+            def f():
+                old = core._kernel_settings(threads=k)
+                try:
+                    dst[...] = src
+                finally:
+                    core._kernel_settings(**old)
+            return f
+
+        two, one, lim = rounds_of([run(2), run(1), lambda: np.copyto(out, x)], rounds,
+                                  clock=time.perf_counter)
+        assert np.array_equal(dst.to_numpy(), x)
+        row(rows, f"relayout {name}, into existing, 2 threads (wall time)", two, lim,
+            "np.copyto", 2.0,
+            f"1 thread in the same rounds: "
+            f"{statistics.median(p / q for p, q in zip(one, lim)):.2f}x (wall)")
+        del src, dst, out, x
+
+
+def _anon_huge_kib():
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("AnonHugePages:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return None
+
+
+def explain_rows(rows, rounds):
+    """Experiments on f32[8192,8192] {1,0}->{0,1} into an existing LayoutArray
+    (the relayout row that misses its target), all in the same interleaved
+    rounds, wall time: kernel settings (streaming stores off, other block
+    edges, two threads), numpy's own transposing copy into existing memory,
+    and the whole row again on buffers without transparent huge pages
+    (numpy's madvise switched off, our buffers wrapped with frombuffer)."""
+    core = xs._core
+    n = 8192
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((n, n), dtype=np.float32)
+    out = np.empty_like(x)
+    src = LayoutArray.from_numpy(x, "{1,0}")
+    dst = LayoutArray.from_numpy(x, "{0,1}")
+    # the same on 4 KiB pages
+    set_hp = getattr(getattr(np, "_core", np.core).multiarray, "_set_madvise_hugepage", None)
+    small = None
+    if set_hp is not None:
+        was = set_hp(False)
+        try:
+            x4 = np.empty_like(x)
+            x4[...] = x
+            out4 = np.empty_like(x)
+            out4[...] = 0
+            src4 = LayoutArray.frombuffer(np.empty(src.physical_nbytes, np.uint8),
+                                          src.xla_shape)
+            dst4 = LayoutArray.frombuffer(np.empty(dst.physical_nbytes, np.uint8),
+                                          dst.xla_shape)
+            src4[...] = x
+            dst4[...] = 0
+            small = (x4, out4, src4, dst4)
+        finally:
+            set_hp(was)
+
+    def with_settings(**kw):
+        def f():
+            old = core._kernel_settings(**kw)
+            try:
+                dst[...] = src
+            finally:
+                core._kernel_settings(**old)
+        return f
+
+    def assign(d, s_):
+        def f():
+            d[...] = s_
+        return f
+
+    def copy2():
+        h = n // 2
+        t = threading.Thread(target=np.copyto, args=(out[h:], x[h:]))
+        t.start()
+        np.copyto(out[:h], x[:h])
+        t.join()
+
+    fns = {
+        "default (1 thread, streaming stores, 64x64 blocks)": assign(dst, src),
+        "streaming stores off": with_settings(stream_threshold=1 << 62),
+        "blocks 32x32": with_settings(block=(32, 32)),
+        "blocks 128x32": with_settings(block=(128, 32)),
+        "2 threads": with_settings(threads=2, thread_threshold=0),
+        "numpy np.copyto(out, x.T)": lambda: np.copyto(out, x.T),
+        "np.copyto in 2 threads (halves; the machine's 2-core bandwidth)": copy2,
+        "np.copyto (limit)": lambda: np.copyto(out, x),
+    }
+    if small is not None:
+        x4, out4, src4, dst4 = small
+        fns["4 KiB pages: default"] = assign(dst4, src4)
+        fns["4 KiB pages: np.copyto (limit)"] = lambda: np.copyto(out4, x4)
+    times = rounds_of(list(fns.values()), rounds, clock=time.perf_counter)
+    by = dict(zip(fns, times))
+    # CPU time of the two-thread kernel (both threads' time adds up: about
+    # twice its wall time shows that both threads worked)
+    cpu2 = statistics.median(rounds_of([with_settings(threads=2, thread_threshold=0)],
+                                       rounds)[0])
+    assert np.array_equal(dst.to_numpy(), x)
+    hp = _anon_huge_kib()
+    for name, t in by.items():
+        lim = by["4 KiB pages: np.copyto (limit)"] if name.startswith("4 KiB") else \
+            by["np.copyto (limit)"]
+        row(rows, f"explain f32[8192,8192] {{1,0}}->{{0,1}} into existing: {name}", t, lim,
+            "np.copyto", note="wall time" + (f"; AnonHugePages {hp // 1024} MiB"
+                                             if hp is not None and name.startswith("default")
+                                             else "") +
+            (f"; CPU time {cpu2 * 1e3:.1f} ms" if name == "2 threads" else ""))
+    del src, dst, out, x, small
+
+
 def _tiled(dt, n):
     """(layout text, numpy pack, numpy view of physical -> logical) for the three
     TPU tilings of the issue, on an n x n array."""
@@ -143,20 +280,23 @@ def pack_unpack_rows(rows, rounds, n=8192):
         assert np.array_equal(pack(x).reshape(phys.shape).view(np.uint8),
                               phys.view(np.uint8))
         dst = np.empty_like(x)
-        copy_dst = np.empty_like(x)
+        # the limit copies the same bytes as plain unsigned integers: numpy's
+        # copy of ml_dtypes' bfloat16 is not a memcpy (it ran at half speed)
+        xu = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+        copy_dst = np.empty_like(xu)
 
         def pk():
             la[...] = x
 
-        ours, lim = rounds_of([pk, lambda: np.copyto(copy_dst, x)], rounds)
+        ours, lim = rounds_of([pk, lambda: np.copyto(copy_dst, xu)], rounds)
         row(rows, f"pack {name} [{n},{n}] into existing (la[...] = x)", ours, lim,
             "np.copyto", 1.25)
-        ours, lim = rounds_of([lambda: la.to_numpy(out=dst), lambda: np.copyto(copy_dst, x)],
+        ours, lim = rounds_of([lambda: la.to_numpy(out=dst), lambda: np.copyto(copy_dst, xu)],
                               rounds)
         assert np.array_equal(dst.view(np.uint8), x.view(np.uint8))
         row(rows, f"unpack {name} [{n},{n}] into existing (to_numpy(out=))", ours, lim,
             "np.copyto", 1.25)
-        del la, phys, dst, copy_dst, x
+        del la, phys, dst, copy_dst, x, xu
     del x32
 
 
@@ -210,13 +350,17 @@ def fresh_rows(rows, rounds):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", choices=["relayout", "pack", "fresh"], default=None)
+    ap.add_argument("--only", choices=["relayout", "threads", "pack", "fresh", "explain"], default=None)
     args = ap.parse_args(argv)
     rows = []
     t0 = time.perf_counter()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     if args.only in (None, "relayout"):
         relayout_rows(rows, args.rounds)
+    if args.only in (None, "threads"):
+        two_thread_rows(rows, args.rounds)
+    if args.only in (None, "explain"):
+        explain_rows(rows, args.rounds)
     if args.only in (None, "pack"):
         pack_unpack_rows(rows, args.rounds)
     if args.only in (None, "fresh"):
