@@ -16,6 +16,7 @@ from xlashape import (
     InvalidShapeError,
     Layout,
     Shape,
+    parse_shape,
     ShapeIndexError,
     ShapeTypeError,
     Tile,
@@ -609,3 +610,31 @@ def test_tile_levels_with_combined_and_added_dimensions():
         (((),), 1, 2), (((0,),), 5, 4)]
     assert level.entries[0].dimensions == ()
     assert plan("f32[3,5]{1,0}").tile_levels == ()
+
+
+@pytest.mark.parametrize("text,merged,transposed,size", [
+    # 64 of 128 lanes used; 32 x 64 as one dimension of 2048 fills them all
+    ("bf16[8,64,64,32]{2,3,1,0:T(8,128)(2,1)}", "bf16[8,64,2048]{2,1,0:T(8,128)(2,1)}", True,
+     8 * 64 * 2048 * 2),
+    ("f32[8,64,64,32]{3,2,1,0:T(8,128)}", "f32[8,64,2048]{2,1,0:T(8,128)}", False,
+     8 * 64 * 2048 * 4),
+    # 32 lanes of 128 still: 8388608 rows of 128 s32
+    ("s32[8388608,8,4]{2,1,0:T(8,128)}", "s32[8388608,32]{1,0:T(8,128)}", False,
+     8388608 * 128 * 4),
+])
+def test_padding_report_offers_merging_the_two_minor_most_dimensions(text, merged, transposed,
+                                                                      size):
+    r = padding_report(text)
+    (offer,) = [t for t in r.suggestions if t.startswith("merge dimensions")]
+    assert merged in offer
+    assert ("a transpose and a reshape" in offer) == transposed
+    m = parse_shape(merged)
+    assert math.prod(m.dimensions) == math.prod(parse_shape(text).dimensions)
+    assert offer.endswith(f"would take {format_bytes(size)} instead of "
+                          f"{format_bytes(r.padded_bytes)}")
+
+
+def test_padding_report_no_merge_offer_when_it_does_not_help():
+    # 8 x 128 minor-most: nothing is padded, and a merge would not shrink it
+    r = padding_report("f32[4,8,128]{2,1,0:T(8,128)}")
+    assert not any(t.startswith("merge dimensions") for t in r.suggestions)

@@ -1255,12 +1255,43 @@ def _suggestions(p: LayoutPlan) -> list:
             a, b = m2m[len(first)], m2m[len(first) - 1]
             offer(f"merge dimension {a} into dimension {b} (a reshape, or tile "
                   f"{merged})" + tail(size), size)
+        _offer_minor_merge(p, offer, tail)
     et = p.element_type
     if et.bit_width and et.bit_width < 8 and layout.element_size_in_bits == 0:
         size = _size_with(shape, layout.replace(element_size_in_bits=et.bit_width))
         offer(f"pack {8 // et.bit_width} {et.hlo_name} elements per byte with "
               f"E({et.bit_width})" + tail(size), size)
     return [t for t, _ in sorted(found.items(), key=lambda kv: kv[1])][:5]
+
+
+def _offer_minor_merge(p: LayoutPlan, offer, tail) -> None:
+    """Offer one dimension in place of the two minor-most in physical order
+    (``bf16[8,64,64,32]{2,3,1,0:T(8,128)(2,1)}``: 32 x 64 as one dimension
+    of 2048 fills the 128 lanes that 64 leaves half empty). Not a layout
+    change: the program would reshape the array, after a transpose when the
+    two are not neighbours in the logical order."""
+    shape, layout = p.shape, p.layout
+    m2m = list(layout.minor_to_major)
+    if len(m2m) < 2 or layout.padded_dimensions or layout.dynamic_shape_metadata_prefix_bytes:
+        return
+    a, b = m2m[0], m2m[1]                 # minor-most, second-minor-most
+    dims = list(shape.dimensions)
+    if dims[a] <= 1 or dims[b] <= 1:
+        return
+    new_dims = dims[:]
+    new_dims[b] = dims[a] * dims[b]
+    del new_dims[a]
+    new_m2m = tuple(d - (d > a) for d in m2m[1:])
+    try:
+        new_layout = layout.replace(minor_to_major=new_m2m)
+        merged = Shape(shape.element_type, new_dims, new_layout)
+    except InvalidShapeError:
+        return
+    size = _size_with(merged, new_layout)
+    how = "a reshape" if b == a - 1 else "a transpose and a reshape"
+    offer(f"merge dimensions {b} and {a} (sizes {dims[b]} and {dims[a]}, the two "
+          f"minor-most in memory) into one of size {new_dims[b if b < a else b - 1]} "
+          f"({how}): {merged}" + tail(size), size)
 
 
 def padding_report(shape) -> PaddingReport:
