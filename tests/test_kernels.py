@@ -39,6 +39,12 @@ KERNEL_SETTINGS = {
     "stream-2threads": dict(stream_threshold=0, block=(16, 8), threads=2, thread_threshold=0),
     # one element per block
     "stream-1x1": dict(stream_threshold=0, block=(1, 1)),
+    # bands of 16 rows (a line or more of 4-byte and wider elements per
+    # destination row), so that destination rows that are not line aligned
+    # carry their partial last line from one band to the next
+    "stream-16x5": dict(stream_threshold=0, block=(16, 5)),
+    # the same blocks writing those lines in two parts (no carry)
+    "stream-16x5-nocarry": dict(stream_threshold=0, block=(16, 5), carry=False),
 }
 
 
@@ -273,11 +279,12 @@ def test_kernel_settings_are_checked_and_restorable():
             core._kernel_settings(stream_threshold=-1)
         with pytest.raises(TypeError):
             core._kernel_settings(thread=2)      # a misspelt setting is not ignored
-        core._kernel_settings(stream_threshold=0, block=(2, 2), threads=2, prefetch_runs=False)
+        core._kernel_settings(stream_threshold=0, block=(2, 2), threads=2, prefetch_runs=False,
+                              carry=False)
         assert core._kernel_settings() == {"stream_threshold": 0, "block": (2, 2),
                                            "threads": 2,
                                            "thread_threshold": old["thread_threshold"],
-                                           "prefetch_runs": False}
+                                           "prefetch_runs": False, "carry": False}
     finally:
         core._kernel_settings(**old)
     assert core._kernel_settings() == old
@@ -297,8 +304,9 @@ def kernel_cases(draw):
                                             element_size_in_bits=bits,
                                             padding_value=_pad_value(t))))
     cfg = dict(stream_threshold=draw(st.sampled_from([0, 1 << 62])),
-               block=draw(st.sampled_from([(0, 0), (1, 1), (2, 3), (5, 2), (16, 16)])),
-               threads=draw(st.sampled_from([1, 2])), thread_threshold=0)
+               block=draw(st.sampled_from([(0, 0), (1, 1), (2, 3), (5, 2), (16, 16), (16, 5)])),
+               threads=draw(st.sampled_from([1, 2])), thread_threshold=0,
+               carry=draw(st.booleans()))
     offset = draw(st.sampled_from([0, 4, 16, 20]))
     return t, dims, shapes, cfg, offset
 

@@ -28,8 +28,9 @@ cdef enum:
     MAX_BAND = 64           # most rows visited together by the run copy
     ZIP_BYTES = 4096        # staging buffer of the general interleaving copy
     MAX_EDGE = 128          # longest edge of a transposed block
-    BLOCK_BUF = 16384       # bytes of the transposing copy's block buffer
-    BLOCK_BUF_WORDS = 2048  # the same in 8-byte words
+    BLOCK_BUF = 32768       # most bytes of a block of the transposing copy
+    PLANE_BUF_WORDS = 5120  # its buffer in 8-byte words: C rows of R*isz + 64 bytes
+    STAGE_WORDS = 2048      # the run copy's unzip staging buffer in 8-byte words
     STREAM_MIN_RUN = 64     # streaming stores only for pieces of a cache line or more
     ROW_STAGE = 512         # bytes per row of the run copy's unzip staging buffer
     ROW_STAGE_ROWS = 16     # rows of that buffer (two of them: this run and the last)
@@ -40,26 +41,32 @@ cdef int64_t _stream_threshold = 8388608   # kernels moving more bytes stream th
 cdef int64_t _edge_rows = 0                # transposed block edges; 0: by element size
 cdef int64_t _edge_cols = 0
 cdef bint _prefetch_runs = True
+cdef bint _carry = True                    # transposing copy: whole-line writes across bands
 cdef int _threads = 1                      # threads for big kernels (1 or 2)
 cdef int64_t _thread_threshold = 33554432  # kernels moving more bytes may use them
 
 
 def _kernel_settings(stream_threshold=None, block=None, threads=None, thread_threshold=None,
-                     prefetch_runs=None):
+                     prefetch_runs=None, carry=None):
     """Internal, for tests and benchmarks: set the size (bytes) from which
     kernels write with streaming stores, the transposing copy's block edges
     ``(rows, cols)`` (``(0, 0)``: chosen by element size), the number of
     threads (1 or 2) for kernels that move at least ``thread_threshold``
     bytes, and whether the run copy prefetches each row's next source run
-    (``prefetch_runs``). Returns the previous settings as a dict, which can be passed back
+    (``prefetch_runs``), and whether the transposing copy completes the
+    destination lines that one band of rows leaves partial with the next
+    band's bytes and writes them whole (``carry``; only with streaming
+    stores). Returns the previous settings as a dict, which can be passed back
     to restore them."""
     global _stream_threshold, _edge_rows, _edge_cols, _threads, _thread_threshold
-    global _prefetch_runs
+    global _prefetch_runs, _carry
     old = {"stream_threshold": _stream_threshold, "block": (_edge_rows, _edge_cols),
            "threads": _threads, "thread_threshold": _thread_threshold,
-           "prefetch_runs": bool(_prefetch_runs)}
+           "prefetch_runs": bool(_prefetch_runs), "carry": bool(_carry)}
     if prefetch_runs is not None:
         _prefetch_runs = bool(prefetch_runs)
+    if carry is not None:
+        _carry = bool(carry)
     if threads is not None:
         if threads not in (1, 2):
             raise ValueError("threads must be 1 or 2")
@@ -83,7 +90,11 @@ def _kernel_settings(stream_threshold=None, block=None, threads=None, thread_thr
 cdef extern from *:
     """
     #include <stdint.h>
+    #include <stdlib.h>
     #include <string.h>
+    /* the transposing copy's block buffer: up to 128 rows of at most
+       32768 / 128 block bytes plus a 64-byte pad each (see PLANE_BUF_WORDS) */
+    #define XS_BLOCK_BUF_BYTES (32768 + 128 * 64)
     #if defined(__SSE2__)
     #include <emmintrin.h>
     #define XS_SSE2 1
@@ -370,21 +381,22 @@ cdef extern from *:
         }
     }
 
-    /* Transpose a block into a contiguous buffer: buf[j*nr + i] = rows[i][j]
-       for i < nr, j < nc (row i's elements ss bytes apart). SIMD in-register
-       transposes of 4x4 (4-byte), 2x2 (8-byte), 8x8 (2-byte) and 16x16
-       (1-byte) sub-blocks when the rows are contiguous; element by element
-       for what is left. */
+    /* Transpose a block into a buffer whose rows are ost bytes apart:
+       element i of buffer row j (at buf + j*ost + i*isz) = rows[i][j] for
+       i < nr, j < nc (row i's elements ss bytes apart). SIMD in-register
+       transposes of 8x8 (4-byte, AVX2 when the processor has it), 4x4
+       (4-byte), 2x2 (8-byte), 8x8 (2-byte) and 16x16 (1-byte) sub-blocks
+       when the rows are contiguous; element by element for what is left. */
     #define XS_TSCALAR(T) do { \\
         xs_prefetch_rows(pf, (i0 * npf) / (nr ? nr : 1), npf, pfbytes); \\
         for (j = 0; j < nc; j++) \\
             for (i = i0; i < nr; i++) \\
-                memcpy(buf + (j * nr + i) * (int64_t)sizeof(T), rows[i] + j * ss, sizeof(T)); \\
+                memcpy(buf + j * ost + i * (int64_t)sizeof(T), rows[i] + j * ss, sizeof(T)); \\
     } while (0)
     #define XS_TCOLS(T, j0) do { \\
         for (j = (j0); j < nc; j++) \\
             for (i = i0; i < i0 + step; i++) \\
-                memcpy(buf + (j * nr + i) * (int64_t)sizeof(T), rows[i] + j * ss, sizeof(T)); \\
+                memcpy(buf + j * ost + i * (int64_t)sizeof(T), rows[i] + j * ss, sizeof(T)); \\
     } while (0)
     /* Prefetch the first `bytes` of rows pf[from..to). */
     static inline void xs_prefetch_rows(const char* const* pf, int64_t from, int64_t to,
@@ -405,12 +417,66 @@ cdef extern from *:
         else if (npf) \\
             xs_prefetch_rows(pf, (i0 * npf) / nr, ((i0 + step) * npf) / nr, pfbytes); \\
     } while (0)
-    static void xs_transpose(char* buf, const char* const* rows, int64_t ss, int64_t nr,
-                             int64_t nc, int64_t isz, const char* const* pf, int64_t npf,
-                             int64_t pfbytes) {
+    #if defined(XS_SSE2) && defined(__GNUC__) && defined(__x86_64__)
+    #include <immintrin.h>
+    #define XS_AVX2 1
+    /* 1 when the processor runs AVX2 (asked once; the kernels that use it
+       are compiled for it separately, the rest of the module is not). */
+    static int xs_avx2_state = -1;
+    static int xs_has_avx2(void) {
+        if (xs_avx2_state < 0)
+            xs_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0;
+        return xs_avx2_state;
+    }
+    /* Rows i0 .. i0+7 of a 4-byte block, columns 0 .. nc8-1 (nc8 a multiple
+       of 8), into buf as xs_transpose does: 8x8 sub-blocks, each as two
+       8-row by 4-column halves (row q's and row q+4's four elements share
+       a 256-bit register, so in-lane shuffles finish the transpose). */
+    __attribute__((target("avx2")))
+    static void xs_t8x8_f32(char* buf, int64_t ost, const char* const* rows, int64_t i0,
+                            int64_t nc8) {
+        const char *r0 = rows[i0], *r1 = rows[i0 + 1], *r2 = rows[i0 + 2], *r3 = rows[i0 + 3];
+        const char *r4 = rows[i0 + 4], *r5 = rows[i0 + 5], *r6 = rows[i0 + 6], *r7 = rows[i0 + 7];
+        int64_t j, h;
+        for (j = 0; j < nc8; j += 8) {
+            for (h = 0; h < 8; h += 4) {
+                int64_t c = 4 * (j + h);
+                __m256 a = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float*)(r0 + c))),
+                                                _mm_loadu_ps((const float*)(r4 + c)), 1);
+                __m256 b = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float*)(r1 + c))),
+                                                _mm_loadu_ps((const float*)(r5 + c)), 1);
+                __m256 e = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float*)(r2 + c))),
+                                                _mm_loadu_ps((const float*)(r6 + c)), 1);
+                __m256 f = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps((const float*)(r3 + c))),
+                                                _mm_loadu_ps((const float*)(r7 + c)), 1);
+                /* lane k of t0: (row 0, col 0) (row 1, col 0) (row 0, col 1) (row 1, col 1), rows +4k */
+                __m256 t0 = _mm256_unpacklo_ps(a, b), t1 = _mm256_unpackhi_ps(a, b);
+                __m256 t2 = _mm256_unpacklo_ps(e, f), t3 = _mm256_unpackhi_ps(e, f);
+                char* o = buf + (j + h) * ost + i0 * 4;
+                _mm256_storeu_ps((float*)o, _mm256_shuffle_ps(t0, t2, 0x44));
+                _mm256_storeu_ps((float*)(o + ost), _mm256_shuffle_ps(t0, t2, 0xEE));
+                _mm256_storeu_ps((float*)(o + 2 * ost), _mm256_shuffle_ps(t1, t3, 0x44));
+                _mm256_storeu_ps((float*)(o + 3 * ost), _mm256_shuffle_ps(t1, t3, 0xEE));
+            }
+        }
+    }
+    #endif
+    static void xs_transpose(char* buf, int64_t ost, const char* const* rows, int64_t ss,
+                             int64_t nr, int64_t nc, int64_t isz, const char* const* pf,
+                             int64_t npf, int64_t pfbytes) {
         int64_t i, j, i0 = 0, step;
     #ifdef XS_SSE2
         if (ss == isz && isz == 4) {
+    #ifdef XS_AVX2
+            if (nc >= 8 && xs_has_avx2()) {
+                step = 8;
+                for (; i0 + 8 <= nr; i0 += 8) {
+                    XS_PF_GROUP();
+                    xs_t8x8_f32(buf, ost, rows, i0, nc & ~(int64_t)7);
+                    XS_TCOLS(uint32_t, nc & ~(int64_t)7);
+                }
+            }
+    #endif
             step = 4;
             for (; i0 + 4 <= nr; i0 += 4) {
                 XS_PF_GROUP();
@@ -421,10 +487,10 @@ cdef extern from *:
                     __m128 c = _mm_loadu_ps((const float*)(r2 + 4 * j));
                     __m128 e = _mm_loadu_ps((const float*)(r3 + 4 * j));
                     _MM_TRANSPOSE4_PS(a, b, c, e);
-                    _mm_storeu_ps((float*)(buf + (j * nr + i0) * 4), a);
-                    _mm_storeu_ps((float*)(buf + ((j + 1) * nr + i0) * 4), b);
-                    _mm_storeu_ps((float*)(buf + ((j + 2) * nr + i0) * 4), c);
-                    _mm_storeu_ps((float*)(buf + ((j + 3) * nr + i0) * 4), e);
+                    _mm_storeu_ps((float*)(buf + j * ost + i0 * 4), a);
+                    _mm_storeu_ps((float*)(buf + (j + 1) * ost + i0 * 4), b);
+                    _mm_storeu_ps((float*)(buf + (j + 2) * ost + i0 * 4), c);
+                    _mm_storeu_ps((float*)(buf + (j + 3) * ost + i0 * 4), e);
                 }
                 XS_TCOLS(uint32_t, j);
             }
@@ -439,8 +505,8 @@ cdef extern from *:
                 for (j = 0; j + 2 <= nc; j += 2) {
                     __m128d a = _mm_loadu_pd((const double*)(r0 + 8 * j));
                     __m128d b = _mm_loadu_pd((const double*)(r1 + 8 * j));
-                    _mm_storeu_pd((double*)(buf + (j * nr + i0) * 8), _mm_unpacklo_pd(a, b));
-                    _mm_storeu_pd((double*)(buf + ((j + 1) * nr + i0) * 8), _mm_unpackhi_pd(a, b));
+                    _mm_storeu_pd((double*)(buf + j * ost + i0 * 8), _mm_unpacklo_pd(a, b));
+                    _mm_storeu_pd((double*)(buf + (j + 1) * ost + i0 * 8), _mm_unpackhi_pd(a, b));
                 }
                 XS_TCOLS(uint64_t, j);
             }
@@ -471,9 +537,9 @@ cdef extern from *:
                     u[7] = _mm_unpackhi_epi32(t[5], t[7]);
                     /* u[m] (m < 4): columns 2m, 2m+1 of rows 0-3; u[4+m]: of rows 4-7 */
                     for (q = 0; q < 4; q++) {
-                        _mm_storeu_si128((__m128i*)(buf + ((j + 2 * q) * nr + i0) * 2),
+                        _mm_storeu_si128((__m128i*)(buf + (j + 2 * q) * ost + i0 * 2),
                                          _mm_unpacklo_epi64(u[q], u[4 + q]));
-                        _mm_storeu_si128((__m128i*)(buf + ((j + 2 * q + 1) * nr + i0) * 2),
+                        _mm_storeu_si128((__m128i*)(buf + (j + 2 * q + 1) * ost + i0 * 2),
                                          _mm_unpackhi_epi64(u[q], u[4 + q]));
                     }
                 }
@@ -510,9 +576,9 @@ cdef extern from *:
                             c[8 * p + 2 * q + 1] = _mm_unpackhi_epi32(b[8 * p + q], b[8 * p + 4 + q]);
                         }
                     for (q = 0; q < 8; q++) {
-                        _mm_storeu_si128((__m128i*)(buf + (j + 2 * q) * nr + i0),
+                        _mm_storeu_si128((__m128i*)(buf + (j + 2 * q) * ost + i0),
                                          _mm_unpacklo_epi64(c[q], c[8 + q]));
-                        _mm_storeu_si128((__m128i*)(buf + (j + 2 * q + 1) * nr + i0),
+                        _mm_storeu_si128((__m128i*)(buf + (j + 2 * q + 1) * ost + i0),
                                          _mm_unpackhi_epi64(c[q], c[8 + q]));
                     }
                 }
@@ -531,7 +597,7 @@ cdef extern from *:
             xs_prefetch_rows(pf, 0, npf, pfbytes);
             for (j = 0; j < nc; j++)
                 for (i = 0; i < nr; i++)
-                    memcpy(buf + (j * nr + i) * isz, rows[i] + j * ss, (size_t)isz);
+                    memcpy(buf + j * ost + i * isz, rows[i] + j * ss, (size_t)isz);
         }
     }
 
@@ -609,6 +675,7 @@ cdef extern from *:
        each source row continues where the last block left it, and the next
        block's source lines are prefetched while this one is transposed.
        Only the rows b_begin <= b < b_end are copied (a share for a thread).
+       stream: bit 0, streaming stores; bit 1, the carry described below.
        The first band of rows is cut short where the destination rows reach
        a cache line, so streaming stores write whole lines. */
     static void xs_transpose_plane(char* dbase, xs_dimoff dA, xs_dimoff dB,
@@ -621,12 +688,31 @@ cdef extern from *:
         const char* rows_b[128];
         const char** cur = rows_a;
         const char** nxt = rows_b;
-        int64_t a0, b0, la, lb, a1, b1, la1 = 0, lb1 = 0, i, j, first;
+        int64_t a0, b0, la, lb, a1, b1, la1 = 0, lb1 = 0, i, j, first, npf;
+        /* buffer rows a line longer than the block's rows, so that the
+           transpose's column of stores does not fall into a few cache sets */
+        const int64_t ost = R * isz + 64;
         int more, pf = ssa == isz, st = stream && sdb == isz;
+        /* carry: when destination rows are not all line aligned (row
+           lengths that are not a multiple of 64 bytes), a row's piece of one
+           band ends inside a line that the next band's piece completes. Then
+           the partial last line of each piece is kept here (64 bytes per row
+           along a) and written, with the next band's first bytes, as one
+           whole streaming line, instead of twice with plain stores that read
+           the line from memory first. */
+        char* carry = NULL;
+        int64_t prev_L = 0, next_L = 0, nb1;
         if (b_begin >= b_end || na <= 0)
             return;
         if (nbd > b_end)
             nbd = b_end;
+        if (st && (stream & 2) && R * isz >= 64) {
+            for (i = 0; i < na; i++)
+                if (((uintptr_t)(dbase + xs_off(dA, i) + xs_off(dB, b_begin))) & 63)
+                    break;
+            if (i < na)
+                carry = (char*)malloc((size_t)na * 64);
+        }
         /* the first band ends where the destination rows are line aligned */
         first = R;
         if (st) {
@@ -655,26 +741,55 @@ cdef extern from *:
                 for (i = 0; i < lb1; i++)
                     nxt[i] = sbase + xs_off(sB, b1 + i) + xs_off(sA, a1);
             }
-            xs_transpose(buf, cur, ssa, lb, la, isz, nxt, more && pf ? lb1 : 0, la1 * isz);
+            /* the next block's source lines are prefetched a share at a
+               time, half while this block is transposed and half while its
+               rows are written, so that memory stays busy throughout */
+            npf = more && pf ? lb1 : 0;
+            xs_transpose(buf, ost, cur, ssa, lb, la, isz, nxt, npf / 2, la1 * isz);
             {
                 char* drow = dbase + xs_off(dB, b0);
                 const char* bp = buf;
-                int64_t L = lb * isz;
-                int nt = st && L >= 64;
-                for (j = 0; j < la; j++, bp += L) {
+                int64_t L = lb * isz, pdone = npf / 2, pto;
+                int nt = st && L >= 64, straddle = 0, defer = 0;
+                if (carry && L >= 64) {
+                    /* the bands before and after this one, when they continue
+                       the destination rows exactly (pieces of 64 bytes or
+                       more on both sides of a line, as xs_row_run wants) */
+                    if (a0 == 0) {
+                        nb1 = b0 + lb;
+                        next_L = 0;
+                        if (nb1 < nbd && xs_off(dB, nb1) == xs_off(dB, b0) + L)
+                            next_L = xs_min3(R, nbd - nb1, wdb - nb1 % wdb) * isz;
+                    }
+                    straddle = prev_L >= 64;
+                    defer = next_L >= 64;
+                }
+                for (j = 0; j < la; j++, bp += ost) {
                     char* d = drow + xs_off(dA, a0 + j);
-                    if (sdb == isz)
+                    if (straddle || defer) {
+                        char* cy = carry + (a0 + j) * 64;
+                        int64_t tail = (int64_t)(((uintptr_t)(d + L)) & 63);
+                        xs_row_run(d, bp, L, straddle ? cy + 64 : NULL, defer);
+                        if (defer && tail)
+                            memcpy(cy + 64 - tail, bp + L - tail, (size_t)tail);
+                    } else if (sdb == isz)
                         xs_copy(d, bp, L, nt);
                     else
                         for (i = 0; i < lb; i++)
                             memcpy(d + i * sdb, bp + i * isz, (size_t)isz);
+                    pto = npf / 2 + ((npf - npf / 2) * (j + 1)) / la;
+                    xs_prefetch_rows(nxt, pdone, pto, la1 * isz);
+                    pdone = pto;
                 }
             }
             if (!more)
                 break;
+            if (b1 != b0)   /* a new band: its pieces complete this band's deferred lines */
+                prev_L = carry && lb * isz >= 64 && next_L >= 64 ? lb * isz : 0;
             a0 = a1; b0 = b1; la = la1; lb = lb1;
             { const char** t = cur; cur = nxt; nxt = t; }
         }
+        free(carry);
     }
 
     /* Two threads for one kernel: job(arg1) runs in a new thread while the
@@ -721,7 +836,7 @@ cdef extern from *:
     } xs_plane_job;
     static void xs_plane_job_run(void* p) {
         xs_plane_job* j = (xs_plane_job*)p;
-        char store[16384 + 64];
+        char store[XS_BLOCK_BUF_BYTES + 64];
         char* buf = store + ((64 - ((uintptr_t)store & 63)) & 63);
         xs_transpose_plane(j->dbase, j->dA, j->dB, j->sbase, j->sA, j->sB, j->na, j->wsa,
                            j->ssa, j->nbd, j->wdb, j->sdb, j->isz, j->R, j->C, j->stream,
@@ -760,8 +875,9 @@ cdef extern from *:
                   int64_t isz, int stream) noexcept nogil
     void xs_unzip_direct(char** rows, int64_t ds, const char* s, int64_t n, int k,
                          int64_t isz) noexcept nogil
-    void xs_transpose(char* buf, const char** rows, int64_t ss, int64_t nr, int64_t nc,
-                      int64_t isz, const char** pf, int64_t npf, int64_t pfbytes) noexcept nogil
+    void xs_transpose(char* buf, int64_t ost, const char** rows, int64_t ss, int64_t nr,
+                      int64_t nc, int64_t isz, const char** pf, int64_t npf,
+                      int64_t pfbytes) noexcept nogil
     ctypedef struct xs_dimoff:
         const int64_t* tab
         int64_t scale
@@ -1203,7 +1319,7 @@ cdef void copy_runs_fast(const Side* dst, const Side* src, const int64_t* dims, 
     cdef char* drow[MAX_BAND]
     cdef const char* srow[MAX_BAND]
     cdef char* ur[4]
-    cdef double stage_store[BLOCK_BUF_WORDS + 8]     # 2 x ROW_STAGE_ROWS x ROW_STAGE
+    cdef double stage_store[STAGE_WORDS + 8]     # 2 x ROW_STAGE_ROWS x ROW_STAGE
     cdef char* stage = _line_align(<char*>stage_store)
     cdef int64_t wd, sd, ws, ss, n, ne, band, e0, p, ln, cd, cs, bd, bs
     cdef int64_t L, prev_l, next_l, nxt, prev_cs, cut_d, cut_s, acc, prev_acc, piece_cd
@@ -1382,7 +1498,7 @@ cdef void copy_transpose_general(const Side* dst, const Side* src, const int64_t
     cdef const char** cur = rows_a
     cdef const char** nxt = rows_b
     cdef const char** swap
-    cdef double buf_store[BLOCK_BUF_WORDS + 8]
+    cdef double buf_store[PLANE_BUF_WORDS + 8]
     cdef char* buf = _line_align(<char*>buf_store)
     cdef int64_t wsa, ssa, wdb, sdb, isz = dst.itemsize
     cdef int64_t na = dims[a], nbd = dims[b]
@@ -1415,7 +1531,7 @@ cdef void copy_transpose_general(const Side* dst, const Side* src, const int64_t
                 lb1 = _min3(R, nbd - b1, wdb - b1 % wdb)
                 _block_rows(src, idx, rank, a, b, a1, b1, lb1, nxt)
             # transpose this block while the next one's source lines arrive
-            xs_transpose(buf, cur, ssa, lb, la, isz, nxt, lb1 if more and pf else 0,
+            xs_transpose(buf, lb * isz, cur, ssa, lb, la, isz, nxt, lb1 if more and pf else 0,
                          la1 * isz)
             # write the block's rows: row j is (a = a0 + j), b0 .. b0 + lb - 1
             idx[b] = b0
@@ -1462,11 +1578,12 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
     evicting each other.
     """
     cdef int64_t idx[MAX_RANK]
-    cdef double buf_store[BLOCK_BUF_WORDS + 8]
+    cdef double buf_store[PLANE_BUF_WORDS + 8]
     cdef char* buf = _line_align(<char*>buf_store)
     cdef int64_t wsa, ssa, wdb, sdb, R, C, isz = dst.itemsize
     cdef int k
     cdef bint two
+    cdef int sflags = (1 | (2 if _carry else 0)) if stream else 0
     R = _edge_rows
     C = _edge_cols
     if R == 0:
@@ -1475,7 +1592,7 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
         elif isz == 2:
             R, C = 128, 64
         elif isz == 4:
-            R, C = 64, 64
+            R, C = 64, 128
         elif isz == 8:
             R, C = 32, 64
         else:
@@ -1498,12 +1615,12 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
             xs_transpose_plane2(dst.base + sep_base(dst, idx, rank, a, b), _dimoff(dst, a),
                                 _dimoff(dst, b), src.base + sep_base(src, idx, rank, a, b),
                                 _dimoff(src, a), _dimoff(src, b), dims[a], wsa, ssa,
-                                dims[b], wdb, sdb, isz, R, C, stream)
+                                dims[b], wdb, sdb, isz, R, C, sflags)
         else:
             xs_transpose_plane(dst.base + sep_base(dst, idx, rank, a, b), _dimoff(dst, a),
                                _dimoff(dst, b), src.base + sep_base(src, idx, rank, a, b),
                                _dimoff(src, a), _dimoff(src, b), dims[a], wsa, ssa,
-                               dims[b], wdb, sdb, isz, R, C, stream, 0, dims[b], buf)
+                               dims[b], wdb, sdb, isz, R, C, sflags, 0, dims[b], buf)
         if not _next_index(idx, dims, rank, a, b):
             break
     if stream:
