@@ -157,15 +157,16 @@ def _anon_huge_kib():
     return None
 
 
-def explain_rows(rows, rounds):
-    """Experiments on f32[8192,8192] {1,0}->{0,1} into an existing LayoutArray
-    (the relayout row that misses its target), all in the same interleaved
-    rounds, wall time: kernel settings (streaming stores off, other block
-    edges, two threads), numpy's own transposing copy into existing memory,
-    and the whole row again on buffers without transparent huge pages
-    (numpy's madvise switched off, our buffers wrapped with frombuffer)."""
+def explain_rows(rows, rounds, n=8192):
+    """Experiments on f32[n,n] {1,0}->{0,1} into an existing LayoutArray
+    (the transposing relayout rows), all in the same interleaved rounds, wall
+    time: kernel settings (streaming stores off, other block edges, the
+    carry of partial destination lines off, two threads) and, for n = 8192,
+    numpy's own transposing copy into existing memory and the whole row again
+    on buffers without transparent huge pages (numpy's madvise switched off,
+    our buffers wrapped with frombuffer)."""
     core = xs._core
-    n = 8192
+    full = n == 8192
     rng = np.random.default_rng(0)
     x = rng.standard_normal((n, n), dtype=np.float32)
     out = np.empty_like(x)
@@ -174,7 +175,7 @@ def explain_rows(rows, rounds):
     # the same on 4 KiB pages
     set_hp = getattr(getattr(np, "_core", np.core).multiarray, "_set_madvise_hugepage", None)
     small = None
-    if set_hp is not None:
+    if set_hp is not None and full:
         was = set_hp(False)
         try:
             x4 = np.empty_like(x)
@@ -213,15 +214,21 @@ def explain_rows(rows, rounds):
         t.join()
 
     fns = {
-        "default (1 thread, streaming stores, 64x64 blocks)": assign(dst, src),
-        "streaming stores off": with_settings(stream_threshold=1 << 62),
+        "default (1 thread, streaming stores, 64x128 blocks, carry)": assign(dst, src),
+        "carry off": with_settings(carry=False),
+        "blocks 64x64": with_settings(block=(64, 64)),
+        "blocks 128x64": with_settings(block=(128, 64)),
         "blocks 32x32": with_settings(block=(32, 32)),
-        "blocks 128x32": with_settings(block=(128, 32)),
+        "streaming stores off": with_settings(stream_threshold=1 << 62),
         "2 threads": with_settings(threads=2, thread_threshold=0),
         "numpy np.copyto(out, x.T)": lambda: np.copyto(out, x.T),
         "np.copyto in 2 threads (halves; the machine's 2-core bandwidth)": copy2,
         "np.copyto (limit)": lambda: np.copyto(out, x),
     }
+    if not full:
+        for k in ("blocks 128x64", "blocks 32x32", "numpy np.copyto(out, x.T)",
+                  "np.copyto in 2 threads (halves; the machine's 2-core bandwidth)"):
+            del fns[k]
     if small is not None:
         x4, out4, src4, dst4 = small
         fns["4 KiB pages: default"] = assign(dst4, src4)
@@ -237,7 +244,7 @@ def explain_rows(rows, rounds):
     for name, t in by.items():
         lim = by["4 KiB pages: np.copyto (limit)"] if name.startswith("4 KiB") else \
             by["np.copyto (limit)"]
-        row(rows, f"explain f32[8192,8192] {{1,0}}->{{0,1}} into existing: {name}", t, lim,
+        row(rows, f"explain f32[{n},{n}] {{1,0}}->{{0,1}} into existing: {name}", t, lim,
             "np.copyto", note="wall time" + (f"; AnonHugePages {hp // 1024} MiB"
                                              if hp is not None and name.startswith("default")
                                              else "") +
@@ -361,6 +368,7 @@ def main(argv=None):
         two_thread_rows(rows, args.rounds)
     if args.only in (None, "explain"):
         explain_rows(rows, args.rounds)
+        explain_rows(rows, args.rounds, 8200)
     if args.only in (None, "pack"):
         pack_unpack_rows(rows, args.rounds)
     if args.only in (None, "fresh"):
