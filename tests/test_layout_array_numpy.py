@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import operator
 import os
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -56,6 +58,18 @@ def outcome(fn):
             return "ok", fn()
     except Exception as e:  # noqa: BLE001 - the class is what is compared
         return "err", type(e)
+
+
+def same_error(got, want) -> bool:
+    """``got`` is numpy's error class ``want``. One exception: ml_dtypes'
+    floor_divide/remainder loops for 2- and 4-bit integers report numpy's
+    divide-by-zero FloatingPointError as a SystemError (an error set while
+    returning a result) or as a RuntimeWarning whatever ``np.errstate`` says;
+    xlashape runs those on 8-bit copies (they crash on larger arrays), where
+    numpy's errstate applies: FloatingPointError under ``divide="raise"``."""
+    if want in (SystemError, RuntimeWarning) and got is FloatingPointError:
+        return True
+    return issubclass(got, want)
 
 
 def as_comparable(a):
@@ -188,7 +202,7 @@ def test_binary_ufuncs_match_numpy(case, ufunc):
         got, want = outcome(lambda: ufunc(la, other)), outcome(lambda: ufunc(x, yv))
     assert got[0] == want[0], (got, want)
     if want[0] == "err":
-        assert issubclass(got[1], want[1]), (got, want)
+        assert same_error(got[1], want[1]), (got, want)
         return
     gots = got[1] if isinstance(got[1], tuple) else (got[1],)
     wants = want[1] if isinstance(want[1], tuple) else (want[1],)
@@ -211,7 +225,7 @@ def test_unary_ufuncs_match_numpy(case, ufunc):
     got, want = outcome(lambda: ufunc(la)), outcome(lambda: ufunc(x))
     assert got[0] == want[0], (got, want)
     if want[0] == "err":
-        assert issubclass(got[1], want[1])
+        assert same_error(got[1], want[1])
         return
     gots = got[1] if isinstance(got[1], tuple) else (got[1],)
     wants = want[1] if isinstance(want[1], tuple) else (want[1],)
@@ -229,7 +243,7 @@ def test_operators_match_numpy(case, op):
         got, want = outcome(lambda: op(la, other)), outcome(lambda: op(x, yv))
     assert got[0] == want[0], (got, want)
     if want[0] == "err":
-        assert issubclass(got[1], want[1])
+        assert same_error(got[1], want[1])
         return
     gots = got[1] if isinstance(got[1], tuple) else (got[1],)
     wants = want[1] if isinstance(want[1], tuple) else (want[1],)
@@ -250,7 +264,7 @@ def test_inplace_operators_write_into_the_buffer(case, op):
     got, want = outcome(lambda: op(la, other)), outcome(lambda: op(x2, yv))
     assert got[0] == want[0], (got, want)
     if want[0] == "err":
-        assert issubclass(got[1], want[1])
+        assert same_error(got[1], want[1])
         return
     assert got[1] is before                         # in place, same object
     check_result_layout(la, shape, want[1])
@@ -614,7 +628,7 @@ def test_advanced_indexing_get_and_set_match_numpy(case, data):
     got, want = outcome(lambda: la[key]), outcome(lambda: x[key])
     assert got[0] == want[0], (key, got, want)
     if want[0] == "err":
-        assert issubclass(got[1], want[1])
+        assert same_error(got[1], want[1])
         return
     if isinstance(want[1], np.ndarray):
         assert isinstance(got[1], np.ndarray)
@@ -700,3 +714,62 @@ def test_out_casting_is_checked_even_with_no_element_to_compute():
     la, lb = LayoutArray(s), LayoutArray(s)
     with pytest.raises(TypeError):       # true_divide gives float64; out is int8
         la /= lb
+
+
+# -- ml_dtypes' sub-byte integer division ------------------------------------------
+# ml_dtypes' floor_divide/remainder loops for int2/int4/uint2/uint4 crash the
+# process (SIGSEGV) on a zero divisor in arrays of a few hundred elements
+# (ml_dtypes 0.6.0): a tiled layout's physical buffer, padding included, is
+# that big for small logical arrays (CI crashed on s2[3,4,4] with 1296 physical
+# slots). LayoutArray's ufuncs run those two on 8-bit copies. In a child
+# process, so a crash fails this test instead of ending the run.
+
+def test_sub_byte_integer_division_by_zero_does_not_crash():
+    code = r"""
+import warnings
+import numpy as np, ml_dtypes
+from xlashape import LayoutArray
+rng = np.random.default_rng(0)
+n = 0
+for name, lo, hi in [("int2", -2, 2), ("int4", -8, 8), ("uint2", 0, 4), ("uint4", 0, 16)]:
+    dt = np.dtype(getattr(ml_dtypes, name))
+    wide = np.int8 if lo < 0 else np.uint8
+    hlo = {"int2": "s2", "int4": "s4", "uint2": "u2", "uint4": "u4"}[name]
+    bits = hlo[1:]
+    for layout in ["{1,0:T(8,128)}", "{0,1:T(8,128)}", "{1,0:T(8,128)E(%s)}" % bits, "{1,0}"]:
+        text = f"{hlo}[40,70]{layout}"
+        xv = rng.integers(lo, hi, (40, 70))
+        yv = rng.integers(lo, hi, (40, 70))
+        yv[::3] = 0                                   # zero divisors everywhere
+        x, y = xv.astype(wide), yv.astype(wide)       # the 8-bit reference
+        with np.errstate(all="ignore"):
+            want_q = (x // y).astype(dt)
+            want_r = (x % y).astype(dt)
+            a = LayoutArray.from_numpy(xv.astype(dt), text)
+            b = LayoutArray.from_numpy(yv.astype(dt), text)
+            for got, want in [(a // b, want_q), (a % b, want_r),
+                              (np.floor_divide(a, b), want_q), (a // yv.astype(dt), want_q),
+                              (divmod(a, b)[1], want_r)]:   # numpy's divmod: int8
+                got = np.asarray(got)
+                assert np.array_equal(got.astype(np.int16), want.astype(np.int16)), text
+                n += 1
+            a //= b
+            assert type(a) is LayoutArray and str(a.xla_shape) == text
+            assert np.asarray(a).tobytes() == want_q.tobytes(), text
+            c = LayoutArray.from_numpy(xv.astype(dt), text)
+            c %= b
+            assert np.asarray(c).tobytes() == want_r.tobytes(), text
+            # numpy's divide-by-zero error is kept
+            try:
+                with np.errstate(divide="raise"):
+                    a // b
+            except FloatingPointError:
+                n += 1
+            else:
+                raise AssertionError("no FloatingPointError")
+print("ok", n)
+"""
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stdout.split() == ["ok", str(16 * 6)]

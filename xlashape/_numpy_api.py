@@ -301,6 +301,89 @@ def array_ufunc(self, ufunc, method, inputs, kwargs):
     return _logical_call(ufunc, method, inputs, kwargs, out)
 
 
+# ml_dtypes' integer floor_divide and remainder loops for the 2- and 4-bit
+# types crash the process (SIGSEGV) on a zero divisor in arrays of a few
+# hundred elements or more (ml_dtypes 0.6.0, numpy 2.4: np.ones(5000, int4) //
+# np.zeros(5000, int4)). numpy's own 8-bit loops give the same values for every
+# pair of operands (0 for a zero divisor, the same wrap-around, the same
+# divide-by-zero warning), so these calls run on 8-bit copies and the results
+# are cast back to the type numpy resolves.
+_FRAGILE_UFUNCS = (np.floor_divide, np.remainder)
+
+
+def _small_ints():
+    try:
+        import ml_dtypes
+    except ImportError:  # pragma: no cover - ml_dtypes is a dependency
+        return {}
+    wide = {}
+    for name in ("int2", "int4", "uint2", "uint4"):
+        t = getattr(ml_dtypes, name, None)
+        if t is not None:
+            wide[np.dtype(t)] = np.dtype(np.int8 if name.startswith("i") else np.uint8)
+    return wide
+
+
+_SMALL_INTS = _small_ints()
+
+
+def _widened(x):
+    dt = getattr(x, "dtype", None)
+    wide = _SMALL_INTS.get(dt) if dt is not None else None
+    if wide is None:
+        return x
+    return np.asarray(x).astype(wide)
+
+
+def _ufunc(ufunc, method, *args, **kw):
+    """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
+    8-bit copies where ml_dtypes' own loop could crash (see above)."""
+    if ufunc not in _FRAGILE_UFUNCS or not any(
+            getattr(x, "dtype", None) in _SMALL_INTS for x in args):
+        return getattr(ufunc, method)(*args, **kw)
+    out = kw.pop("out", None)
+    if isinstance(out, np.ndarray):
+        out = (out,)
+    dtype = kw.pop("dtype", None)
+    kw.pop("signature", None)
+    casting = kw.pop("casting", "same_kind")
+    if method in ("__call__", "outer"):
+        # numpy's type resolution and casting errors, on empty stand-ins
+        stand_ins = [np.empty((0,) * max(np.ndim(x), 1), x.dtype) if isinstance(x, np.ndarray)
+                     else x for x in args]
+        probe_kw = {"casting": casting}
+        if dtype is not None:
+            probe_kw["dtype"] = dtype
+        probe = getattr(ufunc, method)(*stand_ins, **probe_kw)
+        if out is not None and out[0] is not None:
+            getattr(ufunc, method)(*stand_ins, out=np.empty(probe.shape, out[0].dtype),
+                                   **probe_kw)
+        res_dtype = probe.dtype
+    else:   # reduce, accumulate, reduceat, at: the operand's own type
+        res_dtype = np.dtype(dtype) if dtype is not None else args[0].dtype
+    wide = [_widened(x) for x in args]
+    if method == "at":
+        target = wide[0]
+        ufunc.at(target, *wide[1:], **kw)
+        np.copyto(args[0], target.astype(res_dtype))
+        return None
+    # `where` applies to the 8-bit computation too: unselected slots (a
+    # layout's padding) are not divided at all
+    where = kw.get("where", True) if method == "__call__" else True
+    if where is not True:
+        w_probe = ufunc(*[np.empty((0,) * max(np.ndim(x), 1), x.dtype)
+                          if isinstance(x, np.ndarray) else x for x in wide])
+        kw["out"] = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in wide),
+                                                 np.shape(where)), w_probe.dtype)
+    result = getattr(ufunc, method)(*wide, **kw)
+    result = np.asarray(result).astype(res_dtype) if np.ndim(result) else \
+        res_dtype.type(result)
+    if out is None or out[0] is None:
+        return result
+    np.copyto(out[0], result, casting="unsafe", where=where)
+    return out[0]
+
+
 def _same_layout_call(ufunc, inputs, kwargs, out):
     """Elementwise on LayoutArrays of one layout: physical buffers, or the
     logical arrays for packed sub-byte layouts; _NO when not applicable."""
@@ -342,8 +425,9 @@ def _same_layout_call(ufunc, inputs, kwargs, out):
     packed = any(_packed(x) for x in list(inputs) + outs if isinstance(x, LA))
     if packed:
         # several elements per byte: through the logical arrays
-        tmp = ufunc(*[np.asarray(x) if isinstance(x, LA) else x for x in inputs],
-                    out=tuple(np.empty(o.shape, o.dtype) for o in outs), **kw)
+        tmp = _ufunc(ufunc, "__call__", *[np.asarray(x) if isinstance(x, LA) else x
+                                         for x in inputs],
+                     out=tuple(np.empty(o.shape, o.dtype) for o in outs), **kw)
         tmp = tmp if isinstance(tmp, tuple) else (tmp,)
         for o, t in zip(outs, tmp):
             o[...] = t
@@ -357,14 +441,15 @@ def _same_layout_call(ufunc, inputs, kwargs, out):
         boxes = None if mask is None or ufunc.nin < 2 else \
             _mask_boxes(_geometry_shape(ref))
         if mask is None:
-            ufunc(*phys_in, out=phys_out, **kw)
+            _ufunc(ufunc, "__call__", *phys_in, out=phys_out, **kw)
         elif boxes is not None:
             # padding-free boxes: numpy's fast unmasked loops, box by box
             for box in boxes:
-                ufunc(*[x[box] if isinstance(x, np.ndarray) and x.ndim else x
-                        for x in phys_in], out=tuple(o[box] for o in phys_out), **kw)
+                _ufunc(ufunc, "__call__", *[x[box] if isinstance(x, np.ndarray) and x.ndim
+                                            else x for x in phys_in],
+                       out=tuple(o[box] for o in phys_out), **kw)
         else:
-            ufunc(*phys_in, out=phys_out, where=mask, **kw)
+            _ufunc(ufunc, "__call__", *phys_in, out=phys_out, where=mask, **kw)
     return outs[0] if len(outs) == 1 else tuple(outs)
 
 
@@ -397,7 +482,7 @@ def _logical_call(ufunc, method, inputs, kwargs, out):
     for k in ("where", "initial"):
         if isinstance(kw.get(k), LA):
             kw[k] = logical(kw[k])
-    result = getattr(ufunc, method)(*ins, **kw)
+    result = _ufunc(ufunc, method, *ins, **kw)
     for o, tmp in writeback:
         o[...] = tmp
     if out and any(isinstance(o, LA) for o in out):
