@@ -81,15 +81,18 @@ def print_table(rows, file=sys.stdout):
             print("-+-".join("-" * w for w in widths), file=file)
 
 
+# issue 12's relayout rows: (name, n, source layout, destination layout)
+RELAYOUT_CASES = [
+    ("f32[8192,8192] {1,0}->{0,1}", 8192, "{1,0}", "{0,1}"),
+    ("f32[8200,8200] {1,0}->{0,1}", 8200, "{1,0}", "{0,1}"),
+    ("f32[4096,4096] {1,0:T(8,128)}->{0,1:T(8,128)}", 4096, "{1,0:T(8,128)}",
+     "{0,1:T(8,128)}"),
+]
+
+
 def relayout_rows(rows, rounds):
     rng = np.random.default_rng(0)
-    cases = [
-        ("f32[8192,8192] {1,0}->{0,1}", 8192, "{1,0}", "{0,1}"),
-        ("f32[8200,8200] {1,0}->{0,1}", 8200, "{1,0}", "{0,1}"),
-        ("f32[4096,4096] {1,0:T(8,128)}->{0,1:T(8,128)}", 4096, "{1,0:T(8,128)}",
-         "{0,1:T(8,128)}"),
-    ]
-    for name, n, a, b in cases:
+    for name, n, a, b in RELAYOUT_CASES:
         x = rng.standard_normal((n, n), dtype=np.float32)
         src = LayoutArray.from_numpy(x, a)
         dst = LayoutArray.from_numpy(x.T.copy().T, b)     # same values, layout b
@@ -114,14 +117,8 @@ def two_thread_rows(rows, rounds):
     split between two threads (the GIL released), against one thread and
     np.copyto, in wall time (CPU time would add both threads up)."""
     rng = np.random.default_rng(0)
-    cases = [
-        ("f32[8192,8192] {1,0}->{0,1}", 8192, "{1,0}", "{0,1}"),
-        ("f32[8200,8200] {1,0}->{0,1}", 8200, "{1,0}", "{0,1}"),
-        ("f32[4096,4096] {1,0:T(8,128)}->{0,1:T(8,128)}", 4096, "{1,0:T(8,128)}",
-         "{0,1:T(8,128)}"),
-    ]
     core = xs._core
-    for name, n, a, b in cases:
+    for name, n, a, b in RELAYOUT_CASES:
         x = rng.standard_normal((n, n), dtype=np.float32)
         src = LayoutArray.from_numpy(x, a)
         dst = LayoutArray.from_numpy(x, b)
