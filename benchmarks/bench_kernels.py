@@ -102,11 +102,15 @@ def relayout_rows(rows, rounds):
         def into():
             dst[...] = src
 
-        ours, lim = rounds_of([into, lambda: np.copyto(out, x)], rounds)
+        # wall time: the transposing copy runs on two threads by default
+        # where the process may use two CPUs (CPU time would add both up)
+        ours, lim = rounds_of([into, lambda: np.copyto(out, x)], rounds,
+                              clock=time.perf_counter)
         row(rows, f"relayout {name}, into an existing LayoutArray (dst[...] = src)",
             ours, lim, "np.copyto", 2.0)
         new, xcopy, npt = rounds_of([lambda: src.relayout(b), x.copy,
-                                     lambda: np.ascontiguousarray(x.T)], max(3, rounds // 2))
+                                     lambda: np.ascontiguousarray(x.T)], max(3, rounds // 2),
+                                    clock=time.perf_counter)
         row(rows, f"relayout {name}, new LayoutArray", new, xcopy, "x.copy() (fresh)",
             note=f"numpy's np.ascontiguousarray(x.T): {statistics.median(npt) * 1e3:.1f} ms")
         del src, dst, out, x

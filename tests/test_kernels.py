@@ -18,6 +18,9 @@ logical values are compared with numpy's.
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -333,3 +336,31 @@ def test_random_layouts_and_kernel_settings(case):
         assert _same_bytes(out, x)
     finally:
         core._kernel_settings(**old)
+
+
+@pytest.mark.parametrize("env,affinity,want", [
+    ("", None, None),          # as many as the process may use, at most 2
+    ("1", None, 1),
+    ("2", None, 2),
+    ("", {0}, 1),              # one CPU allowed: one thread
+])
+def test_default_thread_count(env, affinity, want):
+    import os
+    if affinity is not None and not hasattr(os, "sched_setaffinity"):
+        pytest.skip("no sched_setaffinity here")
+    code = (
+        "import os, sys\n"
+        f"aff = {affinity!r}\n"
+        "if aff is not None: os.sched_setaffinity(0, aff)\n"
+        "import xlashape._core as core\n"
+        "print(core._kernel_settings()['threads'])\n"
+        "print(len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count())\n"
+    )
+    environ = dict(os.environ, XLASHAPE_THREADS=env)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=environ, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    threads, cpus = map(int, proc.stdout.split())
+    if want is None:
+        want = 2 if cpus >= 2 else 1
+    assert threads == want

@@ -42,8 +42,27 @@ cdef int64_t _edge_rows = 0                # transposed block edges; 0: by eleme
 cdef int64_t _edge_cols = 0
 cdef bint _prefetch_runs = True
 cdef bint _carry = True                    # transposing copy: whole-line writes across bands
-cdef int _threads = 1                      # threads for big kernels (1 or 2)
 cdef int64_t _thread_threshold = 33554432  # kernels moving more bytes may use them
+
+
+def _default_threads():
+    """Threads for big transposing copies: 2 when this process may run on
+    two or more CPUs, else 1; ``XLASHAPE_THREADS=1`` (or 2) overrides.
+    Measured on an otherwise idle 2-core VM (benchmarks/README.md):
+    f32[8192,8192] {1,0}->{0,1} into an existing array at 1.00x np.copyto's
+    time with two threads against 1.83x with one."""
+    import os
+    env = os.environ.get("XLASHAPE_THREADS", "").strip()
+    if env in ("1", "2"):
+        return int(env)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return 2 if cpus >= 2 else 1
+
+
+cdef int _threads = _default_threads()     # threads for big kernels (1 or 2)
 
 
 def _kernel_settings(stream_threshold=None, block=None, threads=None, thread_threshold=None,
