@@ -717,7 +717,8 @@ def test_out_casting_is_checked_even_with_no_element_to_compute():
 
 
 # -- ml_dtypes' sub-byte integer division ------------------------------------------
-# ml_dtypes' floor_divide/remainder loops for int2/int4/uint2/uint4 crash the
+# ml_dtypes' floor_divide/remainder loops for int1/int2/int4 and the unsigned
+# ones crash the
 # process (SIGSEGV) on a zero divisor in arrays of a few hundred elements
 # (ml_dtypes 0.6.0): a tiled layout's physical buffer, padding included, is
 # that big for small logical arrays (CI crashed on s2[3,4,4] with 1296 physical
@@ -731,10 +732,12 @@ import numpy as np, ml_dtypes
 from xlashape import LayoutArray
 rng = np.random.default_rng(0)
 n = 0
-for name, lo, hi in [("int2", -2, 2), ("int4", -8, 8), ("uint2", 0, 4), ("uint4", 0, 16)]:
+for name, lo, hi in [("int1", -1, 1), ("int2", -2, 2), ("int4", -8, 8), ("uint1", 0, 2),
+                     ("uint2", 0, 4), ("uint4", 0, 16)]:
     dt = np.dtype(getattr(ml_dtypes, name))
     wide = np.int8 if lo < 0 else np.uint8
-    hlo = {"int2": "s2", "int4": "s4", "uint2": "u2", "uint4": "u4"}[name]
+    hlo = {"int1": "s1", "int2": "s2", "int4": "s4", "uint1": "u1", "uint2": "u2",
+           "uint4": "u4"}[name]
     bits = hlo[1:]
     for layout in ["{1,0:T(8,128)}", "{0,1:T(8,128)}", "{1,0:T(8,128)E(%s)}" % bits, "{1,0}"]:
         text = f"{hlo}[40,70]{layout}"
@@ -772,4 +775,57 @@ print("ok", n)
     proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
-    assert proc.stdout.split() == ["ok", str(16 * 6)]
+    assert proc.stdout.split() == ["ok", str(24 * 6)]
+
+
+@pytest.mark.parametrize("int_type,int_text", [("int1", "s1"), ("int2", "s2"), ("int4", "s4"),
+                                               ("uint4", "u4")])
+@pytest.mark.parametrize("float_type,float_text", [("bfloat16", "bf16"), ("float32", "f32")])
+def test_sub_byte_integer_division_by_a_float_keeps_numpy_loop(int_type, int_text,
+                                                                 float_type, float_text):
+    # Only the 2-/4-bit integer loop is computed on 8-bit copies: with a float
+    # operand numpy computes in the float type it resolves (int2 // bf16 in
+    # float32), and widening the integer first would change that type
+    # (int8 // bf16 is computed in bfloat16: 6.106141e+36 instead of numpy's
+    # 6.10372e+36 for -1 // -1.63835e-37).
+    import ml_dtypes
+    it = np.dtype(getattr(ml_dtypes, int_type))
+    ft = np.dtype(getattr(ml_dtypes, float_type, None) or float_type)
+    rng = np.random.default_rng(1)
+    x = rng.integers(0, 2, (4, 9)).astype(it)
+    y = (rng.standard_normal((4, 9)) * 1e-37).astype(ft)
+    la = LayoutArray.from_numpy(x, f"{int_text}[4,9]{{1,0:T(2,8)}}")
+    lb = LayoutArray.from_numpy(y, f"{float_text}[4,9]{{1,0:T(2,8)}}")
+    with np.errstate(all="ignore"):
+        for got, want in [(la // lb, x // y), (la % lb, x % y), (la // y, x // y)]:
+            got = np.asarray(got)
+            assert got.dtype == want.dtype
+            assert got.tobytes() == want.tobytes()
+
+
+def test_comparison_with_an_out_of_range_python_int_on_a_padded_layout():
+    # numpy 2.4.6 crashes comparing with a Python int outside the array's
+    # range under where= (np.greater(np.zeros(8, np.uint16), -2, where=m)),
+    # which the masked path of a padded layout passes. In a child process.
+    code = r"""
+import numpy as np
+from xlashape import LayoutArray
+n = 0
+for text in ["u16[]{:T(2)L(8)}", "u16[3,5]{1,0:T(2,4)}", "s8[7]{0:T(4)}", "u8[3,3]{0,1:T(2,2)}"]:
+    la = LayoutArray(text)
+    la[...] = 3
+    x = la.to_numpy()
+    for v in (-2, 70000, -(2 ** 70), 2 ** 70, 3):
+        for op in (np.greater, np.less, np.equal, np.not_equal, np.less_equal, np.greater_equal):
+            got, want = op(la, v), op(x, v)
+            assert np.array_equal(np.asarray(got), want), (text, v, op)
+            got, want = op(v, la), op(v, x)
+            assert np.array_equal(np.asarray(got), want), (text, v, op)
+            n += 1
+        assert np.array_equal(np.asarray(la > v), x > v)
+print("ok", n)
+"""
+    proc = subprocess.run([sys.executable, "-X", "faulthandler", "-c", code],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-3000:])
+    assert proc.stdout.split() == ["ok", str(4 * 5 * 6)]

@@ -301,7 +301,7 @@ def array_ufunc(self, ufunc, method, inputs, kwargs):
     return _logical_call(ufunc, method, inputs, kwargs, out)
 
 
-# ml_dtypes' integer floor_divide and remainder loops for the 2- and 4-bit
+# ml_dtypes' integer floor_divide and remainder loops for the 1-, 2- and 4-bit
 # types crash the process (SIGSEGV) on a zero divisor in arrays of a few
 # hundred elements or more (ml_dtypes 0.6.0, numpy 2.4: np.ones(5000, int4) //
 # np.zeros(5000, int4)). numpy's own 8-bit loops give the same values for every
@@ -317,7 +317,7 @@ def _small_ints():
     except ImportError:  # pragma: no cover - ml_dtypes is a dependency
         return {}
     wide = {}
-    for name in ("int2", "int4", "uint2", "uint4"):
+    for name in ("int1", "int2", "int4", "uint1", "uint2", "uint4"):
         t = getattr(ml_dtypes, name, None)
         if t is not None:
             wide[np.dtype(t)] = np.dtype(np.int8 if name.startswith("i") else np.uint8)
@@ -335,12 +335,61 @@ def _widened(x):
     return np.asarray(x).astype(wide)
 
 
+# numpy 2.4.6 crashes (SIGSEGV) comparing an unsigned or small integer array
+# with a Python int outside its range under ``where=``:
+# np.greater(np.zeros(8, np.uint16), -2, where=mask). The masked path of a
+# padded layout passes where=; such comparisons run without it, then the
+# selected results are copied (comparing padding slots costs nothing and
+# raises nothing).
+_COMPARISONS = (np.equal, np.not_equal, np.less, np.less_equal, np.greater,
+                np.greater_equal)
+
+
+def _compare_without_where(ufunc, args, kw):
+    kw = dict(kw)
+    where = kw.pop("where")
+    out = kw.pop("out", None)
+    if isinstance(out, np.ndarray):
+        out = (out,)
+    result = ufunc(*args, **kw)
+    if out is None or out[0] is None:
+        return result
+    np.copyto(out[0], result, where=where, casting=kw.get("casting", "same_kind"))
+    return out[0]
+
+
+def _small_int_loop(ufunc, method, args, kw) -> bool:
+    """Whether numpy would run ``ufunc`` on ``args`` with a 2- or 4-bit
+    integer loop (the one that can crash), from its type resolution on empty
+    stand-ins."""
+    dtype = kw.get("dtype")
+    if method in ("__call__", "outer"):
+        stand_ins = [np.empty((0,) * max(np.ndim(x), 1), x.dtype) if isinstance(x, np.ndarray)
+                     else x for x in args]
+        try:
+            res = getattr(ufunc, method)(*stand_ins, **({"dtype": dtype} if dtype else {}))
+        except Exception:       # numpy's own error comes from the real call
+            return False
+        return res.dtype in _SMALL_INTS
+    first = np.dtype(dtype) if dtype is not None else getattr(args[0], "dtype", None)
+    return first in _SMALL_INTS
+
+
 def _ufunc(ufunc, method, *args, **kw):
     """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
-    8-bit copies where ml_dtypes' own loop could crash (see above)."""
+    8-bit copies where ml_dtypes' own loop could crash, and comparisons
+    with Python ints without ``where`` (see above)."""
+    if ufunc in _COMPARISONS and method == "__call__" and \
+            kw.get("where", True) is not True and \
+            any(isinstance(x, int) and not isinstance(x, bool) for x in args):
+        return _compare_without_where(ufunc, args, kw)
     if ufunc not in _FRAGILE_UFUNCS or not any(
             getattr(x, "dtype", None) in _SMALL_INTS for x in args):
         return getattr(ufunc, method)(*args, **kw)
+    if not _small_int_loop(ufunc, method, args, kw):
+        # another loop (a float operand: int2 // bf16 is computed in float32)
+        return getattr(ufunc, method)(*args, **kw)
+    kw = dict(kw)
     out = kw.pop("out", None)
     if isinstance(out, np.ndarray):
         out = (out,)
@@ -376,8 +425,11 @@ def _ufunc(ufunc, method, *args, **kw):
         kw["out"] = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in wide),
                                                  np.shape(where)), w_probe.dtype)
     result = getattr(ufunc, method)(*wide, **kw)
-    result = np.asarray(result).astype(res_dtype) if np.ndim(result) else \
-        res_dtype.type(result)
+    # astype wraps around as the small types' own loops do (int1: -1 // -1
+    # is -1); a 0-d result comes back as a scalar, as numpy gives it
+    result = np.asarray(result).astype(res_dtype)
+    if result.ndim == 0:
+        result = result[()]
     if out is None or out[0] is None:
         return result
     np.copyto(out[0], result, casting="unsafe", where=where)
