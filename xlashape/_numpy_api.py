@@ -358,14 +358,20 @@ def _compare_without_where(ufunc, args, kw):
     return out[0]
 
 
+def _stand_ins(args):
+    """Empty arrays of the operands' types and ranks (scalars as they are):
+    numpy's type resolution and errors without computing anything."""
+    return [np.empty((0,) * max(np.ndim(x), 1), x.dtype) if isinstance(x, np.ndarray) else x
+            for x in args]
+
+
 def _small_int_loop(ufunc, method, args, kw) -> bool:
     """Whether numpy would run ``ufunc`` on ``args`` with a 2- or 4-bit
     integer loop (the one that can crash), from its type resolution on empty
     stand-ins."""
     dtype = kw.get("dtype")
     if method in ("__call__", "outer"):
-        stand_ins = [np.empty((0,) * max(np.ndim(x), 1), x.dtype) if isinstance(x, np.ndarray)
-                     else x for x in args]
+        stand_ins = _stand_ins(args)
         try:
             res = getattr(ufunc, method)(*stand_ins, **({"dtype": dtype} if dtype else {}))
         except Exception:       # numpy's own error comes from the real call
@@ -398,8 +404,7 @@ def _ufunc(ufunc, method, *args, **kw):
     casting = kw.pop("casting", "same_kind")
     if method in ("__call__", "outer"):
         # numpy's type resolution and casting errors, on empty stand-ins
-        stand_ins = [np.empty((0,) * max(np.ndim(x), 1), x.dtype) if isinstance(x, np.ndarray)
-                     else x for x in args]
+        stand_ins = _stand_ins(args)
         probe_kw = {"casting": casting}
         if dtype is not None:
             probe_kw["dtype"] = dtype
@@ -420,8 +425,7 @@ def _ufunc(ufunc, method, *args, **kw):
     # layout's padding) are not divided at all
     where = kw.get("where", True) if method == "__call__" else True
     if where is not True:
-        w_probe = ufunc(*[np.empty((0,) * max(np.ndim(x), 1), x.dtype)
-                          if isinstance(x, np.ndarray) else x for x in wide])
+        w_probe = ufunc(*_stand_ins(wide))
         kw["out"] = np.zeros(np.broadcast_shapes(*(np.shape(x) for x in wide),
                                                  np.shape(where)), w_probe.dtype)
     result = getattr(ufunc, method)(*wide, **kw)
