@@ -21,9 +21,11 @@ This module turns such text into :class:`Instruction` objects carrying real
 computed for every value in a program.
 
 It reads line by line (:class:`HloReader`), so a dump of any size streams
-through in constant memory, and it is forgiving where a tool must be: a line
-it cannot make sense of is reported (line number and reason) and skipped,
-never fatal. It handles what real dumps contain: nested computations and
+through in memory bounded by its longest line (about twice that line, read
+in linear time however long it is), and it is forgiving where a tool must
+be: a line it cannot make sense of is reported (line number and reason) and
+skipped, never fatal; the first :data:`MAX_KEPT_WARNINGS` warnings are kept
+and all are counted (:class:`WarningList`). It handles what real dumps contain: nested computations and
 fusions, tuples with ``/*index=N*/`` comments, tokens, attribute blocks such as
 ``metadata={...}`` or ``backend_config={...}`` holding braces and quoted
 strings, ``//`` and ``/* */`` comments, ``ENTRY``, ``entry_computation_layout``,
