@@ -581,7 +581,7 @@ class MemoryAnalysis:
         self.kind = kind
         self.path = path
         self.modules: List[ModuleMemory] = []
-        self.warnings: List = []
+        self.warnings: List = WarningList()
 
     def to_json(self) -> dict:
         return {"modules": [m.to_json() for m in self.modules]}
