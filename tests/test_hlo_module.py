@@ -687,9 +687,38 @@ def test_scan_calls_on_long_lines_agrees_with_the_python_lane(monkeypatch):
     assert fast == slow
     assert fast == {"c1": {"fusion"}, "r": {"fusion"}, "c2": {"fusion"},
                     "cond": {"while_condition"}, "body": {"while_body"}}
-    # a "{" value that closes later on its line takes everything up to the "}"
+    # a "{" value holding another "{" or an "=" is not a list of computations
     assert scan_calls("f = f32[] fusion(a), calls={x, calls={p, q}") == {
-        "x": {"fusion"}, "calls": {"fusion"}, "p": {"fusion"}, "q": {"fusion"}}
+        "p": {"fusion"}, "q": {"fusion"}}
+
+
+def test_nested_call_values_cost_linear_work(monkeypatch):
+    # ", calls={x" n times then "}" n times: each "{" value used to run to
+    # the first "}", so n values named n computations each (n = 20000: 139 s)
+    import xlashape.hlo_module as hm
+
+    n = 3000
+    line = "  %f = f32[] fusion(a), kind=kLoop" + ", calls={x" * n + "}" * n + ", calls=%c1"
+    text = "ENTRY e {\n" + line + "\n}\n"
+    names = [0]
+    real = hm._NAME_REF
+
+    class Counting:
+        def findall(self, value):
+            got = real.findall(value)
+            names[0] += len(got)
+            return got
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    for pure in ("", "1"):
+        monkeypatch.setenv("XLASHAPE_PURE_PYTHON", pure)
+        monkeypatch.setattr(hm, "_NAME_REF", Counting())
+        m = parse_hlo_module(text)
+        assert m.fused_computations == {"x", "c1"} and m.warnings == []
+        assert hm.scan_calls(text) == {"x": {"fusion"}, "c1": {"fusion"}}
+    assert 0 < names[0] <= 4 * n    # names read (Python lane): linear, not n * n
 
 
 def test_warnings_are_counted_and_only_the_first_are_kept():

@@ -141,7 +141,10 @@ _CALL_KEYS_BY_OPCODE = {
     "all-reduce-start": ("to_apply",), "reduce-scatter": ("to_apply",),
     "select-and-scatter": ("select", "scatter"), "topk": ("to_apply",),
 }
-_CALL_VALUE = re.compile(r"\{[^}]*\}|%?[\w.\-]+")
+# A list of computations is "{a, b}": a "{" value holding another "{" or an
+# "=" names none (and would make the names read grow with the square of a
+# garbage line's length).
+_CALL_VALUE = re.compile(r"\{[^{}=]*\}|%?[\w.\-]+")
 _NAME_REF = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 _STACK_SECTIONS = frozenset(("FileNames", "FunctionNames", "FileLocations", "StackFrames"))
 # An entry of a stack-frame section: a number, then a quoted name or a {...} record.
@@ -1797,7 +1800,7 @@ def _default_reader() -> HloReader:
 _CALLS_B = re.compile(
     rb", (calls|to_apply|body|condition|branch_computations|true_computation|false_computation"
     rb"|called_computations|select|scatter)=(\{|%?[\w.\-]+)")
-_BRACE_END_B = re.compile(rb"[}\n]")
+_BRACE_END_B = re.compile(rb"[{}=\n]")   # a "{" value ends at "}" (the others: not one)
 _OPCODE_B = re.compile(rb"[\s)\]}]([a-z][a-z0-9_\-]*)\(")
 _NAME_REF_B = re.compile(rb"%?([A-Za-z_][\w.\-]*)")
 _SCAN_CHUNK = 1 << 23
