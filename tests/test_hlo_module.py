@@ -773,7 +773,7 @@ def test_source_kind_decides_path_or_text():
                  "HloModule m", "ENTRY %main {", "}", "a\nb", "  ", "",
                  "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm.",
                  "BufferAssignment:", "allocation 0: size 8, parameter 0:",
-                 "Memory Space: default (color=0)"):
+                 "Memory Space: default (color=0)", "a\0b", "x" * 5000):
         assert source_kind(text) == "text", text
     for path in ("module.txt", "dump/module_0001.jit_f.after_optimizations.txt",
                  "/tmp/x.hlo.gz", "C:\\dumps\\m.txt"):
@@ -802,6 +802,11 @@ def test_scan_calls_takes_one_line_of_hlo_as_text(tmp_path, monkeypatch):
         scan_calls("missing.hlo")
     with pytest.raises(TypeError):
         scan_calls(42)
+    from xlashape import UnreadableInputError
+
+    with pytest.raises(UnreadableInputError, match="not a file name"):
+        scan_calls(Path("a\0b"))
+    assert scan_calls("a\0b") == {}              # a str with a NUL: text
 
 
 _SPECIAL_CHILD = r"""

@@ -1957,7 +1957,11 @@ def check_regular_file(path) -> str:
     path = _os.fspath(path)
     if isinstance(path, bytes):
         path = _os.fsdecode(path)
-    what = _not_regular(_os.stat(path).st_mode)
+    try:
+        mode = _os.stat(path).st_mode
+    except ValueError as e:          # a NUL in the name
+        raise UnreadableInputError(f"{path!r} is not a file name ({e})") from None
+    what = _not_regular(mode)
     if what is not None:
         raise UnreadableInputError(f"{path} is {what}, not a regular file: xlashape reads "
                                    "files (or a symbolic link to one)")
@@ -2001,8 +2005,8 @@ def source_kind(source) -> str:
 
     - ``os.PathLike`` (``pathlib.Path``): always a path.
     - ``bytes`` / ``bytearray``: text.
-    - ``str``: text if it holds a line break, is blank, or is one line of
-      what the readers read (an HLO instruction, header or brace, an
+    - ``str``: text if it holds a line break or a NUL, is blank or longer
+      than any path (4096 characters), or is one line of what the readers read (an HLO instruction, header or brace, an
       out-of-memory report, a buffer assignment or memory-usage report
       line), even if a file of that name exists; otherwise a path (a missing
       one then raises ``FileNotFoundError`` naming it, rather than being read
@@ -2018,7 +2022,8 @@ def source_kind(source) -> str:
     if isinstance(source, (bytes, bytearray)):
         return "text"
     if isinstance(source, str):
-        if "\n" in source or "\r" in source or not source.strip():
+        if ("\n" in source or "\r" in source or "\0" in source or len(source) > 4096
+                or not source.strip()):
             return "text"
         if _TEXT_LINE.match(source) is not None:
             return "text"
