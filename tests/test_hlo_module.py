@@ -530,8 +530,10 @@ def test_scan_calls_on_a_file_across_chunk_boundaries(tmp_path, monkeypatch):
 
     p = tmp_path / "m.txt"
     p.write_text(CURRENT_XLA * 3)
-    monkeypatch.setattr(hlo_module, "_SCAN_CHUNK", 37)   # cut lines anywhere
-    assert hlo_module.scan_calls(p) == hlo_module.scan_calls(CURRENT_XLA)
+    expected = hlo_module.scan_calls(CURRENT_XLA)
+    for chunk in (1, 2, 37, 64, 1000):                     # cut lines anywhere
+        monkeypatch.setattr(hlo_module, "_SCAN_CHUNK", chunk)
+        assert hlo_module.scan_calls(p) == expected, chunk
 
 
 def test_streaming_with_call_kinds_knows_them_before_the_caller():

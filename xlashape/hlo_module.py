@@ -1857,14 +1857,19 @@ def _scan_calls(source, kinds, progress) -> Dict[str, set]:
             if cut < 0:
                 tail.append(block)
                 continue
+            start = 0
             if tail:
-                tail.append(block[:cut + 1])
+                # the carried line alone (lines are scanned independently),
+                # then the whole lines after it: no copy of both at once
+                start = block.find(b"\n") + 1
+                tail.append(block[:start])
                 chunk = b"".join(tail)
                 tail.clear()
                 _scan_chunk(chunk, kinds)
                 del chunk
-            else:
-                _scan_chunk(block[:cut + 1], kinds)
+            if start <= cut:
+                _scan_chunk(block if start == 0 and cut + 1 == len(block)
+                            else block[start:cut + 1], kinds)
             if cut + 1 < len(block):
                 tail.append(block[cut + 1:])
             del block
