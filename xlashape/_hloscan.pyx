@@ -477,9 +477,10 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
                               Py_ssize_t kn, Py_ssize_t* starts, Py_ssize_t* vals,
                               Py_ssize_t cap) nogil:
     """hlo_module._calls_in for one key: every ``(?:^|,)\\s*KEY\\s*=\\s*`` in
-    s[a:b] whose value matches ``\\{[^}]*\\}|%?[\\w.\\-]+``: the match start in
+    s[a:b] whose value matches ``\\{[^{}=]*\\}|%?[\\w.\\-]+``: the match start in
     starts, the value's bounds in vals (pairs); the count (-1: more than cap)."""
     cdef Py_ssize_t pos = a, j, e, k, count = 0
+    cdef Py_ssize_t stop_from = -1, stop_at = -1
     cdef const char* hit
     while pos + kn <= b:
         hit = <const char*>memmem(s + pos, b - pos, key, kn)
@@ -503,10 +504,17 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
             e += 1
         pos = e                       # as Python: the next match after the "="
         if e < b and s[e] == 123:
+            # the first "}" ("{" or "=" first: not a list of names) from
+            # e + 1, remembered: many "{" that do not close are scanned once
             k = e + 1
-            while k < b and s[k] != 125:
-                k += 1
-            if k >= b:
+            if stop_from <= k <= stop_at:
+                k = stop_at
+            else:
+                stop_from = k
+                while k < b and s[k] != 125 and s[k] != 123 and s[k] != 61:
+                    k += 1
+                stop_at = k
+            if k >= b or s[k] != 125:
                 continue
             k += 1
         else:
@@ -1314,6 +1322,7 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
     cdef const char* s = <const char*>chunk
     cdef Py_ssize_t n = len(chunk)
     cdef Py_ssize_t i = 0, kn, v_a, v_b, k, start, last_line = -1, eq, q, op_a = 0, op_b = 0
+    cdef Py_ssize_t line_start = 0, seen = 0, stop_from = -1, stop_at = -1, pos
     cdef const char* hit
     cdef dict kind_cache = {}
     cdef object opcode = "", key, kind, name
@@ -1330,12 +1339,20 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
         if kn == 0:
             continue
         pos = i - 1                             # the comma: where the match starts
-        # the value: \{[^}\n]*\} or %?[\w.\-]+
+        # the value: \{[^{}=\n]*\} or %?[\w.\-]+
         v_a = i + 1 + kn
         if v_a < n and s[v_a] == 123:
+            # \{[^{}=\n]*\}: the first "}", "{", "=" or "\n" from v_a + 1,
+            # remembered, so that many "{" values that do not close on one
+            # long line are scanned once
             k = v_a + 1
-            while k < n and s[k] != 125 and s[k] != 10:
-                k += 1
+            if stop_from <= k <= stop_at:
+                k = stop_at
+            else:
+                stop_from = k
+                while k < n and s[k] != 125 and s[k] != 10 and s[k] != 123 and s[k] != 61:
+                    k += 1
+                stop_at = k
             if k >= n or s[k] != 125:
                 continue
             v_b = k + 1
@@ -1351,8 +1368,13 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
             v_b = k
         # the opcode of this line: after its "=", the first [a-z][a-z0-9_-]*( that
         # follows whitespace, ")", "]" or "}" (not "b(", a buffer shape)
-        hit = <const char*>memrchr(s, 10, pos)
-        start = 0 if hit == NULL else hit - s + 1
+        # the start of this line: matches come in order, so only the text
+        # since the last match is searched (once per byte, however long the line)
+        hit = <const char*>memrchr(s + seen, 10, pos - seen)
+        if hit != NULL:
+            line_start = hit - s + 1
+        seen = pos
+        start = line_start
         if start != last_line:
             last_line = start
             hit = <const char*>memchr(s + start, 61, pos - start)
