@@ -234,3 +234,51 @@ def test_analyze_module_text_sizes(prog):
               "host_argument_size_in_bytes", "host_output_size_in_bytes")
     assert {k: getattr(m, k) for k in fields} == {k: prog.memory_analysis[k] for k in fields}
     assert m.temp_size_in_bytes is None
+
+
+HLO_PROTOS = [p for p in PROTOS if p.name.endswith("after_optimizations.hlo.pb")]
+
+
+@pytest.mark.parametrize("path", HLO_PROTOS, ids=lambda p: str(p.relative_to(corpora.DATA)))
+def test_hlo_protos_read_back_with_xla(path):
+    # with jaxlib: XLA itself reads the module of each HloProto (field 1,
+    # hlo_module), so the path scrubbing kept the protos valid
+    pytest.importorskip("jax")
+    from jax._src.lib import xla_client
+
+    module = next(body for field, body in _fields(path.read_bytes()) if field == 1)
+    kind = type(xla_client.hlo.hlo_module_from_text(
+        "HloModule m\nENTRY e { ROOT p = f32[] parameter(0) }"))
+    m = kind.from_serialized_hlo_module_proto(module)
+    assert m.name == path.name.split(".")[1]
+
+
+def _fields(data: bytes):
+    """The length-delimited top-level fields of a message: (number, bytes)."""
+    i, n, out = 0, len(data), []
+
+    def varint():
+        nonlocal i
+        shift = value = 0
+        while True:
+            b = data[i]
+            i += 1
+            value |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return value
+
+    while i < n:
+        key = varint()
+        wire = key & 7
+        if wire == 0:
+            varint()
+        elif wire == 1:
+            i += 8
+        elif wire == 5:
+            i += 4
+        else:
+            length = varint()
+            out.append((key >> 3, data[i:i + length]))
+            i += length
+    return out
