@@ -158,6 +158,11 @@ def test_tiles_that_combine_dimensions(kernel_settings, t):
         Shape(t, dims, Layout((0, 2, 1), tiles=[Tile(8, 128)], padding_value=pv)),
         Shape(t, dims, Layout((2, 0, 1))),
     ]
+    if t.dtype.itemsize in (1, 2):
+        # a sub-tile that interleaves rows (2,1) / (4,1) under a '*' tile: the
+        # general run copy zips rows into the buffer and unzips them out
+        sub = Tile(4, 1) if t.dtype.itemsize == 1 else Tile(2, 1)
+        shapes.append(Shape(t, dims, Layout((2, 1, 0), tiles=[Tile("*", 4, 8), sub])))
     las = []
     for s in shapes:
         la = LayoutArray.from_numpy(x, s)
