@@ -4,9 +4,10 @@ Three Cython extensions, built in parallel (one job per CPU unless
 ``build_ext -j N`` says otherwise): ``_core`` (offset programs, LayoutArray
 and its bulk kernels, with the hand-written C of ``xlashape/_kernels.c``)
 at -O3, and the two text scanners ``_hloscan`` and ``_textscan`` at -O2.
-Without debug information (-g0) unless XLASHAPE_DEBUG is set: it doubles the
-time to compile Cython's output and is of no use to a release build.
-benchmarks/README.md ("Build time") has the measurements.
+Without debug information (-g0) unless XLASHAPE_DEBUG is set: it is most of
+what compiling Cython's output costs beyond the optimizer, and a release
+build has no use for it. benchmarks/README.md ("Build time") has the
+measurements.
 """
 
 import os

@@ -529,12 +529,17 @@ static inline int64_t xs_at(const xs_plane* p, int64_t a, int64_t b) {
    stream: bit 0, streaming stores; bit 1, the carry described below.
    The first band of rows is cut short where the destination rows reach
    a cache line, so streaming stores write whole lines. */
-void xs_transpose_plane(char* dbase, const xs_plane* dp,
-                        const char* sbase, const xs_plane* sp,
+void xs_transpose_plane(char* dbase, const xs_plane* dplane,
+                        const char* sbase, const xs_plane* splane,
                         int64_t na, int64_t wsa, int64_t ssa,
                         int64_t nbd, int64_t wdb, int64_t sdb,
                         int64_t isz, int64_t R, int64_t C, int stream,
                         int64_t b_begin, int64_t b_end, char* buf) {
+    /* local copies: the bytes this function stores cannot alias them, so
+       the compiler keeps them in registers across the copy loops */
+    const xs_plane dloc = *dplane, sloc = *splane;
+    const xs_plane* const dp = &dloc;
+    const xs_plane* const sp = &sloc;
     const char* rows_a[XS_MAX_EDGE];
     const char* rows_b[XS_MAX_EDGE];
     const char** cur = rows_a;
@@ -602,6 +607,7 @@ void xs_transpose_plane(char* dbase, const xs_plane* dp,
             const char* bp = buf;
             int64_t L = lb * isz, pdone = npf / 2, pto;
             int nt = st && L >= 64, straddle = 0, defer = 0;
+            const int64_t dcol = dp->fn ? 0 : xs_off(dp->B, b0);
             if (carry && L >= 64) {
                 /* the bands before and after this one, when they continue
                    the destination rows exactly (pieces of 64 bytes or
@@ -616,7 +622,8 @@ void xs_transpose_plane(char* dbase, const xs_plane* dp,
                 defer = next_L >= 64;
             }
             for (j = 0; j < la; j++, bp += ost) {
-                char* d = dbase + xs_at(dp, a0 + j, b0);
+                char* d = dbase + (dp->fn ? dp->fn(dp->ctx, a0 + j, b0)
+                                          : xs_off(dp->A, a0 + j) + dcol);
                 if (straddle || defer) {
                     char* cy = carry + (a0 + j) * 64;
                     int64_t tail = (int64_t)(((uintptr_t)(d + L)) & 63);

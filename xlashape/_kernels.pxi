@@ -254,7 +254,7 @@ cdef void copy_runs(const Side* dst, const Side* src, const int64_t* dims, int r
                 idx[d] = p
                 r = e0
                 while r < e1:
-                    if ln * 4 * isz <= ZIP_BYTES:
+                    if e >= 0 and ln * 4 * isz <= ZIP_BYTES:
                         k = _group(dst, dims, rank, idx, e, r, e1, sd, isz, &od)
                         if k > 1:
                             for q in range(k):
