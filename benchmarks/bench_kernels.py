@@ -10,6 +10,8 @@ over rounds of ours / limit, the times are medians too. Times are CPU time
 process, which is what a quiet machine's wall clock would show for these
 single-threaded kernels; the two-thread rows (``--only threads``: the
 transposing copy split between two threads, GIL released) use wall time.
+``--only general``: copies to and from layouts whose tiles combine dimensions
+(``*``), whose offsets come from the compiled program rather than tables.
 
 Limits:
 
@@ -312,6 +314,55 @@ def pack_unpack_rows(rows, rounds, n=8192):
     del x32
 
 
+# Layouts whose tiles combine dimensions ('*'): their offset programs are not
+# separable, so the kernels address them through the program (one run per
+# block row) rather than per-dimension tables: (name, dtype, source layout,
+# destination layout) on [64, 512, 512] (32-64 MiB).
+GENERAL_CASES = [
+    ("transpose f32 {2,1,0:T(*,8,128)}->{1,2,0:T(*,8,128)}", np.float32,
+     "{2,1,0:T(*,8,128)}", "{1,2,0:T(*,8,128)}"),
+    ("transpose f32 {2,1,0:T(*,8,128)}->{1,2,0}", np.float32, "{2,1,0:T(*,8,128)}", "{1,2,0}"),
+    ("pack bf16 {2,1,0:T(*,8,128)(2,1)} (zip)", BF16, None, "{2,1,0:T(*,8,128)(2,1)}"),
+    ("unpack bf16 {2,1,0:T(*,8,128)(2,1)} (unzip)", BF16, "{2,1,0:T(*,8,128)(2,1)}", None),
+    ("pack s8 {2,1,0:T(*,8,128)(4,1)} (zip)", np.int8, None, "{2,1,0:T(*,8,128)(4,1)}"),
+    ("unpack s8 {2,1,0:T(*,8,128)(4,1)} (unzip)", np.int8, "{2,1,0:T(*,8,128)(4,1)}", None),
+]
+
+
+def general_rows(rows, rounds, dims=(64, 512, 512)):
+    """The copies between a '*' layout and another layout or numpy, into
+    existing memory, against np.copyto of the same bytes (CPU time)."""
+    rng = np.random.default_rng(3)
+    x32 = rng.standard_normal(dims, dtype=np.float32)
+    for name, dt, a, b in GENERAL_CASES:
+        x = x32.astype(dt)
+        xu = x.view(np.dtype(f"u{x.dtype.itemsize}"))
+        copy_dst = np.empty_like(xu)
+        if a is None:                     # pack: numpy -> b
+            dst = LayoutArray.from_numpy(x, b)
+
+            def f():
+                dst[...] = x
+        elif b is None:                   # unpack: a -> numpy
+            src = LayoutArray.from_numpy(x, a)
+            out = np.empty_like(x)
+
+            def f():
+                src.to_numpy(out=out)
+        else:                             # relayout a -> b
+            src = LayoutArray.from_numpy(x, a)
+            dst = LayoutArray.from_numpy(x, b)
+
+            def f():
+                dst[...] = src
+        f()
+        ours, lim = rounds_of([f, lambda: np.copyto(copy_dst, xu)], rounds)
+        row(rows, f"{name} {list(dims)}, into existing", ours, lim, "np.copyto")
+        del x, xu, copy_dst
+        src = dst = out = None
+    del x32
+
+
 def fresh_rows(rows, rounds):
     """from_numpy / to_numpy into fresh memory, f32 T(8,128), every size."""
     rng = np.random.default_rng(2)
@@ -362,7 +413,8 @@ def fresh_rows(rows, rounds):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
-    ap.add_argument("--only", choices=["relayout", "threads", "pack", "fresh", "explain"], default=None)
+    ap.add_argument("--only", choices=["relayout", "threads", "pack", "fresh", "explain",
+                                       "general"], default=None)
     args = ap.parse_args(argv)
     rows = []
     t0 = time.perf_counter()
@@ -378,6 +430,8 @@ def main(argv=None):
         pack_unpack_rows(rows, args.rounds)
     if args.only in (None, "fresh"):
         fresh_rows(rows, args.rounds)
+    if args.only in (None, "general"):
+        general_rows(rows, args.rounds)
     print(f"LayoutArray kernels: medians of {args.rounds} interleaved rounds (CPU time), "
           f"numpy {np.__version__}, {os.cpu_count()} CPUs, load average {load:.1f} at the "
           f"start, {time.perf_counter() - t0:.0f} s")

@@ -208,6 +208,37 @@ def test_python_m_xlashape_runs_the_command():
     assert r.returncode == 0 and r.stdout.splitlines()[0] == PADDED
 
 
+_IMPORTED = """
+import json, sys
+from xlashape.cli import COMMAND_NAMES, main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+commands = sorted(m for m in sys.modules
+                  if m.startswith("xlashape.cli.") and m.split(".")[-1] in COMMAND_NAMES)
+print(json.dumps({"numpy": "numpy" in sys.modules, "commands": commands}))
+"""
+
+
+@pytest.mark.parametrize("args, numpy, commands", [
+    (("--version",), False, []),
+    (("index", "f32[3,5]{1,0:T(2,2)}", "2,3"), True, ["xlashape.cli.index"]),
+    (("hlo", "--help"), None, ["xlashape.cli.hlo"]),     # numpy: either way
+])
+def test_start_up_imports_only_what_the_command_needs(args, numpy, commands):
+    # `xlashape --version` imports no numpy; a command imports its own
+    # module and no other command's
+    import json
+
+    r = run_subprocess(*args, command=[sys.executable, "-c", _IMPORTED])
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.splitlines()[-1])
+    assert got["commands"] == commands
+    if numpy is not None:
+        assert got["numpy"] == numpy
+
+
 def test_python_m_xlashape_bad_input_is_one_line_and_status_2():
     r = run_subprocess("explain", "f33[2]")
     assert r.returncode == 2

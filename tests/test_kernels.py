@@ -158,6 +158,11 @@ def test_tiles_that_combine_dimensions(kernel_settings, t):
         Shape(t, dims, Layout((0, 2, 1), tiles=[Tile(8, 128)], padding_value=pv)),
         Shape(t, dims, Layout((2, 0, 1))),
     ]
+    if t.dtype.itemsize in (1, 2):
+        # a sub-tile that interleaves rows (2,1) / (4,1) under a '*' tile: the
+        # general run copy zips rows into the buffer and unzips them out
+        sub = Tile(4, 1) if t.dtype.itemsize == 1 else Tile(2, 1)
+        shapes.append(Shape(t, dims, Layout((2, 1, 0), tiles=[Tile("*", 4, 8), sub])))
     las = []
     for s in shapes:
         la = LayoutArray.from_numpy(x, s)
@@ -364,3 +369,19 @@ def test_default_thread_count(env, affinity, want):
     if want is None:
         want = 2 if cpus >= 2 else 1
     assert threads == want
+
+
+def test_the_hand_written_c_compiles_without_warnings(tmp_path):
+    """xlashape/_kernels.c on its own, as setup.py builds it (-Wall -Wextra),
+    with every warning an error; skipped without a checkout or a C compiler."""
+    import pathlib
+    import shutil
+    import sysconfig
+
+    src = pathlib.Path(__file__).resolve().parent.parent / "xlashape" / "_kernels.c"
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    if not src.exists() or shutil.which(cc[0]) is None:
+        pytest.skip("no checkout or no C compiler")
+    r = subprocess.run([*cc, "-O2", "-Wall", "-Wextra", "-Werror", "-c", str(src),
+                        "-o", str(tmp_path / "kernels.o")], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr

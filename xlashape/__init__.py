@@ -6,86 +6,55 @@
 335544320
 >>> xlashape.tiling.physical_size_in_bytes(s) // xlashape.shape_util.byte_size_of(s)
 8
+
+The public names (``__all__``) are defined in ``xlashape._api`` and imported
+together the first time any of them is used: ``import xlashape`` itself
+costs next to nothing, and the ``xlashape`` command imports only what its
+subcommand needs (``xlashape --version`` does not import numpy).
 """
 
-try:
-    from . import _core
-except ImportError as _e:  # pragma: no cover - only without a build
-    raise ImportError(
-        "xlashape's compiled core (xlashape._core) is not built: "
-        f"{_e}. Install the package with `pip install .` (or `pip install -e .` "
-        "in a checkout) so that the Cython extension is compiled; a C compiler "
-        "and the Python headers are needed."
-    ) from _e
-
-from .errors import (
-    XlaShapeError,
-    HloParseError,
-    InvalidShapeError,
-    ShapeIndexError,
-    ShapeTypeError,
-    ShapeBufferError,
-    ReadOnlyBufferError,
-    UnreadableInputError,
-    ShapeValueError,
-    ShapeOverflowError,
-    ShapeMemoryError,
-    ReleasedArrayError,
-)
-from .primitive_types import (
-    PrimitiveType,
-    primitive_type_from_name,
-    primitive_type_from_dtype,
-)
-from .layout import (
-    Tile,
-    SplitConfig,
-    Layout,
-    COMBINE_DIMENSION,
-    MEMORY_SPACE_DEFAULT,
-    MEMORY_SPACE_FAST,
-    MEMORY_SPACE_HOST,
-    memory_space_name,
-)
-from .shape import Shape, UNBOUNDED_SIZE
-from .hlo_text import parse_shape, parse_layout
-from . import shape_util, layout_util, index_util, tiling, index_maps, tpu
-from .shape_util import (
-    make_shape,
-    make_shape_with_dense_layout,
-    make_shape_with_descending_layout,
-    make_scalar_shape,
-    make_tuple_shape,
-    make_token_shape,
-    make_opaque_shape,
-    make_buffer_shape,
-    validate_shape,
-)
-from .layout_util import (
-    make_layout,
-    make_descending_layout,
-    make_ascending_layout,
-    make_layout_from_major_to_minor,
-    get_default_layout_for_rank,
-)
-from ._core import LayoutArray
+import importlib as _importlib
+import importlib.util as _importlib_util
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
-    "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
-    "ShapeValueError", "ShapeOverflowError", "ShapeMemoryError", "ReleasedArrayError",
-    "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",
-    "Tile", "SplitConfig", "Layout", "COMBINE_DIMENSION",
-    "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",
-    "Shape", "UNBOUNDED_SIZE",
-    "parse_shape", "parse_layout",
-    "shape_util", "layout_util", "index_util", "tiling", "index_maps", "tpu",
-    "make_shape", "make_shape_with_dense_layout", "make_shape_with_descending_layout",
-    "make_scalar_shape", "make_tuple_shape", "make_token_shape", "make_opaque_shape",
-    "make_buffer_shape", "validate_shape",
-    "make_layout", "make_descending_layout", "make_ascending_layout",
-    "make_layout_from_major_to_minor", "get_default_layout_for_rank",
-    "LayoutArray", "ReadOnlyBufferError",
-]
+if _importlib_util.find_spec(__name__ + "._core") is None:  # pragma: no cover
+    raise ImportError(
+        "xlashape's compiled core (xlashape._core) is not built. Install the "
+        "package with `pip install .` (or `pip install -e .` in a checkout) so "
+        "that the Cython extension is compiled; a C compiler and the Python "
+        "headers are needed.")
+
+if TYPE_CHECKING:  # what static tools see: every public name, as if imported here
+    from ._api import *  # noqa: F401,F403
+    from ._api import __all__ as __all__
+
+
+def _load_api():
+    api = _importlib.import_module("._api", __name__)
+    names = globals()
+    for name in api.__all__:
+        names.setdefault(name, getattr(api, name))
+    names["__all__"] = list(api.__all__)
+
+
+def __getattr__(name):
+    # PEP 562: asked only for names the module does not have (yet). A
+    # submodule is imported alone (``from . import x`` inside the package
+    # asks here first); any other name loads the public names.
+    if name.startswith("__") and name != "__all__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name.isidentifier() and _importlib_util.find_spec(f"{__name__}.{name}") is not None:
+        return _importlib.import_module(f".{name}", __name__)
+    if "__all__" not in globals():
+        _load_api()
+        if name in globals():
+            return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    if "__all__" not in globals():
+        _load_api()
+    return sorted(globals())

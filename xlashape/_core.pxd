@@ -136,3 +136,41 @@ cdef struct Side:
     int packed_bits         # n for E(n)-packed elements (prog sides only), else 0
     int minor_dim           # the dimension along which runs are longest
     int64_t bstride[MAX_RANK]   # byte strides of a strided side
+
+
+# -- the hand-written C kernels (_kernels.h, _kernels.c) -----------------------
+# The byte-moving inner loops of the bulk copies; _kernels.pxi drives them.
+cdef extern from "_kernels.h" nogil:
+    void xs_prefetch(const char* p) noexcept
+    void xs_prefetch_span(const char* p, int64_t n) noexcept
+    void xs_copy(char* d, const char* s, int64_t n, int stream) noexcept
+    void xs_store_fence() noexcept
+    void xs_row_run(char* d, const char* s, int64_t L, const char* prev_end,
+                    int defer) noexcept
+    void xs_zip(char* d, const char** rows, int64_t ss, int64_t n, int k,
+                int64_t isz, int stream) noexcept
+    void xs_unzip(char** rows, int64_t ds, const char* s, int64_t n, int k,
+                  int64_t isz, int stream) noexcept
+    void xs_unzip_direct(char** rows, int64_t ds, const char* s, int64_t n, int k,
+                         int64_t isz) noexcept
+    ctypedef struct xs_dimoff:
+        const int64_t* tab
+        int64_t scale
+    ctypedef int64_t (*xs_addr_fn)(void* ctx, int64_t a, int64_t b) noexcept nogil
+    ctypedef struct xs_plane:
+        xs_dimoff A
+        xs_dimoff B
+        xs_addr_fn fn
+        void* ctx
+    void xs_band_runs(char* dbase, const int64_t* rd, xs_dimoff dD, int64_t wd,
+                      const char* sbase, const int64_t* rs, xs_dimoff sD, int64_t ws,
+                      int nb, int64_t n, int64_t isz, int stream) noexcept
+    void xs_transpose_plane(char* dbase, const xs_plane* dp, const char* sbase,
+                            const xs_plane* sp, int64_t na, int64_t wsa, int64_t ssa,
+                            int64_t nbd, int64_t wdb, int64_t sdb, int64_t isz, int64_t R,
+                            int64_t C, int stream, int64_t b_begin, int64_t b_end,
+                            char* buf) noexcept
+    void xs_transpose_plane2(char* dbase, const xs_plane* dp, const char* sbase,
+                             const xs_plane* sp, int64_t na, int64_t wsa, int64_t ssa,
+                             int64_t nbd, int64_t wdb, int64_t sdb, int64_t isz, int64_t R,
+                             int64_t C, int stream) noexcept

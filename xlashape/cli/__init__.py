@@ -30,8 +30,10 @@ Each command is one module of this package with::
         ...                          # XlaShapeError for bad input
 
 and, only if it takes more positionals after options, ``take_extra(args,
-extra) -> bool``. Add the module to :data:`COMMANDS` below; that is all. The
-shared pieces:
+extra) -> bool``. Add its name to :data:`COMMAND_NAMES` below; that is all.
+:func:`main` imports only the module of the command it runs (none for
+``--version``; all of them for ``--help`` or a name it does not know), so
+that start-up pays for nothing else. The shared pieces:
 
 - :mod:`._common`: the SHAPE argument (``add_shape_args`` / ``load_shape``:
   text or ``-``, ``--pad``, ``--padding-value``), 64-bit integer parsing
@@ -52,21 +54,49 @@ their older ``bytes`` for the unpadded size), ``memory_space``,
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from typing import Optional, Sequence
+from typing import List, Optional, Sequence
 
 from ..errors import XlaShapeError
-from . import describe, explain, hlo, index, memory, show
 from ._common import EXAMPLE_SHAPE, PROG, ArgumentParser, UsageError, report_error
 
-__all__ = ["main", "build_parser", "COMMANDS", "UsageError"]
+__all__ = ["main", "build_parser", "COMMANDS", "COMMAND_NAMES", "UsageError"]
 
-#: The commands, in the order ``xlashape --help`` lists them.
-COMMANDS = [describe, explain, show, index, hlo, memory]
+#: The commands (each the name of its module here), in the order
+#: ``xlashape --help`` lists them.
+COMMAND_NAMES = ("describe", "explain", "show", "index", "hlo", "memory")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command(name: str):
+    return importlib.import_module(f".{name}", __name__)
+
+
+def __getattr__(name):
+    # COMMANDS, the command modules in COMMAND_NAMES' order, imports them all:
+    # computed when asked for, so that importing this package does not
+    if name == "COMMANDS":
+        return [_command(n) for n in COMMAND_NAMES]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _commands_for(argv: Sequence[str]) -> Optional[List[str]]:
+    """The commands main must import to parse argv: the one it names, none
+    for a bare ``--version``, all (None) for help or anything else. The
+    command is the first argument that is not an option (the top level has
+    no option that takes a value)."""
+    for arg in argv:
+        if arg in ("-h", "--help"):
+            return None
+        if not arg.startswith("-"):
+            return [arg] if arg in COMMAND_NAMES else None
+    return [] if "--version" in argv else None
+
+
+def build_parser(commands: Optional[Sequence[str]] = None) -> argparse.ArgumentParser:
+    """The ``xlashape`` parser, with the given commands (names in
+    :data:`COMMAND_NAMES`; default: all of them)."""
     parser = ArgumentParser(
         prog=PROG,
         description="Answers about XLA shapes and memory layouts: sizes, padding, "
@@ -83,14 +113,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
-    for command in COMMANDS:
+    for name in COMMAND_NAMES if commands is None else commands:
+        command = _command(name)
         command.add_parser(sub).set_defaults(_command=command)
     return parser
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """Run the command; returns the exit status (0 ok, 2 bad usage or input)."""
-    parser = build_parser()
+    if argv is None:
+        argv = sys.argv[1:]
+    parser = build_parser(_commands_for(argv))
     args, extra = parser.parse_known_args(argv)
     command = getattr(args, "_command", None)
     if extra:
