@@ -23,6 +23,7 @@ from .errors import (
     HloParseError,
     InvalidShapeError,
     ShapeIndexError,
+    ShapeAxisError,
     ShapeTypeError,
     ShapeBufferError,
     ReadOnlyBufferError,
@@ -74,6 +75,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
+    "ShapeAxisError",
     "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
     "ShapeValueError", "ShapeOverflowError", "ShapeMemoryError", "ReleasedArrayError",
     "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",

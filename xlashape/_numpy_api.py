@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import numbers
 import operator
+import functools
 import warnings
 from functools import lru_cache
 
 import numpy as np
 
-from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeIndexError,
-                     ShapeOverflowError, ShapeTypeError, ShapeValueError, XlaShapeError)
+from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeAxisError, ShapeIndexError,
+                     ShapeTypeError, ShapeValueError, XlaShapeError, as_family as _as_family)
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
 from .shape import Shape
@@ -56,6 +57,25 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
 
 _LA = None
+
+
+def _family(fn):
+    """The one boundary where numpy's errors become xlashape's: every entry
+    point that LayoutArray's methods and numpy's protocols call is wrapped,
+    and a builtin or numpy exception raised inside (numpy's AxisError,
+    casting errors of ``out=``, out-of-range indices of ``np.take`` /
+    ``np.put`` / ``ufunc.at``, unknown dtypes, ...) leaves as its
+    ``XlaShapeError`` twin with the same message (``errors.as_family``)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            new = _as_family(e)
+            if new is e:
+                raise
+            raise new from None
+    return wrapper
 
 
 def _la_type():
@@ -280,6 +300,7 @@ def _is_scalar(x) -> bool:
         isinstance(x, np.ndarray) and x.ndim == 0)
 
 
+@_family
 def array_ufunc(self, ufunc, method, inputs, kwargs):
     LA = _la_type()
     out = kwargs.get("out", ())
@@ -381,6 +402,31 @@ def _small_int_loop(ufunc, method, args, kw) -> bool:
     return first in _SMALL_INTS
 
 
+def _operand_dtype(x):
+    """What numpy's type resolution sees of an operand: a Python int, float
+    or complex stays a weak scalar (its type), anything else its dtype."""
+    if isinstance(x, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    for t in (int, float, complex):
+        if isinstance(x, t) and not isinstance(x, np.generic):
+            return t
+    return x.dtype if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x).dtype
+
+
+def _loop_dtypes(ufunc, args, dtype):
+    """The input dtypes of the loop numpy resolves for ``ufunc(*args)``
+    (``uint2 // float8_e4m3fn`` runs the uint2 loop, on 1.5 cast to 1), or
+    None when numpy cannot say."""
+    try:
+        ins = tuple(_operand_dtype(x) for x in args)
+        sig = {} if dtype is None else \
+            {"signature": (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout}
+        dts = ufunc.resolve_dtypes(ins + (None,) * ufunc.nout, **sig)
+    except Exception:       # numpy's own error comes from the real call
+        return None
+    return dts[:ufunc.nin]
+
+
 def _ufunc(ufunc, method, *args, **kw):
     """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
     8-bit copies where ml_dtypes' own loop could crash, and comparisons
@@ -413,6 +459,14 @@ def _ufunc(ufunc, method, *args, **kw):
             getattr(ufunc, method)(*stand_ins, out=np.empty(probe.shape, out[0].dtype),
                                    **probe_kw)
         res_dtype = probe.dtype
+        loop = _loop_dtypes(ufunc, args, dtype) if method == "__call__" else None
+        if loop is not None:
+            # every operand cast to the loop's type first, as numpy's loop
+            # sees it (a float8 divisor of a uint2 loop is truncated), then
+            # the small integers widened
+            args = [np.asarray(x).astype(t) if isinstance(x, (np.ndarray, np.generic))
+                    or t != _operand_dtype(x) else x
+                    for x, t in zip(args, loop)]
     else:   # reduce, accumulate, reduceat, at: the operand's own type
         res_dtype = np.dtype(dtype) if dtype is not None else args[0].dtype
     wide = [_widened(x) for x in args]
@@ -556,24 +610,28 @@ def _defers(other) -> bool:
     return getattr(type(other), "__array_ufunc__", 0) is None
 
 
+@_family
 def binop(ufunc, a, b):
     if _defers(b):
         return NotImplemented
     return ufunc(a, b)
 
 
+@_family
 def rbinop(ufunc, a, b):
     if _defers(b):
         return NotImplemented
     return ufunc(b, a)
 
 
+@_family
 def ibinop(ufunc, a, b):
     if _defers(b):
         return NotImplemented
     return ufunc(a, b, out=(a,))
 
 
+@_family
 def compare(ufunc, a, b):
     """``==`` / ``!=`` fall back like numpy's when no loop compares the types."""
     if _defers(b):
@@ -588,10 +646,41 @@ def compare(ufunc, a, b):
         raise
 
 
+def _fast_power(a, b):
+    """The ufunc numpy's ``ndarray.__pow__`` uses instead of ``np.power`` for
+    this exponent, or None: for float and complex arrays (numpy's own float
+    types, not ml_dtypes'), an exact Python int -1 or 2 is ``reciprocal`` or
+    ``square`` and an exact Python float 0.5 is ``sqrt`` (their results can
+    differ from ``power``'s in the last bit)."""
+    if a.dtype.kind not in "fc" or a.dtype.type.__module__ != "numpy":
+        return None
+    if type(b) is int:
+        return np.reciprocal if b == -1 else np.square if b == 2 else None
+    if type(b) is float and b == 0.5:
+        return np.sqrt
+    return None
+
+
+@_family
 def power(a, b, mod):
+    """``a ** b`` as numpy's operator computes it (its fast exponents)."""
     if mod is not None or _defers(b):
         return NotImplemented
+    fast = _fast_power(a, b)
+    if fast is not None:
+        return fast(a)
     return np.power(a, b)
+
+
+@_family
+def ipower(a, b):
+    """``a **= b`` as numpy's operator computes it (its fast exponents)."""
+    if _defers(b):
+        return NotImplemented
+    fast = _fast_power(a, b)
+    if fast is not None:
+        return fast(a, out=(a,))
+    return np.power(a, b, out=(a,))
 
 
 # -- numpy functions (NEP 18) ------------------------------------------------
@@ -676,6 +765,7 @@ _WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
                  np.put_along_axis}
 
 
+@_family
 def array_function(self, func, types, args, kwargs):
     LA = _la_type()
     for t in types:
@@ -725,7 +815,7 @@ def _axes_arg(axes, n):
     norm = []
     for a in axes:
         if not -n <= a < n:
-            raise InvalidShapeError(
+            raise ShapeAxisError(
                 f"axis {a} is out of bounds for array of dimension {n}")
         norm.append(a % n if n else a)
     if len(set(norm)) != n:
@@ -748,14 +838,15 @@ def permuted_shape(shape: Shape, axes) -> Shape:
                  tuple(shape.dynamic_dimensions[a] for a in axes))
 
 
+@_family
 def transpose(la, axes):
     return _view(la, permuted_shape(la.xla_shape, _axes_arg(axes, la.ndim)))
 
 
+@_family
 def swapaxes(la, axis1, axis2):
     n = la.ndim
-    a1, a2 = _normalize_axis_tuple((axis1, axis2), n, allow_duplicate=True) \
-        if n else (axis1, axis2)
+    a1, a2 = _normalize_axis_tuple((axis1, axis2), n, allow_duplicate=True)
     axes = list(range(n))
     axes[a1], axes[a2] = axes[a2], axes[a1]
     return transpose(la, (axes,))
@@ -945,6 +1036,7 @@ def _reshape_try(p, shape, newdims, split_first):
     return cand
 
 
+@_family
 def reshape(la, args, order="C", copy=None):
     dims = _shape_arg(args, la.size)
     if order == "A":
@@ -973,6 +1065,7 @@ def reshape(la, args, order="C", copy=None):
 
 # -- methods -------------------------------------------------------------------
 
+@_family
 def astype(la, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dt = np.dtype(dtype)
     if dt == la.dtype and not copy:
@@ -991,6 +1084,7 @@ def astype(la, dtype, order="K", casting="unsafe", subok=True, copy=True):
     return out
 
 
+@_family
 def item(la, args):
     if not args:
         if la.size != 1:
@@ -1093,14 +1187,32 @@ def is_advanced_item(x) -> bool:
     return isinstance(x, (bool, np.bool_, list, tuple, np.ndarray, _la_type()))
 
 
+def _key_array(la):
+    """A LayoutArray used as an index: its logical array, PRED as 0/1 (a
+    wrapped buffer may hold other nonzero bytes)."""
+    arr = np.asarray(la)
+    if arr.dtype == np.bool_:
+        arr = arr.view(np.uint8) != 0
+    return arr
+
+
 def _key(key):
     """LayoutArrays inside a key become numpy arrays."""
     LA = _la_type()
     if isinstance(key, LA):
-        return np.asarray(key)
+        return _key_array(key)
     if type(key) is tuple:
-        return tuple(np.asarray(k) if isinstance(k, LA) else k for k in key)
+        return tuple(_key_array(k) if isinstance(k, LA) else k for k in key)
     return key
+
+
+def _read_bools(la, out):
+    """PRED values read from the storage as 0/1, as every other read gives
+    them (a wrapped buffer may hold any nonzero byte for True)."""
+    if la.dtype == np.bool_ and isinstance(out, (np.ndarray, np.bool_)):
+        folded = np.asarray(out).view(np.uint8) != 0
+        return folded if isinstance(out, np.ndarray) else folded[()]
+    return out
 
 
 def _selected_offsets(la, key):
@@ -1173,15 +1285,7 @@ def _clean(la, value):
     return value
 
 
-def _as_family(e):
-    """numpy's conversion error as the xlashape error of the same builtin."""
-    if isinstance(e, XlaShapeError):
-        return e
-    cls = ShapeOverflowError if isinstance(e, OverflowError) else \
-        ShapeTypeError if isinstance(e, TypeError) else ShapeValueError
-    return cls(str(e))
-
-
+@_family
 def getitem(la, key):
     """``la[key]`` with integer arrays or boolean masks (numpy's advanced
     indexing): a new numpy array, read straight from the tiled buffer."""
@@ -1194,17 +1298,18 @@ def getitem(la, key):
             raise ShapeIndexError(str(e)) from None
         if isinstance(out, np.ndarray) and np.may_share_memory(out, view):
             out = out.copy()
-        return out
+        return _read_bools(la, out)
     if la.ndim == 0 or la.size == 0:
         try:
             return la.to_numpy()[key]
         except IndexError as e:
             raise ShapeIndexError(str(e)) from None
     offs = _selected_offsets(la, key)
-    out = _gather(la, offs)
+    out = _read_bools(la, _gather(la, offs))
     return out[()] if out.ndim == 0 else out
 
 
+@_family
 def setitem(la, key, value):
     """``la[key] = value`` with integer arrays or boolean masks: numpy's
     rules (broadcasting, conversion, last write wins), written through to
