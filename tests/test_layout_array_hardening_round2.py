@@ -493,3 +493,62 @@ def test_axis_error_class_is_numpys_and_pickles():
     assert isinstance(e, ValueError) and isinstance(e, xs.ShapeIndexError)
     back = pickle.loads(pickle.dumps(e))
     assert type(back) is xs.ShapeAxisError and str(back) == str(e)
+
+
+def test_numpy_own_exception_classes_still_catch():
+    # numpy's own subclasses stay catchable as themselves, and are the family too
+    import pickle
+
+    sq = LayoutArray.from_numpy(np.zeros((2, 3)))
+    with pytest.raises(np.linalg.LinAlgError) as info:
+        np.linalg.inv(sq)
+    assert isinstance(info.value, xs.ShapeValueError)
+    i8 = LayoutArray.from_numpy(np.arange(3, dtype=np.int8))
+    with pytest.raises(TypeError) as info:
+        i8 += 2.5
+    e = info.value
+    assert isinstance(e, xs.ShapeTypeError)
+    x = np.arange(3, dtype=np.int8)
+    with pytest.raises(TypeError) as want:
+        x += 2.5
+    assert type(want.value) in type(e).__mro__ and str(e) == str(want.value)
+    back = pickle.loads(pickle.dumps(e))
+    assert type(back) is type(e) and str(back) == str(e)
+
+
+@pytest.mark.parametrize("axis", [None, 0, -1, (0, 1), 5, -3, 1.5])
+def test_np_size_with_axis_is_numpys(axis):
+    a = np.zeros((2, 3))
+    la = LayoutArray.from_numpy(a, "f64[2,3]{0,1:T(2,2)}")
+    try:
+        want = np.size(a, axis)
+    except Exception as e:
+        with pytest.raises(xs.XlaShapeError) as info:
+            np.size(la, axis)
+        assert isinstance(info.value, type(e)) or isinstance(
+            info.value, next(c for c in type(e).__mro__ if c.__module__ == "builtins"))
+        assert str(info.value) == str(e)
+    else:
+        assert np.size(la, axis) == want
+
+
+def test_deleting_elements_is_numpys_error():
+    la = LayoutArray("f32[3]")
+    with pytest.raises(xs.ShapeValueError, match="cannot delete array elements"):
+        del la[0]
+
+
+def test_zero_size_shapes_numpy_refuses_through_every_numpy_entry():
+    # strided (row-major) and numpy still refuses the shape: the buffer
+    # export is refused, so numpy asks __array__, which raises the family error
+    la = LayoutArray("u8[0,4611686018427387904,2]")
+    with pytest.raises(ValueError, match="array is too big"):
+        np.empty(la.shape, np.uint8)
+    for op in (lambda: np.asarray(la), lambda: np.array(la), la.to_numpy,
+               lambda: la.reshape(0), la.tolist, lambda: la + 1):
+        with pytest.raises(xs.ShapeValueError, match="array is too big"):
+            op()
+    with pytest.raises(xs.ShapeBufferError, match="beyond int64"):
+        memoryview(la)
+    assert repr(la).startswith("LayoutArray(u8[0,4611686018427387904,2]{2,1,0}, <values not")
+    assert la.copy().shape == la.shape and la.relayout("{0,1,2}").shape == la.shape

@@ -368,6 +368,7 @@ cdef class _Compiled:
     cdef bint strided
     cdef bint c_contig
     cdef bint f_contig
+    cdef bint numpy_sized               # numpy can make an array of this shape and dtype
     cdef bint has_padding
     cdef bint pad_zero                 # the padding element is all zero bytes
     cdef bytes pad                     # one padding element's bytes (has_padding)
@@ -407,6 +408,12 @@ cdef class _Compiled:
         # strided export, nothing to export anyway
         self.strided = strides is not None and not self.di.packed_bits and \
             all(-_INT64_MAX <= st <= _INT64_MAX for st in strides)
+        # numpy refuses a shape whose nonzero dimensions times the itemsize
+        # exceed int64 ("array is too big"), even a zero-size one
+        count = self.di.itemsize
+        for dim in plan.dimensions:
+            count *= dim or 1
+        self.numpy_sized = count <= _INT64_MAX
         self.c_contig = self.f_contig = False
         if self.strided:
             for d in range(self.prog.rank):
@@ -1260,6 +1267,12 @@ cdef class LayoutArray:
 
     def __getbuffer__(self, Py_buffer* buf, int flags):
         self._check_alive()
+        if not self.comp.numpy_sized:
+            # numpy would refuse the shape with its own ValueError; without an
+            # export it asks __array__, which raises that as ShapeValueError
+            raise ShapeBufferError(
+                f"{self._shape} has dimensions whose product is beyond int64: no "
+                f"buffer export")
         if not self.strided:
             raise ShapeBufferError(
                 f"{self._shape} is tiled or packed: its logical array is not "
@@ -1711,6 +1724,8 @@ cdef class LayoutArray:
                 return f"LayoutArray({self._shape},\n  {body})"
             except ReleasedArrayError:     # released by another thread meanwhile
                 pass
+            except XlaShapeError as e:     # values numpy cannot hold (too big a shape)
+                return f"LayoutArray({self._shape}, <values not shown: {e}>)"
         return f"<released LayoutArray {self._shape}>"
 
     # -- numpy's protocols (the logic lives in _numpy_api.py) ---------------
