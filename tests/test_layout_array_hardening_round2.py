@@ -289,6 +289,39 @@ def test_small_int_division_with_a_float_operand_is_numpys(ufunc, small, flt):
                                   equal_nan=True), (x.dtype, y.dtype, layout, got, want)
 
 
+@pytest.mark.parametrize("ufunc", [np.floor_divide, np.remainder])
+@pytest.mark.parametrize("small", SMALL_INTS, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize("flt", FLOATS[:2] + FLOATS[-1:], ids=lambda t: np.dtype(t).name)
+def test_small_int_division_at_and_outer_are_numpys(ufunc, small, flt):
+    lo, hi = ml_dtypes.iinfo(small).min, ml_dtypes.iinfo(small).max
+    a = np.clip(np.array([3, 3, 1, 0, 1, 2, -1, 2]), lo, hi).astype(small)
+    # no divisor that the loop's cast makes 0: ml_dtypes' own small-int
+    # ufunc.at loop, the reference here, crashes on one (SIGSEGV)
+    b = np.array([1.5, 2.5, 3.0, 1.0]).astype(flt)
+    want = _numpy_outcome(lambda: ufunc.outer(a, b))
+    got = _numpy_outcome(lambda: ufunc.outer(LayoutArray.from_numpy(a),
+                                             LayoutArray.from_numpy(b)))
+    if isinstance(want, type):
+        assert isinstance(got, type) and issubclass(got, TypeError if issubclass(want, TypeError)
+                                                    else want)
+    else:
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    idx = [0, 1, 5, 6]
+    for values in (b, 1.5, b[:1]):
+        # ufunc.at on distinct indices is x[idx] = ufunc(x[idx], values)
+        # (numpy's own small-int ufunc.at loop of ml_dtypes crashes: SIGSEGV)
+        x = a.copy()
+        want = _numpy_outcome(lambda: ufunc(x[idx], values))
+        if not isinstance(want, type):
+            x[idx] = want
+        la = LayoutArray.from_numpy(a, "{0:T(4)}")
+        got = _numpy_outcome(lambda: ufunc.at(la, idx, values))
+        if isinstance(want, type):
+            assert isinstance(got, type)
+        else:
+            assert la.tolist() == x.tolist(), (values, la.tolist(), x.tolist())
+
+
 def test_small_int_division_issue_example():
     a = LayoutArray.from_numpy(np.array([3, 3, 1], ml_dtypes.uint2))
     b = LayoutArray.from_numpy(np.array([1.5, 2.5, 0.5], ml_dtypes.float8_e4m3fn))
@@ -323,6 +356,24 @@ def test_pred_advanced_index_reads_give_zero_or_one(layout):
     assert w[[0, 3]].tolist() == [want[0], want[3]]
     assert w[w].tolist() == [True] * sum(want)
     assert w[w].tolist() == w.to_numpy()[w.to_numpy()].tolist()
+
+
+@pytest.mark.parametrize("layout", ["{0}", "{0:T(2)}", "{0:T(4)E(1)}"])
+def test_pred_read_by_numpy_functions_gives_zero_or_one(layout):
+    text = f"pred[4]{layout}"
+    raw = bytearray(LayoutArray(text).physical_nbytes)
+    if LayoutArray(text).plan.element_bits == 8:
+        raw[:4] = bytes([2, 1, 0, 255])
+    w = LayoutArray.frombuffer(raw, text)
+    want = w.to_numpy()
+    assert set(want.view(np.uint8).tolist()) <= {0, 1}
+    for fn in (lambda a: np.take(a, [0, 3]), np.sort, lambda a: np.concatenate([a, a]),
+               np.unique, lambda a: np.where(a, a, False), np.flip, np.copy,
+               lambda a: np.repeat(a, 2)):
+        got = np.asarray(fn(w))
+        assert got.dtype == np.bool_
+        assert got.view(np.uint8).tolist() == fn(want).view(np.uint8).tolist()
+    assert int(np.sum(w)) == int(want.sum())
 
 
 # -- complex and float ** : numpy's operator (its fast exponents) ---------------------------

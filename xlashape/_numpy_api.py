@@ -279,7 +279,15 @@ def logical(la):
     functions use it, so their results (float sums included) do not depend
     on the layout."""
     if la.strides is not None and la.flags.c_contiguous:
-        return np.asarray(la)
+        arr = np.asarray(la)
+        if arr.dtype == np.bool_:
+            # PRED: a wrapped buffer may hold other nonzero bytes than 1,
+            # which numpy's functions would pass on (np.take, np.sort): read
+            # as 0/1 like every other read
+            raw = arr.view(np.uint8)
+            if raw.size and raw.max() > 1:
+                return raw != 0
+        return arr
     return la.to_numpy()
 
 
@@ -427,6 +435,17 @@ def _loop_dtypes(ufunc, args, dtype):
     return dts[:ufunc.nin]
 
 
+def _cast_to_loop(args, loop):
+    """Every operand cast to the dtype of numpy's resolved loop (a float8
+    divisor of a uint2 loop is truncated, as numpy's loop sees it), before
+    the small integers are widened; unchanged when the loop is unknown."""
+    if loop is None:
+        return list(args)
+    return [np.asarray(x).astype(t) if isinstance(x, (np.ndarray, np.generic))
+            or t != _operand_dtype(x) else x
+            for x, t in zip(args, loop)]
+
+
 def _ufunc(ufunc, method, *args, **kw):
     """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
     8-bit copies where ml_dtypes' own loop could crash, and comparisons
@@ -459,16 +478,21 @@ def _ufunc(ufunc, method, *args, **kw):
             getattr(ufunc, method)(*stand_ins, out=np.empty(probe.shape, out[0].dtype),
                                    **probe_kw)
         res_dtype = probe.dtype
-        loop = _loop_dtypes(ufunc, args, dtype) if method == "__call__" else None
-        if loop is not None:
-            # every operand cast to the loop's type first, as numpy's loop
-            # sees it (a float8 divisor of a uint2 loop is truncated), then
-            # the small integers widened
-            args = [np.asarray(x).astype(t) if isinstance(x, (np.ndarray, np.generic))
-                    or t != _operand_dtype(x) else x
-                    for x, t in zip(args, loop)]
+        args = _cast_to_loop(args, _loop_dtypes(ufunc, args, dtype))
     else:   # reduce, accumulate, reduceat, at: the operand's own type
         res_dtype = np.dtype(dtype) if dtype is not None else args[0].dtype
+        if method == "at" and len(args) == 3:
+            # ufunc.at(target, indices, values): the loop numpy resolves
+            # for (target, values)
+            loop = _loop_dtypes(ufunc, (args[0], args[2]), dtype)
+            if loop is not None:
+                # a copy of the target in the loop's type (8-bit for a small
+                # integer loop), the values cast to it, the result cast back
+                work = _widened(args[0].astype(loop[0]))
+                values = _widened(_cast_to_loop(args[2:], loop[1:])[0])
+                ufunc.at(work, args[1], values, **kw)
+                np.copyto(args[0], work.astype(res_dtype))
+                return None
     wide = [_widened(x) for x in args]
     if method == "at":
         target = wide[0]
