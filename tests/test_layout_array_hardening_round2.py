@@ -122,6 +122,33 @@ def test_dlpack_bad_arguments_raise_type_errors(kwargs):
     assert issubclass(xs.ShapeTypeError, TypeError)
 
 
+def test_dlpack_copy_argument_follows_numpy():
+    la = LayoutArray.from_numpy(np.arange(3, dtype=np.float32))
+    with pytest.raises(xs.ShapeValueError, match="strings are not allowed"):
+        la.__dlpack__(copy="yes")
+    with pytest.raises(ValueError, match="strings are not allowed"):
+        np.zeros(3).__dlpack__(copy="yes")
+    # a truthy copy copies (as numpy's), a falsy one shares
+    copied = np.from_dlpack(_Producer(la, copy=1))
+    shared = np.from_dlpack(_Producer(la, copy=0))
+    la[0] = 9.0
+    assert copied[0] == 0.0 and shared[0] == 9.0
+
+
+class _Producer:
+    """Hands np.from_dlpack a capsule made with fixed keyword arguments."""
+
+    def __init__(self, la, **kwargs):
+        self.la, self.kwargs = la, kwargs
+
+    def __dlpack__(self, **kwargs):
+        kwargs.pop("copy", None)
+        return self.la.__dlpack__(**kwargs, **self.kwargs)
+
+    def __dlpack_device__(self):
+        return self.la.__dlpack_device__()
+
+
 def test_dlpack_good_arguments_still_work():
     import enum
 

@@ -160,6 +160,12 @@ cdef object dlpack_export(LayoutArray la, object stream, object max_version,
             raise ShapeBufferError(
                 f"LayoutArray can only be exported to the CPU, device (1, 0) (kDLCPU); "
                 f"got dl_device={device!r}")
+    if copy is not None:
+        # numpy's rule for `copy`: None, or any truth value but a string
+        if isinstance(copy, (str, bytes)):
+            raise ShapeValueError(
+                "strings are not allowed for 'copy' keyword. Use True/False/None instead.")
+        copy = bool(copy)
     versioned = False
     minor = 0
     if max_version is not None:
