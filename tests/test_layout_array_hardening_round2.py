@@ -630,3 +630,15 @@ def test_zero_size_shapes_numpy_refuses_through_every_numpy_entry():
         memoryview(la)
     assert repr(la).startswith("LayoutArray(u8[0,4611686018427387904,2]{2,1,0}, <values not")
     assert la.copy().shape == la.shape and la.relayout("{0,1,2}").shape == la.shape
+
+
+def test_index_maps_of_zero_size_shapes_with_huge_tiled_dimensions():
+    # the inverse program's constants of such a shape are beyond int64: it
+    # raised a builtin OverflowError; with no element in range it never runs
+    from xlashape import index_maps
+    text = "u8[3,9223372036854775807,0]{0,1,2:T(2,2)}"
+    assert index_maps.linear_indices(text, np.zeros((0, 3), np.int64)).shape == (0,)
+    idx, pad = index_maps.multidimensional_indices(text, np.zeros(0, np.int64))
+    assert idx.shape == (0, 3) and pad.shape == (0,)
+    with pytest.raises(xs.ShapeIndexError, match="out of bounds for a buffer of 0 elements"):
+        index_maps.multidimensional_indices(text, np.zeros(2, np.int64))
