@@ -183,6 +183,10 @@ cdef object dlpack_export(LayoutArray la, object stream, object max_version,
             f"DLPack has no type code for {name} ({la._dtype}){need}. Use "
             f"la.to_numpy() (a copy) or la.physical (the raw bytes)")
     code, bits = info[0], info[1]
+    if not la.comp.numpy_sized:
+        raise ShapeBufferError(
+            f"{la._shape} has dimensions whose product is beyond int64: no DLPack "
+            f"export (consumers compute sizes from the dimensions)")
     if not la.strided:
         if copy is True:
             src = LayoutArray.from_numpy(la.to_numpy())
