@@ -70,7 +70,10 @@
 # After release() every one of these raises ReleasedArrayError (a
 # ValueError); metadata (shape, dtype, ndim, size, itemsize, nbytes,
 # xla_shape, layout, plan, physical_nbytes, readonly, exports, len()) stays
-# readable and repr() says "released".
+# readable and repr() says "released". An instance whose __init__ never ran
+# (LayoutArray.__new__, a subclass without super().__init__) is, from
+# __cinit__, a rank-0 placeholder that is `released` and `uninit`: every entry
+# point above and the metadata raise one ShapeValueError saying so.
 
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE,
                              PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_SIMPLE,
