@@ -22,6 +22,7 @@ from .errors import (
     HloParseError,
     InvalidShapeError,
     ShapeIndexError,
+    ShapeAxisError,
     ShapeTypeError,
     ShapeBufferError,
     ReadOnlyBufferError,
@@ -71,6 +72,7 @@ from ._core import LayoutArray
 
 __all__ = [
     "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
+    "ShapeAxisError",
     "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
     "ShapeValueError", "ShapeOverflowError", "ShapeMemoryError", "ReleasedArrayError",
     "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",

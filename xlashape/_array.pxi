@@ -70,7 +70,10 @@
 # After release() every one of these raises ReleasedArrayError (a
 # ValueError); metadata (shape, dtype, ndim, size, itemsize, nbytes,
 # xla_shape, layout, plan, physical_nbytes, readonly, exports, len()) stays
-# readable and repr() says "released".
+# readable and repr() says "released". An instance whose __init__ never ran
+# (LayoutArray.__new__, a subclass without super().__init__) is, from
+# __cinit__, a rank-0 placeholder that is `released` and `uninit`: every entry
+# point above and the metadata raise one ShapeValueError saying so.
 
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABLE,
                              PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_SIMPLE,
@@ -85,6 +88,7 @@ from operator import index as _operator_index
 from .errors import (InvalidShapeError, ReadOnlyBufferError, ReleasedArrayError,
                      ShapeBufferError, ShapeIndexError, ShapeMemoryError,
                      ShapeOverflowError, ShapeTypeError, ShapeValueError, XlaShapeError)
+from .errors import as_family as _as_family
 from .layout import Layout as _Layout
 from .shape import Shape as _Shape
 from . import tiling as _tiling
@@ -113,6 +117,9 @@ cdef enum:
 cdef char* _FORMAT_B = "B"
 
 _RELEASED = "operation on a released LayoutArray (release() was called)"
+_UNINIT_MSG = ("this LayoutArray was never set up: LayoutArray.__init__(shape) did not run "
+               "(a subclass's __init__ must call super().__init__(shape); "
+               "LayoutArray.__new__ alone makes no array)")
 
 
 def _is_index_item(x):
@@ -151,12 +158,21 @@ cdef int _reraise_family(object e, object prefix=None) except -1:
     optionally prefixed. An xlashape error is re-raised as it is."""
     if isinstance(e, XlaShapeError):
         raise e
-    msg = str(e) if prefix is None else f"{prefix}: {e}"
-    if isinstance(e, OverflowError):
-        raise ShapeOverflowError(msg) from None
-    if isinstance(e, TypeError):
-        raise ShapeTypeError(msg) from None
-    raise ShapeValueError(msg) from None
+    new = _as_family(e)
+    if prefix is not None and new is not e:
+        new = type(new)(f"{prefix}: {e}")
+    raise new from None
+
+
+def _np_new(make, *args, **kwargs):
+    """``make(*args, **kwargs)`` (np.empty, np.ndarray) with numpy's refusal
+    as an xlashape error: a zero-size shape whose other dimensions are huge
+    is "too big" for numpy (ShapeValueError, numpy's message), a buffer too
+    big to allocate is a ShapeMemoryError."""
+    try:
+        return make(*args, **kwargs)
+    except (ValueError, TypeError, MemoryError) as e:
+        raise _as_family(e) from None
 
 
 def _normalize_key(key, shape):
@@ -355,6 +371,7 @@ cdef class _Compiled:
     cdef bint strided
     cdef bint c_contig
     cdef bint f_contig
+    cdef bint numpy_sized               # numpy can make an array of this shape and dtype
     cdef bint has_padding
     cdef bint pad_zero                 # the padding element is all zero bytes
     cdef bytes pad                     # one padding element's bytes (has_padding)
@@ -381,12 +398,25 @@ cdef class _Compiled:
         self.dtype = plan.element_type.dtype
         dinfo_for(&self.di, plan.element_type, self.dtype, plan.element_bits)
         self.pyshape = tuple(plan.dimensions)
-        self.logical_size = 1
+        # in Python ints: a zero-size shape may have dimensions whose product
+        # (before the 0) is beyond int64; a nonzero product is at most the
+        # plan's element_count, which program_from_plan checked
+        count = 1
         for d in range(self.prog.rank):
             self.c_shape[d] = plan.dimensions[d]
-            self.logical_size *= plan.dimensions[d]
+            count *= plan.dimensions[d]
+        self.logical_size = count
         strides = plan.strides
-        self.strided = strides is not None and not self.di.packed_bits
+        # strides beyond int64 (only a zero-size shape can have them): no
+        # strided export, nothing to export anyway
+        self.strided = strides is not None and not self.di.packed_bits and \
+            all(-_INT64_MAX <= st <= _INT64_MAX for st in strides)
+        # numpy refuses a shape whose nonzero dimensions times the itemsize
+        # exceed int64 ("array is too big"), even a zero-size one
+        count = self.di.itemsize
+        for dim in plan.dimensions:
+            count *= dim or 1
+        self.numpy_sized = count <= _INT64_MAX
         self.c_contig = self.f_contig = False
         if self.strided:
             for d in range(self.prog.rank):
@@ -416,7 +446,7 @@ cdef class _Compiled:
         stay small next to the buffer.
         """
         cdef int d, rank = self.prog.rank
-        cdef int64_t i, total = 0
+        cdef int64_t i, limit, total = 0
         cdef int64_t idx[MAX_RANK]
         cdef int64_t* p
         self.tabs_or_null = NULL
@@ -428,10 +458,13 @@ cdef class _Compiled:
             if op != 0 and len(da) > 1:
                 return 0          # a div/mod mixes dimensions: not separable
             deps[dst] = da | deps.get(b, set()) if op == 0 else da
+        limit = max(1 << 16, plan.element_count // 8)
         for d in range(rank):
+            # checked before adding: a sum of dimensions (a zero-size shape
+            # may have huge ones) must not overflow int64
+            if self.prog.dims[d] > limit - total:
+                return 0
             total += self.prog.dims[d]
-        if total > max(1 << 16, plan.element_count // 8):
-            return 0
         self.tab_block = <int64_t*>malloc(max(total, 1) * sizeof(int64_t))
         if self.tab_block == NULL:
             raise ShapeMemoryError(
@@ -458,6 +491,11 @@ cdef class _Compiled:
                 return False
             acc *= self.c_shape[d]
         return True
+
+
+# The C state of a LayoutArray that has no shape yet (see LayoutArray.__cinit__):
+# all zero, a rank-0 program with no ops and no tables.
+cdef _Compiled _PLACEHOLDER = _Compiled.__new__(_Compiled)
 
 
 cdef enum:
@@ -557,9 +595,30 @@ cdef class LayoutArray:
     cdef object _tmp
     cdef object _tabnp
     cdef object __weakref__
+    cdef bint uninit                # no shape yet (__init__ never ran): see __cinit__
 
     # -- construction ------------------------------------------------------
+    def __cinit__(self, *args, **kwargs):
+        # Every instance starts in a valid empty state: C pointers at a
+        # rank-0 placeholder, no storage (`released`) and `uninit`, so an
+        # instance whose __init__ never runs (LayoutArray.__new__, a
+        # subclass that forgets super().__init__) raises one clear error
+        # from every method instead of reading NULL pointers. Every
+        # constructor path ends in _setup_compiled and _allocate/frombuffer,
+        # which clear both flags.
+        self.comp = _PLACEHOLDER
+        self.prog = &_PLACEHOLDER.prog
+        self.c_shape = _PLACEHOLDER.c_shape
+        self.c_strides = _PLACEHOLDER.c_strides
+        self.tabs = _PLACEHOLDER.tabs
+        self.tabs_or_null = NULL
+        self.released = True
+        self.uninit = True
+
     def __init__(self, shape):
+        if not self.uninit:
+            raise ShapeValueError("LayoutArray.__init__ called on an array that is "
+                                  "already set up")
         self._setup_compiled(_compiled_for_shape(shape))
         self._allocate()
         self._fill_padding(True)
@@ -584,6 +643,7 @@ cdef class LayoutArray:
         self._shape = c.shape
         self._dtype = c.dtype
         self._pyshape = c.pyshape
+        self.uninit = False
         return 0
 
     cdef inline int64_t _offset(self, const int64_t* idx) noexcept nogil:
@@ -615,6 +675,7 @@ cdef class LayoutArray:
         self.alloc = p
         self.data = _line_align(<char*>p)
         self.readonly = False
+        self.released = False
         return 0
 
     cdef bytes _encode(self, value, what, error=None):
@@ -698,7 +759,21 @@ cdef class LayoutArray:
 
     cdef inline int _check_alive(self) except -1:
         if self.released:
-            raise ReleasedArrayError(_RELEASED)
+            self._dead()
+        return 0
+
+    cdef int _dead(self) except -1:
+        """Raise why the storage cannot be used: released, or never set up
+        (``LayoutArray.__new__`` alone, or a subclass whose ``__init__`` does
+        not call ``super().__init__``)."""
+        if self.uninit:
+            raise ShapeValueError(_UNINIT_MSG)
+        raise ReleasedArrayError(_RELEASED)
+
+    cdef inline int _check_init(self) except -1:
+        """The metadata's guard: an instance that was never set up has none."""
+        if self.uninit:
+            raise ShapeValueError(_UNINIT_MSG)
         return 0
 
     cdef inline int _pin(self) except -1:
@@ -706,7 +781,7 @@ cdef class LayoutArray:
         ReleasedArrayError if it is already gone. Read `self.data` only
         after this, and call _unpin() in a `finally`."""
         if self.released:
-            raise ReleasedArrayError(_RELEASED)
+            self._dead()
         self.n_pins += 1
         return 0
 
@@ -721,7 +796,7 @@ cdef class LayoutArray:
 
     cdef int _not_writable(self) except -1:
         if self.released:
-            raise ReleasedArrayError(_RELEASED)
+            self._dead()
         raise ReadOnlyBufferError(
             "assignment destination is read-only (this LayoutArray wraps a "
             "read-only buffer; use la.copy() for a writable one)")
@@ -887,6 +962,7 @@ cdef class LayoutArray:
                 f"bytes (padding and tiling included)")
         la.nbytes_phys = la.view.len
         la.data = <char*>la.view.buf
+        la.released = False
         return la
 
     cdef void _drop_view(self) noexcept:
@@ -935,49 +1011,59 @@ cdef class LayoutArray:
     @property
     def shape(self):
         """Logical dimensions, as numpy's ``shape``."""
+        self._check_init()
         return self._pyshape
 
     @property
     def dtype(self):
         """numpy dtype of the elements (ml_dtypes types for bf16, f8, int4, ...)."""
+        self._check_init()
         return self._dtype
 
     @property
     def ndim(self):
+        self._check_init()
         return self.prog.rank
 
     @property
     def size(self):
         """Number of logical elements."""
+        self._check_init()
         return self.logical_size
 
     @property
     def itemsize(self):
         """numpy's itemsize of the dtype (1 for int4, even when packed)."""
+        self._check_init()
         return self.di.itemsize
 
     @property
     def nbytes(self):
         """numpy meaning: ``size * itemsize`` (the logical array, no padding)."""
+        self._check_init()
         return self.logical_size * self.di.itemsize
 
     @property
     def xla_shape(self):
         """The XLA :class:`~xlashape.Shape`, with its (possibly default) layout."""
+        self._check_init()
         return self._shape
 
     @property
     def layout(self):
+        self._check_init()
         return self._shape.layout
 
     @property
     def plan(self):
         """The :class:`~xlashape.tiling.LayoutPlan` the buffer follows."""
+        self._check_init()
         return self._plan
 
     @property
     def physical_nbytes(self):
         """Bytes of the physical buffer: padding, tiling, packing included."""
+        self._check_init()
         return self.nbytes_phys
 
     @property
@@ -1006,9 +1092,10 @@ cdef class LayoutArray:
                 f"{self._shape} packs {8 // self.di.packed_bits} elements per byte; no "
                 f"numpy dtype can view that: use la.physical (bytes) instead")
         dims = tuple(self._plan.physical_dimensions)
-        return np.ndarray(dims, dtype=self._dtype, buffer=self._counted_bytes())
+        return _np_new(np.ndarray, dims, dtype=self._dtype, buffer=self._counted_bytes())
 
     def __len__(self):
+        self._check_init()
         if self.prog.rank == 0:
             raise ShapeTypeError("len() of unsized object")
         return self.c_shape[0]
@@ -1080,7 +1167,7 @@ cdef class LayoutArray:
         cdef cnp.ndarray arr
         self._check_alive()
         if out is None:
-            arr = np.empty(self._pyshape, dtype=self._dtype)
+            arr = _np_new(np.empty, self._pyshape, dtype=self._dtype)
             return self._unpack_into(arr)
         if not isinstance(out, np.ndarray):
             raise ShapeTypeError(f"out must be a numpy array, got {type(out).__name__}")
@@ -1136,9 +1223,8 @@ cdef class LayoutArray:
 
     cdef object _view(self):
         """Zero-copy numpy view of the logical array (strided layouts only)."""
-        return np.ndarray(self._pyshape, dtype=self._dtype,
-                          buffer=self._counted_bytes(),
-                          strides=self._plan.strides)
+        return _np_new(np.ndarray, self._pyshape, dtype=self._dtype,
+                       buffer=self._counted_bytes(), strides=self._plan.strides)
 
     cdef object _counted_bytes(self):
         """The physical buffer as a uint8 ndarray that holds a counted export.
@@ -1184,6 +1270,12 @@ cdef class LayoutArray:
 
     def __getbuffer__(self, Py_buffer* buf, int flags):
         self._check_alive()
+        if not self.comp.numpy_sized:
+            # numpy would refuse the shape with its own ValueError; without an
+            # export it asks __array__, which raises that as ShapeValueError
+            raise ShapeBufferError(
+                f"{self._shape} has dimensions whose product is beyond int64: no "
+                f"buffer export")
         if not self.strided:
             raise ShapeBufferError(
                 f"{self._shape} is tiled or packed: its logical array is not "
@@ -1304,12 +1396,12 @@ cdef class LayoutArray:
         cdef int64_t idx[MAX_RANK]
         cdef int64_t off
         if self.released:
-            raise ReleasedArrayError(_RELEASED)
+            self._dead()
         if self._full_int_key(key) and self._parse_index(key, idx):
             # _parse_index may have run an index's __index__ (which may have
             # released us); from this check on, C code only.
             if self.released:
-                raise ReleasedArrayError(_RELEASED)
+                self._dead()
             off = self._offset(idx)
             return load_scalar(&self.di, self.data, off)
         if _check_key_types(key):
@@ -1343,7 +1435,7 @@ cdef class LayoutArray:
         self._check_writable()
         if self._full_int_key(key) and self._parse_index(key, idx):
             if self.released:          # an index's __index__ released us
-                raise ReleasedArrayError(_RELEASED)
+                self._dead()
             off = self._offset(idx)
             # store_fast converts exact int/float/bool in C and runs no
             # Python code before its store.
@@ -1358,6 +1450,10 @@ cdef class LayoutArray:
             _npapi.setitem(self, key, value)
             return
         self._set_block(key, value)
+
+    def __delitem__(self, key):
+        """numpy's answer: array elements cannot be deleted."""
+        raise ShapeValueError("cannot delete array elements")
 
     cdef int _set_block(self, key, value) except -1:
         cdef cnp.ndarray arr
@@ -1421,7 +1517,7 @@ cdef class LayoutArray:
             if scalar:
                 self._fill_logical(self._encode(value, "value"))
                 return 0
-            tmp = np.empty(self._pyshape, dtype=self._dtype)
+            tmp = _np_new(np.empty, self._pyshape, dtype=self._dtype)
             self._assign_into(tmp, Ellipsis, value)
             value = tmp
         elif self.di.kind == K_BOOL:
@@ -1502,13 +1598,18 @@ cdef class LayoutArray:
         if self._tmp is None:
             self._tmp = np.zeros((), dtype=self._dtype)
         tmp = self._tmp
+        if isinstance(value, LayoutArray):
+            # numpy stores an array value by casting it (a 0-d ndarray as
+            # numpy's own assignment casts it: u16 <- f8 -2.0 is 65534), not
+            # through the element type's conversion of a Python object
+            value = (<LayoutArray>value).to_numpy()
         try:
             tmp[()] = value            # may run the value's Python code
         except _CONVERSION_ERRORS as e:
             _reraise_family(e)
         memcpy(elem, cnp.PyArray_DATA(tmp), self.di.itemsize)
         if self.released:              # ... which may have released us
-            raise ReleasedArrayError(_RELEASED)
+            self._dead()
         if self.di.kind == K_BOOL:
             elem[0] = elem[0] != 0
         if self.di.value_bits < 8 or self.di.packed_bits:
@@ -1618,12 +1719,16 @@ cdef class LayoutArray:
         return (_rebuild, (bytes(self.physical), self._shape))
 
     def __repr__(self):
+        if self.uninit:
+            return "<uninitialized LayoutArray>"
         if not self.released:
             try:
                 body = np.array2string(np.asarray(self), separator=", ", prefix="  ")
                 return f"LayoutArray({self._shape},\n  {body})"
             except ReleasedArrayError:     # released by another thread meanwhile
                 pass
+            except XlaShapeError as e:     # values numpy cannot hold (too big a shape)
+                return f"LayoutArray({self._shape}, <values not shown: {e}>)"
         return f"<released LayoutArray {self._shape}>"
 
     # -- numpy's protocols (the logic lives in _numpy_api.py) ---------------
@@ -1719,7 +1824,7 @@ cdef class LayoutArray:
         return _npapi.rbinop(np.power, self, other)
 
     def __ipow__(self, other):
-        return _npapi.ibinop(np.power, self, other)
+        return _npapi.ipower(self, other)
 
     def __matmul__(self, other):
         return _npapi.binop(np.matmul, self, other)
@@ -1889,7 +1994,7 @@ cdef class LayoutArray:
 
     def tolist(self):
         """The logical array as nested Python lists (numpy's ``tolist``)."""
-        return np.asarray(self).tolist()
+        return _np_new(lambda: np.asarray(self).tolist())
 
     def item(self, *args):
         """One element as a Python scalar: ``item()`` (size 1), ``item(flat)``

@@ -125,6 +125,22 @@ cdef int _dl_fill(DLTensor* t, int64_t* shape_strides, LayoutArray la, int code,
     return 0
 
 
+cdef tuple _dl_int_pair(object value, str name, str what):
+    """`value` as a tuple of two Python ints, as the array API's __dlpack__
+    types them (max_version: tuple[int, int]; dl_device: tuple[Enum, int],
+    an IntEnum): anything else raises ShapeTypeError (numpy's TypeError)."""
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise ShapeTypeError(
+            f"{name} must be None or a tuple of two integers {what}, got "
+            f"{_short_repr(value)}")
+    try:
+        return (_operator_index(value[0]), _operator_index(value[1]))
+    except TypeError:
+        raise ShapeTypeError(
+            f"{name} must be None or a tuple of two integers {what}, got "
+            f"{_short_repr(value)}") from None
+
+
 cdef object dlpack_export(LayoutArray la, object stream, object max_version,
                           object dl_device, object copy):
     """The body of LayoutArray.__dlpack__ (see its docstring)."""
@@ -138,15 +154,26 @@ cdef object dlpack_export(LayoutArray la, object stream, object max_version,
         raise ShapeBufferError(
             f"LayoutArray lives in CPU memory: __dlpack__ takes stream=None, got "
             f"stream={stream!r}")
-    if dl_device is not None and tuple(dl_device) != (DL_CPU, 0):
-        raise ShapeBufferError(
-            f"LayoutArray can only be exported to the CPU, device (1, 0) (kDLCPU); "
-            f"got dl_device={tuple(dl_device)!r}")
-    versioned = max_version is not None and tuple(max_version)[0] >= DL_MAJOR
+    if dl_device is not None:
+        device = _dl_int_pair(dl_device, "dl_device", "(device type, device id)")
+        if device != (DL_CPU, 0):
+            raise ShapeBufferError(
+                f"LayoutArray can only be exported to the CPU, device (1, 0) (kDLCPU); "
+                f"got dl_device={device!r}")
+    if copy is not None:
+        # numpy's rule for `copy`: None, or any truth value but a string
+        if isinstance(copy, (str, bytes)):
+            raise ShapeValueError(
+                "strings are not allowed for 'copy' keyword. Use True/False/None instead.")
+        copy = bool(copy)
+    versioned = False
     minor = 0
-    if versioned:
-        minor = DL_MINOR if tuple(max_version)[0] > DL_MAJOR else \
-            min(DL_MINOR, int(tuple(max_version)[1]))
+    if max_version is not None:
+        version = _dl_int_pair(max_version, "max_version", "(major, minor)")
+        versioned = version[0] >= DL_MAJOR
+        if versioned:
+            minor = DL_MINOR if version[0] > DL_MAJOR else \
+                max(0, min(DL_MINOR, version[1]))
     name = la._shape.element_type.hlo_name
     info = _DL_TYPES.get(name)
     if info is None or (info[2] and (not versioned or minor < info[2])):
@@ -156,6 +183,10 @@ cdef object dlpack_export(LayoutArray la, object stream, object max_version,
             f"DLPack has no type code for {name} ({la._dtype}){need}. Use "
             f"la.to_numpy() (a copy) or la.physical (the raw bytes)")
     code, bits = info[0], info[1]
+    if not la.comp.numpy_sized:
+        raise ShapeBufferError(
+            f"{la._shape} has dimensions whose product is beyond int64: no DLPack "
+            f"export (consumers compute sizes from the dimensions)")
     if not la.strided:
         if copy is True:
             src = LayoutArray.from_numpy(la.to_numpy())

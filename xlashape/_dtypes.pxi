@@ -379,8 +379,21 @@ cdef int store_fast(const DInfo* di, char* base, int64_t elem, object value,
 
 # PEP 3118 format codes of the types that have one (numpy's own choices);
 # bf16, the f8 family and the 1/2/4-bit types have none.
-_PEP3118 = {
-    "pred": b"?", "s8": b"b", "s16": b"h", "s32": b"i", "s64": b"q",
-    "u8": b"B", "u16": b"H", "u32": b"I", "u64": b"Q",
-    "f16": b"e", "f32": b"f", "f64": b"d", "c64": b"Zf", "c128": b"Zd",
-}
+def _pep3118_formats():
+    """The buffer format of each element type with one: the one numpy itself
+    exports for that dtype, so that a consumer of the buffer protocol (numpy
+    reads it before __array__) gets exactly np.int64 / np.uint64 back ('l'
+    where a C long is 64-bit; 'q', numpy's `longlong`, is another dtype that
+    ml_dtypes registers no casts for)."""
+    out = {}
+    for name, dt in (("pred", np.bool_), ("s8", np.int8), ("s16", np.int16),
+                     ("s32", np.int32), ("s64", np.int64), ("u8", np.uint8),
+                     ("u16", np.uint16), ("u32", np.uint32), ("u64", np.uint64),
+                     ("f16", np.float16), ("f32", np.float32), ("f64", np.float64),
+                     ("c64", np.complex64), ("c128", np.complex128)):
+        fmt = memoryview(np.empty(0, dt)).format
+        out[name] = fmt.encode("ascii")
+    return out
+
+
+_PEP3118 = _pep3118_formats()

@@ -38,13 +38,14 @@ from __future__ import annotations
 
 import numbers
 import operator
+import functools
 import warnings
 from functools import lru_cache
 
 import numpy as np
 
-from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeIndexError,
-                     ShapeOverflowError, ShapeTypeError, ShapeValueError, XlaShapeError)
+from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeAxisError, ShapeIndexError,
+                     ShapeTypeError, ShapeValueError, XlaShapeError, as_family as _as_family)
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
 from .shape import Shape
@@ -56,6 +57,25 @@ except ImportError:  # numpy < 2
     from numpy.core.numeric import normalize_axis_tuple as _normalize_axis_tuple
 
 _LA = None
+
+
+def _family(fn):
+    """The one boundary where numpy's errors become xlashape's: every entry
+    point that LayoutArray's methods and numpy's protocols call is wrapped,
+    and a builtin or numpy exception raised inside (numpy's AxisError,
+    casting errors of ``out=``, out-of-range indices of ``np.take`` /
+    ``np.put`` / ``ufunc.at``, unknown dtypes, ...) leaves as its
+    ``XlaShapeError`` twin with the same message (``errors.as_family``)."""
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as e:
+            new = _as_family(e)
+            if new is e:
+                raise
+            raise new from None
+    return wrapper
 
 
 def _la_type():
@@ -259,7 +279,15 @@ def logical(la):
     functions use it, so their results (float sums included) do not depend
     on the layout."""
     if la.strides is not None and la.flags.c_contiguous:
-        return np.asarray(la)
+        arr = np.asarray(la)
+        if arr.dtype == np.bool_:
+            # PRED: a wrapped buffer may hold other nonzero bytes than 1,
+            # which numpy's functions would pass on (np.take, np.sort): read
+            # as 0/1 like every other read
+            raw = arr.view(np.uint8)
+            if raw.size and raw.max() > 1:
+                return raw != 0
+        return arr
     return la.to_numpy()
 
 
@@ -280,6 +308,7 @@ def _is_scalar(x) -> bool:
         isinstance(x, np.ndarray) and x.ndim == 0)
 
 
+@_family
 def array_ufunc(self, ufunc, method, inputs, kwargs):
     LA = _la_type()
     out = kwargs.get("out", ())
@@ -381,6 +410,42 @@ def _small_int_loop(ufunc, method, args, kw) -> bool:
     return first in _SMALL_INTS
 
 
+def _operand_dtype(x):
+    """What numpy's type resolution sees of an operand: a Python int, float
+    or complex stays a weak scalar (its type), anything else its dtype."""
+    if isinstance(x, (bool, np.bool_)):
+        return np.dtype(np.bool_)
+    for t in (int, float, complex):
+        if isinstance(x, t) and not isinstance(x, np.generic):
+            return t
+    return x.dtype if isinstance(x, (np.ndarray, np.generic)) else np.asarray(x).dtype
+
+
+def _loop_dtypes(ufunc, args, dtype):
+    """The input dtypes of the loop numpy resolves for ``ufunc(*args)``
+    (``uint2 // float8_e4m3fn`` runs the uint2 loop, on 1.5 cast to 1), or
+    None when numpy cannot say."""
+    try:
+        ins = tuple(_operand_dtype(x) for x in args)
+        sig = {} if dtype is None else \
+            {"signature": (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout}
+        dts = ufunc.resolve_dtypes(ins + (None,) * ufunc.nout, **sig)
+    except Exception:       # numpy's own error comes from the real call
+        return None
+    return dts[:ufunc.nin]
+
+
+def _cast_to_loop(args, loop):
+    """Every operand cast to the dtype of numpy's resolved loop (a float8
+    divisor of a uint2 loop is truncated, as numpy's loop sees it), before
+    the small integers are widened; unchanged when the loop is unknown."""
+    if loop is None:
+        return list(args)
+    return [np.asarray(x).astype(t) if isinstance(x, (np.ndarray, np.generic))
+            or t != _operand_dtype(x) else x
+            for x, t in zip(args, loop)]
+
+
 def _ufunc(ufunc, method, *args, **kw):
     """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
     8-bit copies where ml_dtypes' own loop could crash, and comparisons
@@ -413,8 +478,21 @@ def _ufunc(ufunc, method, *args, **kw):
             getattr(ufunc, method)(*stand_ins, out=np.empty(probe.shape, out[0].dtype),
                                    **probe_kw)
         res_dtype = probe.dtype
+        args = _cast_to_loop(args, _loop_dtypes(ufunc, args, dtype))
     else:   # reduce, accumulate, reduceat, at: the operand's own type
         res_dtype = np.dtype(dtype) if dtype is not None else args[0].dtype
+        if method == "at" and len(args) == 3:
+            # ufunc.at(target, indices, values): the loop numpy resolves
+            # for (target, values)
+            loop = _loop_dtypes(ufunc, (args[0], args[2]), dtype)
+            if loop is not None:
+                # a copy of the target in the loop's type (8-bit for a small
+                # integer loop), the values cast to it, the result cast back
+                work = _widened(args[0].astype(loop[0]))
+                values = _widened(_cast_to_loop(args[2:], loop[1:])[0])
+                ufunc.at(work, args[1], values, **kw)
+                np.copyto(args[0], work.astype(res_dtype))
+                return None
     wide = [_widened(x) for x in args]
     if method == "at":
         target = wide[0]
@@ -556,24 +634,28 @@ def _defers(other) -> bool:
     return getattr(type(other), "__array_ufunc__", 0) is None
 
 
+@_family
 def binop(ufunc, a, b):
     if _defers(b):
         return NotImplemented
     return ufunc(a, b)
 
 
+@_family
 def rbinop(ufunc, a, b):
     if _defers(b):
         return NotImplemented
     return ufunc(b, a)
 
 
+@_family
 def ibinop(ufunc, a, b):
     if _defers(b):
         return NotImplemented
     return ufunc(a, b, out=(a,))
 
 
+@_family
 def compare(ufunc, a, b):
     """``==`` / ``!=`` fall back like numpy's when no loop compares the types."""
     if _defers(b):
@@ -588,10 +670,41 @@ def compare(ufunc, a, b):
         raise
 
 
+def _fast_power(a, b):
+    """The ufunc numpy's ``ndarray.__pow__`` uses instead of ``np.power`` for
+    this exponent, or None: for float and complex arrays (numpy's own float
+    types, not ml_dtypes'), an exact Python int -1 or 2 is ``reciprocal`` or
+    ``square`` and an exact Python float 0.5 is ``sqrt`` (their results can
+    differ from ``power``'s in the last bit)."""
+    if a.dtype.kind not in "fc" or a.dtype.type.__module__ != "numpy":
+        return None
+    if type(b) is int:
+        return np.reciprocal if b == -1 else np.square if b == 2 else None
+    if type(b) is float and b == 0.5:
+        return np.sqrt
+    return None
+
+
+@_family
 def power(a, b, mod):
+    """``a ** b`` as numpy's operator computes it (its fast exponents)."""
     if mod is not None or _defers(b):
         return NotImplemented
+    fast = _fast_power(a, b)
+    if fast is not None:
+        return fast(a)
     return np.power(a, b)
+
+
+@_family
+def ipower(a, b):
+    """``a **= b`` as numpy's operator computes it (its fast exponents)."""
+    if _defers(b):
+        return NotImplemented
+    fast = _fast_power(a, b)
+    if fast is not None:
+        return fast(a, out=(a,))
+    return np.power(a, b, out=(a,))
 
 
 # -- numpy functions (NEP 18) ------------------------------------------------
@@ -654,7 +767,11 @@ def _fn_ndim(a):
 
 
 def _fn_size(a, axis=None):
-    return a.size if axis is None else a.shape[axis]
+    if axis is None:
+        return a.size
+    # numpy's own answer and errors (AxisError, a tuple of axes), on a
+    # zero-stride stand-in of the same shape
+    return np.size(np.broadcast_to(np.empty((), np.int8), a.shape), axis)
 
 
 _SPECIAL = {
@@ -676,6 +793,7 @@ _WRITES_FIRST = {np.copyto, np.put, np.place, np.putmask, np.fill_diagonal,
                  np.put_along_axis}
 
 
+@_family
 def array_function(self, func, types, args, kwargs):
     LA = _la_type()
     for t in types:
@@ -725,7 +843,7 @@ def _axes_arg(axes, n):
     norm = []
     for a in axes:
         if not -n <= a < n:
-            raise InvalidShapeError(
+            raise ShapeAxisError(
                 f"axis {a} is out of bounds for array of dimension {n}")
         norm.append(a % n if n else a)
     if len(set(norm)) != n:
@@ -748,14 +866,15 @@ def permuted_shape(shape: Shape, axes) -> Shape:
                  tuple(shape.dynamic_dimensions[a] for a in axes))
 
 
+@_family
 def transpose(la, axes):
     return _view(la, permuted_shape(la.xla_shape, _axes_arg(axes, la.ndim)))
 
 
+@_family
 def swapaxes(la, axis1, axis2):
     n = la.ndim
-    a1, a2 = _normalize_axis_tuple((axis1, axis2), n, allow_duplicate=True) \
-        if n else (axis1, axis2)
+    a1, a2 = _normalize_axis_tuple((axis1, axis2), n, allow_duplicate=True)
     axes = list(range(n))
     axes[a1], axes[a2] = axes[a2], axes[a1]
     return transpose(la, (axes,))
@@ -945,6 +1064,7 @@ def _reshape_try(p, shape, newdims, split_first):
     return cand
 
 
+@_family
 def reshape(la, args, order="C", copy=None):
     dims = _shape_arg(args, la.size)
     if order == "A":
@@ -973,6 +1093,7 @@ def reshape(la, args, order="C", copy=None):
 
 # -- methods -------------------------------------------------------------------
 
+@_family
 def astype(la, dtype, order="K", casting="unsafe", subok=True, copy=True):
     dt = np.dtype(dtype)
     if dt == la.dtype and not copy:
@@ -991,6 +1112,7 @@ def astype(la, dtype, order="K", casting="unsafe", subok=True, copy=True):
     return out
 
 
+@_family
 def item(la, args):
     if not args:
         if la.size != 1:
@@ -1093,14 +1215,32 @@ def is_advanced_item(x) -> bool:
     return isinstance(x, (bool, np.bool_, list, tuple, np.ndarray, _la_type()))
 
 
+def _key_array(la):
+    """A LayoutArray used as an index: its logical array, PRED as 0/1 (a
+    wrapped buffer may hold other nonzero bytes)."""
+    arr = np.asarray(la)
+    if arr.dtype == np.bool_:
+        arr = arr.view(np.uint8) != 0
+    return arr
+
+
 def _key(key):
     """LayoutArrays inside a key become numpy arrays."""
     LA = _la_type()
     if isinstance(key, LA):
-        return np.asarray(key)
+        return _key_array(key)
     if type(key) is tuple:
-        return tuple(np.asarray(k) if isinstance(k, LA) else k for k in key)
+        return tuple(_key_array(k) if isinstance(k, LA) else k for k in key)
     return key
+
+
+def _read_bools(la, out):
+    """PRED values read from the storage as 0/1, as every other read gives
+    them (a wrapped buffer may hold any nonzero byte for True)."""
+    if la.dtype == np.bool_ and isinstance(out, (np.ndarray, np.bool_)):
+        folded = np.asarray(out).view(np.uint8) != 0
+        return folded if isinstance(out, np.ndarray) else folded[()]
+    return out
 
 
 def _selected_offsets(la, key):
@@ -1173,15 +1313,7 @@ def _clean(la, value):
     return value
 
 
-def _as_family(e):
-    """numpy's conversion error as the xlashape error of the same builtin."""
-    if isinstance(e, XlaShapeError):
-        return e
-    cls = ShapeOverflowError if isinstance(e, OverflowError) else \
-        ShapeTypeError if isinstance(e, TypeError) else ShapeValueError
-    return cls(str(e))
-
-
+@_family
 def getitem(la, key):
     """``la[key]`` with integer arrays or boolean masks (numpy's advanced
     indexing): a new numpy array, read straight from the tiled buffer."""
@@ -1194,17 +1326,18 @@ def getitem(la, key):
             raise ShapeIndexError(str(e)) from None
         if isinstance(out, np.ndarray) and np.may_share_memory(out, view):
             out = out.copy()
-        return out
+        return _read_bools(la, out)
     if la.ndim == 0 or la.size == 0:
         try:
             return la.to_numpy()[key]
         except IndexError as e:
             raise ShapeIndexError(str(e)) from None
     offs = _selected_offsets(la, key)
-    out = _gather(la, offs)
+    out = _read_bools(la, _gather(la, offs))
     return out[()] if out.ndim == 0 else out
 
 
+@_family
 def setitem(la, key, value):
     """``la[key] = value`` with integer arrays or boolean masks: numpy's
     rules (broadcasting, conversion, last write wins), written through to

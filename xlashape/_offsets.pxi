@@ -97,6 +97,15 @@ cdef int inverse_from_plan(InvProgram* p, object plan) except -1:
     if plan.inverse_num_registers > MAX_INV_REGS:
         raise _InvalidShapeError(f"layout of {plan.shape} is too complex for the compiled core "
                                  f"(inverse: {len(ops)} ops, {plan.inverse_num_registers} registers)")
+    if plan.element_count == 0:
+        # no offset is in range, so the program never runs (and a zero-size
+        # shape's constants may be beyond int64)
+        ops = ()
+    for op in ops:
+        if not -_INT64_MAX - 1 <= op[4] <= _INT64_MAX:
+            raise _ShapeMemoryError(
+                f"{plan.shape} needs an offset constant of {op[4]} in its inverse map, "
+                f"more than the {_INT64_MAX} a 64-bit offset can address")
     nops = len(ops)
     p.rank = plan.rank
     p.nops = <int>nops

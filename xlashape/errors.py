@@ -8,11 +8,17 @@ Every exception raised on purpose by xlashape derives from :class:`XlaShapeError
 
 from __future__ import annotations
 
+try:
+    from numpy.exceptions import AxisError as _AxisError
+except ImportError:  # pragma: no cover - numpy < 1.25
+    from numpy import AxisError as _AxisError
+
 __all__ = [
     "XlaShapeError",
     "HloParseError",
     "InvalidShapeError",
     "ShapeIndexError",
+    "ShapeAxisError",
     "ShapeTypeError",
     "ShapeBufferError",
     "ReadOnlyBufferError",
@@ -76,6 +82,20 @@ class ShapeMemoryError(XlaShapeError, MemoryError):
     """A buffer too big to allocate, or to address with 64-bit offsets."""
 
 
+class ShapeAxisError(ShapeIndexError, ShapeValueError, _AxisError):
+    """An axis argument outside the array's dimensions (``la.sum(axis=5)``,
+    ``la.swapaxes(0, 5)``): numpy's ``AxisError``, which is both a
+    ``ValueError`` and an ``IndexError``, and so is this."""
+
+    def __init__(self, message: str):
+        # numpy's AxisError(axis, ndim, prefix) formats its own message; a
+        # single argument is the message itself
+        _AxisError.__init__(self, message)
+
+    def __reduce__(self):
+        return (type(self), (str(self),))
+
+
 class ReleasedArrayError(ShapeValueError):
     """An operation on a :class:`~xlashape.LayoutArray` after its
     ``release()``: its storage is gone. Also a ``ValueError``, as Python
@@ -130,3 +150,89 @@ class HloParseError(XlaShapeError, ValueError):
 
     def __reduce__(self):
         return (type(self), (self.message, self.text, self.position))
+
+
+_TWINS: dict = {}
+
+
+def _twin_class(family: type, numpy_class: type) -> type:
+    """A class that is both ``family`` and numpy's own exception class (its
+    ``LinAlgError``, its ufunc casting errors), so that code catching
+    numpy's class still catches it. Named as the family class."""
+    key = (family, numpy_class)
+    cls = _TWINS.get(key)
+    if cls is None:
+        cls = type(family.__name__, (family, numpy_class), {
+            "__module__": __name__,
+            "__doc__": f"{family.__name__} raised where numpy raises "
+                       f"{numpy_class.__module__}.{numpy_class.__qualname__}.",
+            "__reduce__": _reduce_twin,
+        })
+        _TWINS[key] = cls
+    return cls
+
+
+def _reduce_twin(self):
+    family = next(c for c in type(self).__mro__[1:] if c.__module__ == __name__)
+    numpy_class = next(c for c in type(self).__mro__[1:] if c.__module__ != __name__)
+    return (_rebuild_twin, (family, numpy_class, self.args, dict(self.__dict__)))
+
+
+def _rebuild_twin(family, numpy_class, args, state):
+    new = BaseException.__new__(_twin_class(family, numpy_class))
+    new.args = args
+    new.__dict__.update(state)
+    return new
+
+
+def as_family(error: BaseException) -> BaseException:
+    """The xlashape twin of a builtin or numpy exception (same message).
+
+    The one place where errors that numpy (or a value's own ``__index__``,
+    ``__float__``, ...) raised while serving a LayoutArray become the
+    ``XlaShapeError`` family: ``AxisError`` -> :class:`ShapeAxisError`,
+    ``IndexError`` -> :class:`ShapeIndexError`, ``OverflowError`` ->
+    :class:`ShapeOverflowError`, ``TypeError`` -> :class:`ShapeTypeError`,
+    ``ValueError`` -> :class:`ShapeValueError`, ``MemoryError`` ->
+    :class:`ShapeMemoryError`. numpy's (and ml_dtypes') own subclasses of
+    those (``LinAlgError``, the ufunc casting errors) become a class that
+    derives from both the xlashape class and numpy's, with numpy's state and
+    message, so ``except np.linalg.LinAlgError`` still catches them. An
+    xlashape error, a caller's own exception class (raised by a callback
+    such as a value's ``__float__``) and anything else (warnings turned into
+    errors, ``KeyboardInterrupt``, ...) is returned as it is.
+    """
+    if isinstance(error, XlaShapeError):
+        return error
+    etype = type(error)
+    module = etype.__module__ or ""
+    builtin = module == "builtins"
+    if not builtin and module.split(".")[0] not in ("numpy", "ml_dtypes"):
+        return error        # a caller's own exception class (from a callback) stays
+    if isinstance(error, _AxisError):
+        cls = ShapeAxisError
+    elif isinstance(error, IndexError):
+        cls = ShapeIndexError
+    elif isinstance(error, OverflowError):
+        cls = ShapeOverflowError
+    elif isinstance(error, TypeError):
+        cls = ShapeTypeError
+    elif isinstance(error, ValueError):
+        cls = ShapeValueError
+    elif isinstance(error, MemoryError):
+        cls = ShapeMemoryError
+    else:
+        return error
+    if builtin or cls is ShapeAxisError:
+        new = cls(str(error))
+    else:
+        try:
+            new = BaseException.__new__(_twin_class(cls, etype))
+            new.args = error.args
+            new.__dict__.update(getattr(error, "__dict__", {}))
+            str(new)
+        except Exception:       # a class that cannot be combined: the family class
+            new = cls(str(error))
+    new.__cause__ = error.__cause__
+    new.__suppress_context__ = True
+    return new
