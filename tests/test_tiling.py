@@ -638,3 +638,50 @@ def test_padding_report_no_merge_offer_when_it_does_not_help():
     # 8 x 128 minor-most: nothing is padded, and a merge would not shrink it
     r = padding_report("f32[4,8,128]{2,1,0:T(8,128)}")
     assert not any(t.startswith("merge dimensions") for t in r.suggestions)
+
+
+# --- a big tile size is analysed in milliseconds (found by the proto fuzzer:
+# the minor-run analysis tried every number up to the tile size as a divisor)
+
+def test_divisors_up_to_equal_trial_division():
+    from xlashape.tiling import _divisors_up_to
+    for c in range(1, 2000):
+        for limit in (1, 7, c // 2 + 1, c, 5000):
+            assert _divisors_up_to(c, limit) == {k for k in range(1, min(c, limit) + 1) if c % k == 0}
+
+
+@pytest.mark.parametrize("primes", [
+    (2 ** 31 - 1, 2 ** 31 - 19),               # two large primes
+    (2, 2, 3, 400000009),                      # small and one large
+    (1000003, 1000033, 1000037),               # three six-digit primes
+    (2 ** 61 - 1,),                            # a Mersenne prime
+])
+def test_divisors_of_large_numbers_from_known_factors(primes):
+    import itertools
+    from xlashape.tiling import _divisors_up_to
+    c = 1
+    for p in primes:
+        c *= p
+    expected = set()
+    for r in range(len(primes) + 1):
+        for combo in itertools.combinations(primes, r):
+            d = 1
+            for p in combo:
+                d *= p
+            expected.add(d)
+    assert _divisors_up_to(c, c) == expected
+    assert _divisors_up_to(c, 2 ** 31) == {d for d in expected if d <= 2 ** 31}
+
+
+@pytest.mark.parametrize("text, size", [
+    ("u8[4000000000]{0:T(400000000)}", 4000000000),
+    ("f32[0,100000000000]{1,0:T(1,99999999999)}", 0),
+])
+def test_huge_tiles_are_sized_without_hanging(text, size):
+    import subprocess
+    import sys
+    code = ("import xlashape as x; "
+            f"print(x.tiling.physical_size_in_bytes(x.parse_shape({text!r})))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert int(r.stdout) == size

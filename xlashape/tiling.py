@@ -425,7 +425,7 @@ class LayoutPlan:
 
         candidates = {size}
         for c in divisors:
-            candidates.update(x for x in range(1, min(c, size) + 1) if c % x == 0)
+            candidates.update(_divisors_up_to(c, size))
         run = 1
         for cand in sorted(candidates, reverse=True):
             if feasible(cand):
@@ -816,6 +816,72 @@ def _prod(values) -> int:
     out = 1
     for v in values:
         out *= v
+    return out
+
+
+_SMALL_PRIMES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+
+
+def _is_prime(n: int) -> bool:
+    """Miller-Rabin with the first twelve primes as bases: exact below 3.3e24
+    (tile and dimension sizes are int64)."""
+    if n < 2:
+        return False
+    for p in _SMALL_PRIMES:
+        if n % p == 0:
+            return n == p
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d, s = d // 2, s + 1
+    for a in _SMALL_PRIMES:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
+
+
+def _factor(n: int, out: dict) -> None:
+    """Prime factors of n >= 1 into ``out`` (prime -> power): small primes by
+    trial division, the rest by Pollard's rho (milliseconds for any int64)."""
+    for p in _SMALL_PRIMES:
+        while n % p == 0:
+            out[p] = out.get(p, 0) + 1
+            n //= p
+    stack = [n] if n > 1 else []
+    while stack:
+        m = stack.pop()
+        if _is_prime(m):
+            out[m] = out.get(m, 0) + 1
+            continue
+        c = 1
+        while True:  # Brent-free rho: f(x) = x^2 + c, Floyd's cycle finding
+            x = y = 2
+            g = 1
+            while g == 1:
+                x = (x * x + c) % m
+                y = (y * y + c) % m
+                y = (y * y + c) % m
+                g = math.gcd(abs(x - y), m)
+            if g != m:
+                stack.extend((g, m // g))
+                break
+            c += 1
+
+
+def _divisors_up_to(c: int, limit: int) -> set:
+    """The divisors of c >= 1 that are at most ``limit``, from c's prime
+    factors (trying every number up to c took minutes for a tile of 4e8)."""
+    factors: dict = {}
+    _factor(c, factors)
+    out = {1}
+    for p, k in factors.items():
+        out = {d * p ** e for d in out for e in range(k + 1) if d * p ** e <= limit}
     return out
 
 
