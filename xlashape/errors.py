@@ -8,10 +8,7 @@ Every exception raised on purpose by xlashape derives from :class:`XlaShapeError
 
 from __future__ import annotations
 
-try:
-    from numpy.exceptions import AxisError as _AxisError
-except ImportError:  # pragma: no cover - numpy < 1.25
-    from numpy import AxisError as _AxisError
+import threading as _threading
 
 __all__ = [
     "XlaShapeError",
@@ -82,18 +79,51 @@ class ShapeMemoryError(XlaShapeError, MemoryError):
     """A buffer too big to allocate, or to address with 64-bit offsets."""
 
 
-class ShapeAxisError(ShapeIndexError, ShapeValueError, _AxisError):
-    """An axis argument outside the array's dimensions (``la.sum(axis=5)``,
-    ``la.swapaxes(0, 5)``): numpy's ``AxisError``, which is both a
-    ``ValueError`` and an ``IndexError``, and so is this."""
+def _axis_error_class() -> type:
+    """numpy's ``AxisError``: imported when first needed, so that importing
+    this module (and ``xlashape --version``) does not import numpy."""
+    try:
+        from numpy.exceptions import AxisError
+    except ImportError:  # pragma: no cover - numpy < 1.25
+        from numpy import AxisError
+    return AxisError
 
-    def __init__(self, message: str):
-        # numpy's AxisError(axis, ndim, prefix) formats its own message; a
-        # single argument is the message itself
-        _AxisError.__init__(self, message)
 
-    def __reduce__(self):
-        return (type(self), (str(self),))
+def _make_shape_axis_error() -> type:
+    numpy_axis_error = _axis_error_class()
+
+    class ShapeAxisError(ShapeIndexError, ShapeValueError, numpy_axis_error):
+        """An axis argument outside the array's dimensions (``la.sum(axis=5)``,
+        ``la.swapaxes(0, 5)``): numpy's ``AxisError``, which is both a
+        ``ValueError`` and an ``IndexError``, and so is this. (Made on first
+        use, with numpy's class as a base.)"""
+
+        def __init__(self, message: str):
+            # numpy's AxisError(axis, ndim, prefix) formats its own message; a
+            # single argument is the message itself
+            numpy_axis_error.__init__(self, message)
+
+        def __reduce__(self):
+            return (type(self), (str(self),))
+
+    ShapeAxisError.__module__ = __name__
+    ShapeAxisError.__qualname__ = "ShapeAxisError"
+    return ShapeAxisError
+
+
+_AXIS_LOCK = _threading.Lock()
+
+
+def __getattr__(name: str):
+    # PEP 562: ShapeAxisError derives from numpy's AxisError, so it is made
+    # (once, under a lock) the first time it is asked for
+    if name == "ShapeAxisError":
+        with _AXIS_LOCK:
+            cls = globals().get("ShapeAxisError")
+            if cls is None:
+                cls = globals()["ShapeAxisError"] = _make_shape_axis_error()
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ReleasedArrayError(ShapeValueError):
@@ -209,8 +239,9 @@ def as_family(error: BaseException) -> BaseException:
     builtin = module == "builtins"
     if not builtin and module.split(".")[0] not in ("numpy", "ml_dtypes"):
         return error        # a caller's own exception class (from a callback) stays
-    if isinstance(error, _AxisError):
-        cls = ShapeAxisError
+    axis_error_class = __getattr__("ShapeAxisError")
+    if isinstance(error, _axis_error_class()):
+        cls = axis_error_class
     elif isinstance(error, IndexError):
         cls = ShapeIndexError
     elif isinstance(error, OverflowError):
@@ -223,7 +254,7 @@ def as_family(error: BaseException) -> BaseException:
         cls = ShapeMemoryError
     else:
         return error
-    if builtin or cls is ShapeAxisError:
+    if builtin or cls is axis_error_class:
         new = cls(str(error))
     else:
         try:
