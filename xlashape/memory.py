@@ -47,7 +47,7 @@ import io
 import os
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
-from .errors import HloParseError, UnreadableInputError, XlaShapeError
+from .errors import HloParseError, ShapeValueError, UnreadableInputError, XlaShapeError
 from .hlo_module import (
     HloReader,
     HloWarning,
@@ -58,6 +58,8 @@ from .hlo_module import (
     shape_text,
 )
 from .layout import memory_space_name
+from .devices import TPU_ALIASES
+from .peak import peak_of_dump
 from .shape import Shape
 
 __all__ = [
@@ -86,6 +88,8 @@ HOST_MEMORY_SPACE = 5
 EXAMPLE_DUMP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples", "tpu_dump")
 
 _TPU = "tpu"
+#: the platforms whose counting rules xlashape knows
+PLATFORMS = ("cpu", "gpu", "tpu")
 
 
 # -- sizes ---------------------------------------------------------------------
@@ -94,8 +98,7 @@ _TPU = "tpu"
 #: Chips whose tuple tables are rounded up to 32 bytes (else 512), as
 #: ``memory_analysis()`` shows: v5p and v6e (v4 and v5e round to 512).
 _SMALL_TABLE_CHIPS = ("v5p", "v6e")
-_CHIP_NAMES = {"tpu v4": "v4", "tpu v5 lite": "v5e", "tpu v5e": "v5e", "tpu v5": "v5p",
-               "tpu v5p": "v5p", "tpu v6 lite": "v6e", "tpu v6e": "v6e", "tpu7x": "v7x"}
+_CHIP_NAMES = TPU_ALIASES  # one table of names: xlashape.devices
 
 
 def normalize_chip(chip: Optional[str]) -> Optional[str]:
@@ -498,6 +501,9 @@ class ModuleMemory:
         self._allocations: Optional[List[Allocation]] = None
         self._text_source = None
         self._reread: Optional[Callable[[], Iterator[Allocation]]] = None
+        #: the peak and what is live at it (:class:`~xlashape.peak.PeakAnalysis`),
+        #: for a dump with a buffer assignment; else ``None``
+        self.peak = None
 
     @property
     def allocations(self) -> List[Allocation]:
@@ -543,6 +549,8 @@ class ModuleMemory:
             d["oom"] = self.oom.to_json()
         if self.memory_analysis is not None:
             d["memory_analysis"] = dict(self.memory_analysis)
+        if self.peak is not None:
+            d["peak"] = self.peak.to_json()
         return d
 
     def to_json(self) -> dict:
@@ -598,7 +606,7 @@ class MemoryAnalysis:
 _SNIFF_BYTES = 1 << 16
 
 
-def analyze(source, *, top: int = 10, chip: Optional[str] = None,
+def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
             on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
@@ -612,7 +620,9 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     ``TPU v5 lite``, ...), which the text does not say but which sets the
     size of a tuple's table of pointers (:func:`tuple_table_size`); without
     it, v4/v5e sizes are assumed for HLO text, and a dump's buffer assignment
-    shows which applies. ``on_warning`` receives each
+    shows which applies. ``platform`` (``cpu``, ``gpu``, ``tpu``) overrides
+    the platform read from the dump's file names and the layouts: XLA counts
+    the peak and host memory differently on each. ``on_warning`` receives each
     :class:`~xlashape.hlo_module.HloWarning` (lines that could not be read);
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
@@ -621,7 +631,13 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     these (empty, binary, a directory without modules, another kind of file),
     ``OSError`` for a path that cannot be read.
     """
+    if platform is not None:
+        platform = platform.lower()
+        if platform not in PLATFORMS:
+            raise ShapeValueError(f"unknown platform {platform!r}: expected one of "
+                                     + ", ".join(PLATFORMS))
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
+    ctx.platform = platform
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
     if isinstance(source, (bytes, bytearray)):
@@ -654,6 +670,7 @@ class _Context:
         self.progress = progress
         self.warnings: List = []
         self.sizes: dict = {}
+        self.platform: Optional[str] = None
 
     def warn(self, w) -> None:
         self.warnings.append(w)
@@ -1058,6 +1075,8 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
     key_platform = _platform_from_key(dm.key)
     if key_platform is not None:
         mm.platform = key_platform
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
     if mm.name is None:
         mm.name = dm.key.split(".")[1] if dm.key.count(".") >= 1 else dm.key
     if dm.buffer_assignment_path is None:
@@ -1070,6 +1089,7 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
 
     open_ba.name = os.path.basename(dm.buffer_assignment_path)
     bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path)
+    _attach_peak(bm, dm.buffer_assignment_path, dm.hlo_path if dm.optimized else None, ctx)
     src = getattr(mm, "_text_source", None)
     if src is not None:
         # the module text's figures, with the tuple tables the buffer
@@ -1084,6 +1104,36 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
                 bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
                                    f"{getattr(again, k)} from the module text")
     return bm
+
+
+_LIVE_RANGE_SUFFIX = "-live-range.txt"
+_BA_SUFFIX = "-buffer-assignment.txt"
+
+
+def _attach_peak(mm: ModuleMemory, ba_path: str, hlo_path: Optional[str], ctx: _Context) -> None:
+    """The peak of a dumped module (:mod:`xlashape.peak`): from its buffer
+    assignment, the live-range file beside it and the module text's op
+    paths and source lines."""
+    platform = ctx.platform or mm.platform
+    live_path = None
+    if ba_path.endswith(_BA_SUFFIX):
+        candidate = ba_path[: -len(_BA_SUFFIX)] + _LIVE_RANGE_SUFFIX
+        if os.path.isfile(candidate):
+            live_path = candidate
+    sizes = ctx.sizes
+
+    def unpadded(v):
+        if v.shape is None or v.shape.is_tuple:
+            return v.size
+        got = _sizes_cached(sizes, v.shape, platform, mm.chip)[1]
+        return v.size if got is None else min(got, v.size)
+
+    try:
+        mm.peak = peak_of_dump(ba_path, platform, live_range_path=live_path, hlo_path=hlo_path,
+                               unpadded=unpadded)
+    except (OSError, XlaShapeError) as e:
+        mm.warnings.append(f"the peak could not be computed: {e}")
+        return
 
 
 def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:

@@ -19,6 +19,8 @@ from typing import List
 
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
 from ._output import Table, printable, write_lines
+from ..devices import lookup, usable_bytes
+from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
 
 NAME = "memory"
 
@@ -30,6 +32,8 @@ _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, "
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
 _SPACE_NAMES = {0: "device memory (HBM)", 1: "fast memory (VMEM on TPU)", 5: "host memory"}
+_LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("live", 13, "<"),
+               ("buffer", 30, "<"), ("JAX op path", 44, "<"), ("source", 30, "<")], indent="  ")
 
 
 def add_parser(subparsers):
@@ -60,6 +64,16 @@ def add_parser(subparsers):
                    help="the TPU generation (v4, v5e, v5p, v6e; or a topology such as v6e:2x2): "
                         "it sets the size of tuple tables, which HLO text does not say "
                         "(default: v4/v5e sizes; a dump's buffer assignment shows them)")
+    p.add_argument("--device", metavar="GPU|TPU",
+                   help="judge the peak against this device's usable memory (h100, h200, a100, "
+                        "v5e, v6e, ...; GPUs: jax's default 75%% of device memory)")
+    p.add_argument("--limit", metavar="SIZE",
+                   help="judge the peak against SIZE bytes (80G, 16GiB, 80GB, 1048576)")
+    p.add_argument("--max-peak", metavar="SIZE",
+                   help="exit with status 1 when a module's peak exceeds SIZE (for CI)")
+    p.add_argument("--platform", choices=("cpu", "gpu", "tpu"),
+                   help="the platform the dump was compiled for, when its file names do not say "
+                        "(XLA counts the peak and host memory differently on each)")
     p.add_argument("--module", metavar="NAME",
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
@@ -156,8 +170,8 @@ def run(args) -> int:
         big = size is None or size >= _PROGRESS_MIN_BYTES
         progress = _Progress(not args.no_progress and big and sys.stderr.isatty())
         try:
-            result = analyze(path, top=args.top, chip=args.chip, on_warning=on_warning,
-                             progress=progress)
+            result = analyze(path, top=args.top, chip=args.chip, platform=args.platform,
+                             on_warning=on_warning, progress=progress)
         finally:
             progress.done()
         if display != path:
@@ -176,17 +190,47 @@ def run(args) -> int:
         if len(warnings) > args.max_warnings:
             warn(f"{len(warnings) - args.max_warnings} more unreadable lines not shown "
                  "(see --max-warnings)")
+        verdicts = _verdicts(args, modules)
         if args.json:
-            _write_json(modules)
+            _write_json(modules, verdicts)
         else:
-            _write_text(result, modules, display, args.top)
+            _write_text(result, modules, display, args.top, verdicts)
+        if args.max_peak is not None:
+            most = parse_size(args.max_peak)
+            over = [(m, module_peak(m)) for m in modules]
+            over = [(m, p) for m, p in over if p is not None and p[0] > most]
+            if over:
+                for m, p in over:
+                    warn(f"{m.name or '?'}: peak {fmt_bytes(p[0])} ({p[1]} {p[0]}) exceeds "
+                         f"--max-peak {args.max_peak}")
+                return 1
         return 0
     finally:
         if temporary is not None:
             os.unlink(temporary)
 
 
-def _write_json(modules) -> None:
+def _verdicts(args, modules) -> dict:
+    """``id(module) -> Verdict`` for --device / --limit / a --chip with a known HBM."""
+    limit = name = None
+    if args.limit is not None:
+        limit, name = parse_size(args.limit), f"--limit {args.limit}"
+    elif args.device is not None or args.chip is not None:
+        d = lookup(args.device if args.device is not None else args.chip)
+        limit = usable_bytes(d)
+        name = d.name + (f" ({fmt_bytes(d.memory_bytes)}, jax's 75%)" if d.platform == "gpu"
+                         and d.basis == "estimated" else "")
+    if limit is None:
+        return {}
+    out = {}
+    for m in modules:
+        v = judge(m, limit, name)
+        if v is not None:
+            out[id(m)] = v
+    return out
+
+
+def _write_json(modules, verdicts=None) -> None:
     """``{"modules": [...]}``, each module's allocations streamed one by one
     (a dump's buffer assignment is read again for them, never held whole)."""
     out = sys.stdout.write
@@ -194,6 +238,8 @@ def _write_json(modules) -> None:
     for i, m in enumerate(modules):
         head = dict(m.header_json())
         head.update(m.extra_json())
+        v = (verdicts or {}).get(id(m))
+        head["verdict"] = v.to_json() if v is not None else None
         text = json.dumps(head, ensure_ascii=True)
         out(("\n" if i == 0 else ",\n") + text[:-1] + ', "allocations": [')
         first = True
@@ -211,7 +257,7 @@ def _size(n) -> str:
     return "-" if not n else fmt_bytes(n)
 
 
-def _write_text(result, modules, display: str, top: int) -> None:
+def _write_text(result, modules, display: str, top: int, verdicts=None) -> None:
     out: List[str] = []
     if result.kind == "dump":
         n = len(result.modules)
@@ -245,7 +291,81 @@ def _write_text(result, modules, display: str, top: int) -> None:
             out.extend(_oom_text(m, top))
         else:
             out.extend(_module_text(m, top))
+        v = (verdicts or {}).get(id(m))
+        if v is not None:
+            out.append(_verdict_line(v))
     write_lines(out)
+
+
+def _verdict_line(v) -> str:
+    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
+    if v.fits:
+        return (f"fits: peak {fmt_bytes(v.peak_bytes)}{what} of {fmt_bytes(v.limit_bytes)} "
+                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
+    return (f"does not fit by {fmt_bytes(-v.margin_bytes)}: peak {fmt_bytes(v.peak_bytes)}{what} "
+            f"of {fmt_bytes(v.limit_bytes)} on {v.limit_name}")
+
+
+def _peak_text(m, top: int) -> List[str]:
+    pa = m.peak
+    out = []
+    figs = []
+    for k in PEAK_FIELDS:
+        val = pa.figures[k]
+        figs.append(f"{k} {val}" if val is not None else f"{k} null")
+    out.append("peak figures: " + ", ".join(figs))
+    for k, why in pa.reasons.items():
+        out.append(f"  {k} is null: {why}")
+    dev = pa.heap.get(0)
+    if pa.peak_time is not None and dev is not None:
+        n = len(dev["padded"])
+        out.append(f"device memory peaks at {fmt_bytes(dev['padded'][pa.peak_time])} at position "
+                   f"{pa.peak_time} of {n} in program order: {pa.peak_instruction or '?'}")
+        out.append(f"  heap over program order (device memory, highest {fmt_bytes(max(dev['padded']))}): "
+                   + _sparkline(dev["padded"]))
+        for color in sorted(pa.heap):
+            if color == 0:
+                continue
+            h = pa.heap[color]["padded"]
+            out.append(f"  S({color}) {_SPACE_NAMES.get(color, 'memory space ' + str(color))}: "
+                       f"highest {fmt_bytes(max(h, default=0))}")
+        shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
+        out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
+                   f"{fmt_bytes(pa.live_at_peak_bytes)}")
+        out.append(_LIVE.header())
+        for b in shown:
+            live = "whole program" if b.start is None else f"{b.start}-{b.end}"
+            out.append(_LIVE.format(fmt_bytes(b.size), _size(b.padding), b.kind, live,
+                                    _clip(b.label, 30), _clip(b.op_name or "", 44),
+                                    _clip(b.source or "", 30)))
+        if rest_n:
+            out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
+        groups = pa.by_op_path()
+        if groups:
+            out.append("by JAX op path:")
+            for k, b, c in groups[: max(top, 1) * 2]:
+                out.append(f"  {fmt_bytes(b):>9} {100 * b / max(pa.live_at_peak_bytes, 1):5.1f}%  "
+                           f"{c:>4} buffer{'s' if c != 1 else ' '}  {_clip(k, 80)}")
+            if len(groups) > max(top, 1) * 2:
+                out.append(f"  ... {len(groups) - max(top, 1) * 2} more op paths")
+    if pa.xla_live_range_peak is not None:
+        t, b = pa.xla_live_range_peak
+        out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
+                   "value, tuple tables and thread-local scratch too: not memory_analysis()'s)")
+    return out
+
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def _sparkline(values, width: int = 48) -> str:
+    if not values:
+        return ""
+    n = len(values)
+    step = max(1, -(-n // width))
+    cols = [max(values[i:i + step]) for i in range(0, n, step)]
+    top = max(cols) or 1
+    return "".join(_BARS[min(8, (v * 8 + top - 1) // top)] for v in cols)
 
 
 def _clip(text: str, n: int) -> str:
@@ -307,6 +427,8 @@ def _module_text(m, top: int) -> List[str]:
             out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
     elif top:
         out.append("no allocation is padded")
+    if m.peak is not None:
+        out.extend(_peak_text(m, top))
     for n in m.notes:
         out.append(f"note: {n}")
     for w in m.warnings:
