@@ -49,7 +49,7 @@ from .live_range import LiveRanges, Location, label_key, read_live_ranges, read_
 from .xla_dump import iter_buffer_assignment
 
 __all__ = ["PeakBuffer", "PeakAnalysis", "analyze_peak", "peak_of_dump", "category", "VERIFIED",
-           "Verdict", "judge", "module_peak", "parse_size"]
+           "Verdict", "judge", "module_peak", "parse_size", "peak_from_hlo_proto"]
 
 #: which XLA field each platform's rule reproduces (checked on real corpora)
 VERIFIED = {
@@ -460,3 +460,127 @@ def judge(module, limit_bytes: int, limit_name: str) -> Optional[Verdict]:
     if got is None:
         return None
     return Verdict(got[0], limit_bytes, got[1], limit_name)
+
+
+# -- the proto route: the heap simulator's own trace ---------------------------------
+
+
+class _Replay:
+    """XProf's replay of one heap-simulator trace: ALLOC adds a buffer, FREE
+    drops its canonical buffer when the last sharer is freed, SHARE_WITH adds
+    the canonical buffer again when it had been freed."""
+
+    def __init__(self, sizes: Dict[int, Tuple[int, int]]):
+        self.sizes = sizes
+        self.canonical: Dict[int, int] = {}
+        self.refs: Dict[int, int] = {}
+        self.padded = self.unpadded = 0
+        self.peak = self.peak_unpadded = 0
+        self.peak_event = -1
+        self.timeline: List[int] = []
+
+    def _root(self, b: int) -> int:
+        seen = 0
+        while b in self.canonical and seen < 1 << 20:
+            b = self.canonical[b]
+            seen += 1
+        return b
+
+    def _add(self, b: int, i: int) -> None:
+        p, u = self.sizes.get(b, (0, 0))
+        self.padded += p
+        self.unpadded += u
+        if self.padded > self.peak:
+            self.peak, self.peak_unpadded, self.peak_event = self.padded, self.unpadded, i
+
+    def run(self, events) -> "_Replay":
+        for i, e in enumerate(events):
+            self.timeline.append(self.padded)
+            if e.kind == 0:      # ALLOC
+                r = self._root(e.buffer_id)
+                self.refs[r] = self.refs.get(r, 0) + 1
+                self._add(r, i)
+            elif e.kind == 1:    # FREE
+                r = self._root(e.buffer_id)
+                n = self.refs.get(r, 0) - 1
+                self.refs[r] = n
+                if n == 0:
+                    p, u = self.sizes.get(r, (0, 0))
+                    self.padded -= p
+                    self.unpadded -= u
+            elif e.kind == 2:    # SHARE_WITH
+                self.canonical[e.buffer_id] = e.share_with_canonical_id
+                r = self._root(e.share_with_canonical_id)
+                n = self.refs.get(r, 0) + 1
+                self.refs[r] = n
+                if n == 1:
+                    self._add(r, i)
+        self.timeline.append(self.padded)
+        return self
+
+
+def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakAnalysis:
+    """The same figures as :func:`analyze_peak`, from an ``HloProto`` (the
+    ``.hlo.pb`` XLA writes with ``--xla_dump_hlo_as_proto``; read it with
+    :func:`xlashape.protos.read_hlo_proto`): the buffer assignment's
+    allocations and the heap simulator's own traces. ``unpadded(logical
+    buffer proto) -> int`` gives sizes without padding (default: the size).
+
+    ``heap`` holds, per memory space, the heap over the trace's events (not
+    program positions); ``peak_instruction`` is the instruction of the event
+    where device memory peaks."""
+    pa = PeakAnalysis(platform)
+    ba = hlo.buffer_assignment
+    sizes: Dict[int, Tuple[int, int]] = {}
+    color_of: Dict[int, int] = {}
+    for lb in ba.logical_buffers:
+        u = unpadded(lb) if unpadded else lb.size
+        sizes[lb.id] = (lb.size, u)
+        color_of[lb.id] = lb.color
+    total0 = indefinite0 = fixed = fixed_unpadded = 0
+    fixed_by_color: Dict[int, int] = {}
+    for a in ba.buffer_allocations:
+        if a.color == 0:
+            total0 += a.size
+            if is_indefinite(a):
+                indefinite0 += a.size
+        if is_indefinite(a) and not a.is_thread_local and len(a.assigned):
+            best = max(a.assigned, key=lambda x: sizes.get(x.logical_buffer_id, (0, 0))[0])
+            p, u = sizes.get(best.logical_buffer_id, (0, 0))
+            fixed += p
+            fixed_unpadded += u
+            fixed_by_color[a.color] = fixed_by_color.get(a.color, 0) + p
+    heap_peak = heap_peak_unpadded = 0
+    device_best = None
+    for trace in ba.heap_simulator_traces:
+        if not len(trace.events):
+            continue
+        r = _Replay(sizes).run(trace.events)
+        heap_peak += r.peak
+        heap_peak_unpadded += r.peak_unpadded
+        color = color_of.get(trace.events[0].buffer_id, 0)
+        base = fixed_by_color.get(color, 0)
+        pa.heap.setdefault(color, {"padded": [base + x for x in r.timeline], "unpadded": []})
+        if color == 0 and (device_best is None or r.peak > device_best[0]):
+            device_best = (r.peak, r.peak_event, trace.events[r.peak_event].instruction_name
+                           if r.peak_event >= 0 else None)
+    if device_best is not None:
+        pa.peak_time, pa.peak_instruction = device_best[1], device_best[2]
+    pa.computed["total_allocation_bytes"] = total0
+    pa.computed["indefinite_allocations"] = indefinite0
+    if platform == "cpu":
+        pa.computed["peak_memory_in_bytes"] = fixed
+        pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded
+    else:
+        pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
+        pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
+    verified = VERIFIED.get(platform or "", ())
+    for k in PEAK_FIELDS:
+        if k in verified:
+            pa.figures[k] = pa.computed[k]
+        elif platform is None:
+            pa.reasons[k] = ("the platform (CPU, GPU, TPU) is not known: XLA counts it "
+                             "differently on each; say --platform")
+        else:
+            pa.reasons[k] = _REASONS.get((platform, k), f"not reproduced on {platform.upper()}")
+    return pa
