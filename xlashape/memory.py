@@ -15,8 +15,12 @@ XLA reports for it, computed the way XLA computes them:
 - from a dump directory, in addition, every allocation of XLA's buffer
   assignment with its padded and unpadded bytes and the values in it,
   ``temp_size_in_bytes`` as the buffer assignment gives it (the
-  ``preallocated-temp`` allocations), totals per memory space, and a warning
-  for any value whose size differs from xlashape's size of its shape;
+  ``preallocated-temp`` allocations) on CPU and GPU -- on TPU it is ``None``:
+  libtpu's allocator decides it after the buffer assignment; the device-memory
+  (color 0) temporaries are ``hbm_temp_allocation_bytes`` there --, totals
+  per memory space, the peak and what is live at it (:mod:`xlashape.peak`,
+  in :attr:`ModuleMemory.peak`), and a warning for any value whose size
+  differs from xlashape's size of its shape;
 - from an out-of-memory report, the limit, the excess, the listed
   allocations, and whether the program would fit without padding.
 
@@ -484,6 +488,11 @@ class ModuleMemory:
         self.host_output_size_in_bytes: Optional[int] = 0
         self.host_alias_size_in_bytes: Optional[int] = 0
         self.host_temp_size_in_bytes: Optional[int] = None
+        #: TPU: the buffer assignment's preallocated temporaries in device
+        #: memory (color 0) -- xlashape's figure, not XLA's temp_size_in_bytes
+        self.hbm_temp_allocation_bytes: Optional[int] = None
+        #: why a field of XLA's is None (field name -> sentence)
+        self.reasons: Dict[str, str] = {}
         self.memory_used_bytes: Optional[int] = None
         self.memory_limit_bytes: Optional[int] = None
         self.platform: Optional[str] = None
@@ -541,6 +550,8 @@ class ModuleMemory:
 
     def extra_json(self) -> dict:
         d = {"source": self.source, "platform": self.platform, "notes": list(self.notes),
+             "reasons": dict(self.reasons),
+             "hbm_temp_allocation_bytes": self.hbm_temp_allocation_bytes,
              "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
              "warnings": list(self.warnings)}
         if self.path is not None:
@@ -1314,6 +1325,16 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                     heapq.heapreplace(wasters, item)
     if text_mm is not None:
         mm.notes[:0] = [n for n in text_mm.notes if not n.startswith("tuple tables sized")]
+    if mm.platform == _TPU:
+        # XLA:TPU's temp_size_in_bytes comes from libtpu's allocator, which
+        # runs after the buffer assignment: no dump file determines it
+        mm.hbm_temp_allocation_bytes = mm.space(0).temporaries
+        mm.temp_size_in_bytes = None
+        mm.reasons["temp_size_in_bytes"] = (
+            "XLA:TPU takes it from libtpu's allocator, which runs after the buffer assignment: "
+            "no dump file determines it (memory_analysis() on the compiled program, or the "
+            "compile log's 'HLO temp' line with --vmodule, gives it); the buffer assignment's "
+            "device-memory temporaries are hbm_temp_allocation_bytes")
     if mm.allocation_count == 0:
         raise UnreadableInputError(
             f"no allocations in the buffer assignment {path or ''}".rstrip()

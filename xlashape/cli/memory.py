@@ -377,7 +377,7 @@ def _module_text(m, top: int) -> List[str]:
     where = {"hlo": "HLO text", "dump": "XLA dump", "jax": "a JAX compiled object"}.get(m.source, m.source)
     bits = [where]
     if m.source == "dump":
-        bits.append("buffer assignment read" if m.temp_size_in_bytes is not None
+        bits.append("buffer assignment read" if m.allocation_count
                     else "no buffer assignment: figures from the module text")
         if not m.optimized:
             bits.append("before optimizations")
@@ -406,17 +406,18 @@ def _module_text(m, top: int) -> List[str]:
     stats = [f"argument_size_in_bytes {m.argument_size_in_bytes}",
              f"output_size_in_bytes {m.output_size_in_bytes}",
              f"alias_size_in_bytes {m.alias_size_in_bytes}",
-             "temp_size_in_bytes " + ("?" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
+             "temp_size_in_bytes " + ("null" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
              f"host_argument_size_in_bytes {m.host_argument_size_in_bytes}",
              f"host_output_size_in_bytes {m.host_output_size_in_bytes}"]
     out.append("CompiledMemoryStats figures: " + ", ".join(stats))
     if m.memory_analysis:
         theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
         out.append(f"memory_analysis() of the compiled object: {theirs}")
-    if m.platform == "tpu" and m.temp_size_in_bytes is not None:
-        out.append("  (temp_size_in_bytes: the buffer assignment's preallocated temporaries, as XLA "
-                   "computes it from a buffer assignment; XLA:TPU's memory_analysis() takes "
-                   "it from its own allocator, which runs later, and may differ)")
+    for k, why in m.reasons.items():
+        out.append(f"  {k} is null: {why}")
+    if m.hbm_temp_allocation_bytes is not None:
+        out.append(f"  hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's figure: the "
+                   "buffer assignment's preallocated temporaries in device memory, S(0))")
     if m.largest and top:
         out.append(f"largest allocations:")
         for rank, a in enumerate(m.largest, 1):
