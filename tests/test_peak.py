@@ -216,3 +216,74 @@ def test_cli_json_carries_peak_and_verdict():
                             "peak_name": "peak_memory_in_bytes", "limit_name": "--limit 4194560",
                             "fits": True, "margin_bytes": 0}
     assert m["peak"]["live_at_peak"][0]["size"] == 1048576
+
+
+# -- regressions of issue 18's bugs ------------------------------------------------------
+
+TPU = corpora.DATA / "tpu_corpus"
+
+
+def test_size_zero_allocation_has_unpadded_size_zero():
+    # host_offload's buffer assignment: "allocation 11: size 0, color 1, ..."
+    (m,) = [m for m in memory.analyze(str(TPU / "host_offload" / "dump")).modules
+            if m.name == "jit_offload"]
+    a = [a for a in m.allocations if a.index == 11][0]
+    assert a.size_in_bytes == 0 and a.unpadded_size_in_bytes == 0
+    assert a.to_json()["unpadded_size_in_bytes"] == 0
+
+
+def test_one_name_per_memory_space():
+    # XLA:TPU's memory-usage report calls S(5) "cmem"; every view says host memory
+    assert memory.space_label(5) == "host memory"
+    assert memory.space_label(5, "cmem") == "host memory, 'cmem' in XLA's report"
+    assert memory.space_label(0, "default") == "device memory (HBM)"
+    r = run("memory", TPU / "host_offload" / "dump", "--module", "jit_offload")
+    assert "S(5) host memory, 'cmem' in XLA's report" in r.stdout
+
+
+def test_oom_allocations_are_numbered_once():
+    # the report lists its temporaries and its arguments/outputs in two
+    # sections, each numbered from 1 by libtpu: one list, one numbering
+    r = run("memory", TPU / "oom_temps" / "oom" / "tpu_driver.WARNING.txt", "--top", "20")
+    listed = r.stdout.split("allocations listed in the report")[1].split("most padding")[0]
+    ranks = [int(x) for x in re.findall(r"^\s+(\d+)\.\s", listed, re.M)]
+    assert ranks == list(range(1, len(ranks) + 1)) and len(ranks) == 14
+
+
+def test_oom_json_puts_the_report_that_counts_first():
+    log = TPU / "oom_temps" / "oom" / "tpu_driver.WARNING.txt"
+    res = memory.analyze(str(log))
+    assert [m.superseded for m in res.modules] == [True] * (len(res.modules) - 1) + [False]
+    d = json.loads(run("memory", log, "--json").stdout)
+    first = d["modules"][0]
+    assert first["superseded"] is False and first["allocations"]
+    assert all(m["superseded"] for m in d["modules"][1:])
+    # libtpu's own figure for the last report: "Used 20.26G of 15.75G hbm"
+    assert first["memory_used_bytes"] == res.modules[-1].memory_used_bytes
+
+
+class _Stats:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class _Compiled:
+    def __init__(self, text, stats):
+        self._text, self._stats = text, stats
+
+    def as_text(self):
+        return self._text
+
+    def memory_analysis(self):
+        return self._stats
+
+
+def test_analyze_of_a_compiled_object_takes_temp_and_peak_from_memory_analysis():
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_mlp_f32")
+    ma = prog.memory_analysis
+    (m,) = memory.analyze(_Compiled(prog.module_hlo.read_text(), _Stats(**ma))).modules
+    assert m.temp_size_in_bytes == ma["temp_size_in_bytes"] == 50331920
+    for k in PEAK_FIELDS:
+        assert m.memory_analysis[k] == ma[k]
+    v = judge(m, 1 << 30, "1G")
+    assert v.peak_bytes == ma["peak_memory_in_bytes"] and v.peak_name == "peak_memory_in_bytes"

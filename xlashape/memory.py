@@ -46,13 +46,16 @@ says; the tuple's table of two pointers takes 512 bytes on TPU.)
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import io
 import os
+import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from .errors import HloParseError, ShapeValueError, UnreadableInputError, XlaShapeError
 from .hlo_module import (
+    EntryBlocks,
     HloReader,
     HloWarning,
     _clip,
@@ -61,9 +64,16 @@ from .hlo_module import (
     parse_input_output_alias,
     shape_text,
 )
+from .hlo_text import parse_shape
+from .oom_report import BREAKDOWN_HINT, looks_like_oom_report, read_oom_reports
+from .oom_report import parse_size as _parse_report_size
+from .shape_util import byte_size_of
+from .tiling import format_bytes, padding_report, physical_size_in_bytes
+from .xla_dump import (DumpModule, _number, find_dump_modules, iter_buffer_assignment,
+                       read_memory_usage_report)
 from .layout import memory_space_name
 from .devices import TPU_ALIASES
-from .peak import peak_of_dump
+from .peak import PEAK_FIELDS, peak_of_dump
 from .shape import Shape
 
 __all__ = [
@@ -103,6 +113,22 @@ PLATFORMS = ("cpu", "gpu", "tpu")
 #: ``memory_analysis()`` shows: v5p and v6e (v4 and v5e round to 512).
 _SMALL_TABLE_CHIPS = ("v5p", "v6e")
 _CHIP_NAMES = TPU_ALIASES  # one table of names: xlashape.devices
+
+
+#: one name per memory space, in every command and view (``S(n)``)
+SPACE_LABELS = {0: "device memory (HBM)", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
+                5: "host memory"}
+
+
+def space_label(color: int, reported: Optional[str] = None) -> str:
+    """The name of memory space ``S(color)`` (one table for every view), with
+    the name XLA's memory-usage report gives it when that differs (XLA:TPU
+    calls host memory ``cmem``)."""
+    base = SPACE_LABELS.get(color) or (reported if reported and reported != "default"
+                                       else f"memory space {color}")
+    if reported and reported not in ("default",) and reported not in base:
+        return f"{base}, '{reported}' in XLA's report"
+    return base
 
 
 def normalize_chip(chip: Optional[str]) -> Optional[str]:
@@ -158,10 +184,8 @@ def buffer_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[in
     >>> buffer_size("f32[8,1,1024]{1,2,0:T(8,128)}"), buffer_size("(f32[2]{0}, s32[])")
     (4194304, 512)
     """
-    from .tiling import physical_size_in_bytes
 
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
 
         shape = parse_shape(shape)
     if shape.is_tuple:
@@ -179,10 +203,8 @@ def unpadded_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[
     """Bytes of one buffer of ``shape`` without padding: an array's logical
     bytes (XLA's ``ShapeUtil::ByteSizeOf``, "Unpadded size" in the
     out-of-memory report), a tuple's table (never padded)."""
-    from .shape_util import byte_size_of
 
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
 
         shape = parse_shape(shape)
     if shape.is_tuple:
@@ -251,7 +273,6 @@ _EXPLAINED: Dict[str, Optional[PaddingExplanation]] = {}
 def explain_padding(shape) -> Optional[PaddingExplanation]:
     """:class:`PaddingExplanation` for an array shape with padding, else
     ``None`` (no padding, not an array, or a layout xlashape cannot plan)."""
-    from .tiling import padding_report
 
     key = shape if isinstance(shape, str) else shape_text(shape)
     if key in _EXPLAINED:
@@ -259,7 +280,6 @@ def explain_padding(shape) -> Optional[PaddingExplanation]:
     result = None
     try:
         if isinstance(shape, str):
-            from .hlo_text import parse_shape
 
             shape = parse_shape(shape)
         if shape.is_buffer:
@@ -493,6 +513,9 @@ class ModuleMemory:
         self.hbm_temp_allocation_bytes: Optional[int] = None
         #: why a field of XLA's is None (field name -> sentence)
         self.reasons: Dict[str, str] = {}
+        #: an out-of-memory report that a later report of the same log replaces
+        #: (libtpu logs one per allocation it tries; the last is where it gave up)
+        self.superseded = False
         self.memory_used_bytes: Optional[int] = None
         self.memory_limit_bytes: Optional[int] = None
         self.platform: Optional[str] = None
@@ -558,6 +581,7 @@ class ModuleMemory:
             d["path"] = self.path
         if self.oom is not None:
             d["oom"] = self.oom.to_json()
+            d["superseded"] = self.superseded
         if self.memory_analysis is not None:
             d["memory_analysis"] = dict(self.memory_analysis)
         if self.peak is not None:
@@ -698,7 +722,6 @@ def _decode(data: bytes, what: str) -> str:
 
 def _sniff_kind(head: str) -> Optional[str]:
     """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
-    from .oom_report import looks_like_oom_report
 
     if looks_like_oom_report(head):
         return "oom"
@@ -709,7 +732,6 @@ def _sniff_kind(head: str) -> Optional[str]:
         return "memory-report"
     if "HloModule" in head or "ENTRY" in head:
         return "hlo"
-    import re
 
     if re.search(r"(?m)^\s*(ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*[(a-z]", head):
         return "hlo"
@@ -721,7 +743,6 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if path.endswith(".gz"):
-        import gzip
 
         try:
             with gzip.open(path, "rb") as f:
@@ -782,7 +803,6 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
 
 
 def _entry_blocks(stream, total: Optional[int], ctx: _Context):
-    from .hlo_module import EntryBlocks
 
     progress = None
     if ctx.progress is not None:
@@ -861,7 +881,6 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     reader = HloReader(warn, call_kinds={}, streaming=True)
     info = _EntryInfo()
     loose = _EntryInfo()      # instructions outside any computation (a fragment)
-    from .hlo_module import EntryBlocks
 
     if not isinstance(lines, EntryBlocks):
         lines = _entry_only(lines)
@@ -1032,7 +1051,6 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-    from .xla_dump import find_dump_modules
 
     modules = find_dump_modules(path)
     if not modules:
@@ -1055,7 +1073,6 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
 
 
 def _platform_from_key(key: str) -> Optional[str]:
-    import re
 
     if re.search(r"(?:^|\.)cl_\d+\.$", key):
         return _TPU
@@ -1161,7 +1178,6 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
         rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
         report = rep if os.path.exists(rep) else None
         if os.path.exists(hlo):
-            from .xla_dump import DumpModule, _number
 
             dm = DumpModule(key, _number(key), hlo, True, path, report)
             result = MemoryAnalysis("dump", path)
@@ -1191,6 +1207,8 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     unpadded = max(0, a.size - padding) if details else None
     if details and all(v.unpadded_size_in_bytes is None for v in details):
         unpadded = None
+    if a.size == 0:
+        unpadded = 0  # nothing to pad: an empty allocation holds 0 bytes of data
     if a.parameter_number is not None:
         own = [v for v in details if not v.label.endswith("}") and v.offset == 0]
     else:
@@ -1212,7 +1230,6 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
                                    path: Optional[str]) -> ModuleMemory:
-    from .xla_dump import iter_buffer_assignment, read_memory_usage_report
 
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
@@ -1386,7 +1403,6 @@ _OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overl
 
 
 def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
-    from .oom_report import read_oom_reports
 
     reports = read_oom_reports(lines, on_warning=ctx.warn)
     if not reports:
@@ -1400,13 +1416,13 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
             continue      # libtpu logs the same report again when it suppresses the crash
         previous = key
         result.modules.append(_module_from_oom(r, ctx, path))
+    for m in result.modules[:-1]:
+        m.superseded = True
     result.warnings = ctx.warnings
     return result
 
 
 def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
-    from .oom_report import BREAKDOWN_HINT
-    from .tiling import format_bytes
 
     mm = ModuleMemory(r.module_name, "oom", path)
     mm.platform = _TPU
@@ -1477,12 +1493,12 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     # "HLO temp" line's padded minus unpadded size when the report prints it,
     # else the listed temporaries' extra memory; the arguments' and outputs'
     # comes from their shapes (the report lists those with a shape only).
-    from .oom_report import parse_size
 
     parts = []
     temp_padding = None
     if r.temp_padded_text is not None and r.temp_unpadded_text is not None:
-        temp_padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
+        temp_padding = (_parse_report_size(r.temp_padded_text)
+                        - _parse_report_size(r.temp_unpadded_text))
         parts.append(("the HLO temporaries", temp_padding))
     else:
         listed = [a for a in allocations if a.kind not in ("parameter", "output")
@@ -1542,7 +1558,14 @@ def _analyze_jax(compiled, ctx: _Context) -> MemoryAnalysis:
     mm.source = "jax"
     if stats is not None:
         mm.memory_analysis = {k: getattr(stats, k) for k in dir(stats)
-                              if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
+                              if (k.endswith("_in_bytes") or k in PEAK_FIELDS)
+                              and isinstance(getattr(stats, k), int)
+                              and not isinstance(getattr(stats, k), bool)}
+        # what the module text cannot determine, XLA's own object says:
+        # its temporaries (the text has no buffer assignment)
+        for k in ("temp_size_in_bytes", "host_temp_size_in_bytes"):
+            if mm.memory_analysis.get(k) is not None:
+                setattr(mm, k, mm.memory_analysis[k])
         for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
                   "host_argument_size_in_bytes", "host_output_size_in_bytes"):
             theirs = mm.memory_analysis.get(k)

@@ -13,25 +13,27 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import List
 
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
 from ._output import Table, printable, write_lines
 from ..devices import lookup, usable_bytes
+from ..memory import EXAMPLE_DUMP, analyze, space_label
 from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
 
 NAME = "memory"
 
 _PROGRESS_MIN_BYTES = 16 << 20
-_SPACES = Table([("memory space", 34, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
+_SPACES = Table([("memory space", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                  ("aliased", 10, ">"), ("temporaries", 12, ">"), ("other", 10, ">"),
                  ("total", 10, ">")], indent="  ")
 _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
-_SPACE_NAMES = {0: "device memory (HBM)", 1: "fast memory (VMEM on TPU)", 5: "host memory"}
 _LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("live", 13, "<"),
                ("buffer", 30, "<"), ("JAX op path", 44, "<"), ("source", 30, "<")], indent="  ")
 
@@ -84,8 +86,6 @@ def add_parser(subparsers):
 
 def example_path() -> str:
     """The small real XLA:TPU dump directory shipped with xlashape."""
-    from ..memory import EXAMPLE_DUMP
-
     return EXAMPLE_DUMP
 
 
@@ -119,8 +119,6 @@ class _Progress:
 
 
 def run(args) -> int:
-    from ..memory import analyze
-
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings")
     display = None
@@ -153,9 +151,6 @@ def run(args) -> int:
     temporary = None
     display = display or path
     if path == "-":
-        import shutil
-        import tempfile
-
         tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
         try:
             shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
@@ -234,6 +229,8 @@ def _write_json(modules, verdicts=None) -> None:
     """``{"modules": [...]}``, each module's allocations streamed one by one
     (a dump's buffer assignment is read again for them, never held whole)."""
     out = sys.stdout.write
+    # a log's superseded out-of-memory reports after the one that counts
+    modules = [m for m in modules if not m.superseded] + [m for m in modules if m.superseded]
     out('{"modules": [')
     for i, m in enumerate(modules):
         head = dict(m.header_json())
@@ -327,7 +324,7 @@ def _peak_text(m, top: int) -> List[str]:
             if color == 0:
                 continue
             h = pa.heap[color]["padded"]
-            out.append(f"  S({color}) {_SPACE_NAMES.get(color, 'memory space ' + str(color))}: "
+            out.append(f"  S({color}) {space_label(color)}: "
                        f"highest {fmt_bytes(max(h, default=0))}")
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
@@ -390,9 +387,9 @@ def _module_text(m, top: int) -> List[str]:
     out.append(_SPACES.header())
     for sp in sorted(m.memory_spaces):
         t = m.memory_spaces[sp]
-        label = f"S({sp}) {t.name if t.reported_total is not None else _SPACE_NAMES.get(sp, t.name)}"
+        label = f"S({sp}) {space_label(sp, t.name if t.reported_total is not None else None)}"
         other = t.thread_local + t.constants + t.other
-        out.append(_SPACES.format(_clip(label, 34), _size(t.arguments), _size(t.outputs),
+        out.append(_SPACES.format(_clip(label, 40), _size(t.arguments), _size(t.outputs),
                                   _size(t.aliased), _size(t.temporaries), _size(other),
                                   _size(t.total)))
     if not m.memory_spaces:
@@ -509,8 +506,10 @@ def _oom_text(m, top: int) -> List[str]:
         out.append(f"allocations listed in the report ({len(listed)}"
                    + (f", the first {shown} shown; --top N for more" if shown < len(listed) else "")
                    + "):")
-        for a in listed[:top]:
-            out.extend(_allocation_lines(a.index or 0, a))
+        # one numbering for the whole list (the report numbers its temporaries
+        # and its arguments/outputs separately, from 1 each)
+        for rank, a in enumerate(listed[:top], 1):
+            out.extend(_allocation_lines(rank, a))
     if m.padding_wasters and top:
         out.append("most padding among them:")
         for rank, a in enumerate(m.padding_wasters, 1):
