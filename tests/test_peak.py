@@ -27,9 +27,28 @@ DUMPED = [p for p in corpora.programs() if p.dump_file("-buffer-assignment.txt")
 
 def _text_route(prog):
     lr = prog.dump_file("-live-range.txt")
+    values = prog.dump_file("-buffer-assignment-values.txt")
     return peak_of_dump(str(prog.dump_file("-buffer-assignment.txt")), prog.platform,
                         live_range_path=str(lr) if lr else None,
-                        hlo_path=str(prog.dump_file(".txt")))
+                        values_path=str(values) if values else None,
+                        hlo_path=str(prog.dump_file(".txt")), unpadded=_unpadded(prog))
+
+
+def _unpadded(prog):
+    # the size model (xlashape.memory) gives a value's size without padding
+    def unpadded(v):
+        if v.shape is not None and v.shape.is_tuple:
+            return 8 * len(v.shape.tuple_shapes)
+        if v.shape is None:
+            return v.size
+        got = memory.unpadded_size(v.shape, prog.platform, prog.chip)
+        return v.size if got is None else min(got, v.size)
+    return unpadded
+
+
+def _has_heap_files(prog):
+    return prog.dump_file("-live-range.txt") is not None and (
+        prog.platform != "tpu" or prog.dump_file("-buffer-assignment-values.txt") is not None)
 
 
 def test_the_corpora_are_there():
@@ -40,9 +59,9 @@ def test_the_corpora_are_there():
 @pytest.mark.parametrize("prog", DUMPED, ids=corpora.program_id)
 def test_text_route_gives_xla_figures_or_null_with_reason(prog):
     pa = _text_route(prog)
-    has_live = prog.dump_file("-live-range.txt") is not None
+    has_heap = _has_heap_files(prog)
     for k in PEAK_FIELDS:
-        if k in VERIFIED[prog.platform] and (has_live or not k.startswith("peak")
+        if k in VERIFIED[prog.platform] and (has_heap or not k.startswith("peak")
                                              or prog.platform == "cpu"):
             assert k in prog.memory_analysis, k
             assert pa.figures[k] == prog.memory_analysis[k], k
@@ -54,10 +73,10 @@ def test_text_route_gives_xla_figures_or_null_with_reason(prog):
 @pytest.mark.parametrize("prog", [p for p in DUMPED if p.hlo_proto is not None],
                          ids=corpora.program_id)
 def test_proto_route_agrees_with_text_route_and_xla(prog):
-    pa = peak_from_hlo_proto(protos.read_hlo_proto(str(prog.hlo_proto)), prog.platform)
+    pa = memory.peak_of_hlo_proto(str(prog.hlo_proto), prog.platform, prog.chip)
     text = _text_route(prog)
     for k in PEAK_FIELDS:
-        if prog.dump_file("-live-range.txt") is not None or not k.startswith("peak"):
+        if _has_heap_files(prog) or not k.startswith("peak"):
             assert pa.computed[k] == text.computed[k], k
         if k in VERIFIED[prog.platform]:
             assert pa.figures[k] == prog.memory_analysis[k], k

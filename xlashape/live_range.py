@@ -28,7 +28,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .hlo_module import open_text
 
-__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations"]
+__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands"]
 
 _SEQ = re.compile(r"\s*(\d+):(\S.*?)\s*$")
 _RANGE = re.compile(r"\s*(\S.*?):(-?\d+)-(-?\d+)\s*$")
@@ -235,4 +235,40 @@ def _read_locations(lines: Iterable[str]) -> Dict[str, Location]:
         if loc is not None and loc[0] in files:
             src = f"{files[loc[0]]}:{loc[1]}"
         out[name] = Location(op, src)
+    return out
+
+
+_VALUE_HEAD = re.compile(r"<(\d+) ")
+_FROM = re.compile(r"\s*from instruction:\s*%?[\w.\-]+\s*=\s*(.*)$")
+_OPERAND_NAME = re.compile(r"%([\w.\-]+)")
+
+
+def read_value_operands(source) -> Dict[int, frozenset]:
+    """From a ``*-buffer-assignment-values.txt``: ``value id -> the names the
+    defining instruction's line refers to`` (its operands, and called
+    computations). The heap simulator lets a value share the buffer of a value
+    its instruction reads directly; this is what tells the two apart."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        with open_text(source) as f:
+            return _read_value_operands(f)
+    return _read_value_operands(source)
+
+
+def _read_value_operands(lines: Iterable[str]) -> Dict[int, frozenset]:
+    out: Dict[int, frozenset] = {}
+    current = None
+    for line in lines:
+        if line.startswith("<"):
+            m = _VALUE_HEAD.match(line)
+            current = int(m.group(1)) if m else None
+            continue
+        if current is not None and "from instruction:" in line:
+            m = _FROM.match(line)
+            if m:
+                body = m.group(1)
+                # the operands are inside the first parentheses after the opcode;
+                # attributes (metadata, backend_config) follow them
+                cut = body.find("), ")
+                out[current] = frozenset(_OPERAND_NAME.findall(body if cut < 0 else body[:cut + 1]))
+            current = None
     return out

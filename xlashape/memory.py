@@ -73,7 +73,8 @@ from .xla_dump import (DumpModule, _number, find_dump_modules, iter_buffer_assig
                        read_memory_usage_report)
 from .layout import memory_space_name
 from .devices import TPU_ALIASES
-from .peak import PEAK_FIELDS, peak_of_dump
+from . import protos
+from .peak import PEAK_FIELDS, PeakAnalysis, peak_from_hlo_proto, peak_of_dump
 from .shape import Shape
 
 __all__ = [
@@ -1135,6 +1136,7 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
 
 
 _LIVE_RANGE_SUFFIX = "-live-range.txt"
+_VALUES_SUFFIX = "-buffer-assignment-values.txt"
 _BA_SUFFIX = "-buffer-assignment.txt"
 
 
@@ -1151,17 +1153,90 @@ def _attach_peak(mm: ModuleMemory, ba_path: str, hlo_path: Optional[str], ctx: _
     sizes = ctx.sizes
 
     def unpadded(v):
-        if v.shape is None or v.shape.is_tuple:
+        if v.shape is not None and v.shape.is_tuple:
+            # a tuple's table of pointers: 8 bytes per element unpadded
+            return 8 * len(v.shape.tuple_shapes)
+        if v.shape is None:
             return v.size
         got = _sizes_cached(sizes, v.shape, platform, mm.chip)[1]
         return v.size if got is None else min(got, v.size)
 
+    values_path = None
+    if ba_path.endswith(_BA_SUFFIX):
+        candidate = ba_path[: -len(_BA_SUFFIX)] + _VALUES_SUFFIX
+        if os.path.isfile(candidate):
+            values_path = candidate
     try:
         mm.peak = peak_of_dump(ba_path, platform, live_range_path=live_path, hlo_path=hlo_path,
-                               unpadded=unpadded)
+                               values_path=values_path, unpadded=unpadded)
     except (OSError, XlaShapeError) as e:
         mm.warnings.append(f"the peak could not be computed: {e}")
         return
+
+
+_PRIMITIVE_NAMES = None
+
+
+def shape_text_of_proto(shape_proto) -> str:
+    """XLA's text of a ``ShapeProto`` (``bf16[8,128]{1,0:T(8,128)(2,1)S(1)}``),
+    for the size model: element type, dimensions and the layout's order,
+    tiles, tail padding, element size and memory space."""
+    global _PRIMITIVE_NAMES
+    if _PRIMITIVE_NAMES is None:
+        _PRIMITIVE_NAMES = {v: k.lower() for k, v in protos.PrimitiveTypeProto.items()}
+    et = _PRIMITIVE_NAMES.get(shape_proto.element_type, "")
+    if et == "tuple":
+        return "(" + ", ".join(shape_text_of_proto(t) for t in shape_proto.tuple_shapes) + ")"
+    text = f"{et}[{','.join(str(d) for d in shape_proto.dimensions)}]"
+    if not shape_proto.HasField("layout"):
+        return text
+    lay = shape_proto.layout
+    attrs = ""
+    for t in lay.tiles:
+        attrs += "(" + ",".join("*" if d == -(1 << 63) else str(d) for d in t.dimensions) + ")"
+    attrs = ("T" + attrs) if attrs else ""
+    if lay.tail_padding_alignment_in_elements > 1:
+        attrs += f"L({lay.tail_padding_alignment_in_elements})"
+    if lay.element_size_in_bits:
+        attrs += f"E({lay.element_size_in_bits})"
+    if lay.memory_space:
+        attrs += f"S({lay.memory_space})"
+    return text + "{" + ",".join(str(d) for d in lay.minor_to_major) + (":" + attrs if attrs else "") + "}"
+
+
+def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalysis":
+    """The peak figures from a ``.hlo.pb`` (path or bytes; the heap
+    simulator's own traces): :func:`xlashape.peak.peak_from_hlo_proto` with
+    unpadded sizes from xlashape's size model of each buffer's shape."""
+    hlo = protos.read_hlo_proto(source)
+    shapes = {}
+    for comp in hlo.hlo_module.computations:
+        for ins in comp.instructions:
+            shapes[ins.id] = ins.shape
+    cache: dict = {}
+    sizes: dict = {}
+
+    def unpadded(lb):
+        sp = shapes.get(lb.defined_at.instruction_id)
+        if sp is None:
+            return lb.size
+        for i in lb.defined_at.shape_index:
+            if i >= len(sp.tuple_shapes):
+                return lb.size
+            sp = sp.tuple_shapes[i]
+        if len(sp.tuple_shapes):
+            return 8 * len(sp.tuple_shapes)
+        text = shape_text_of_proto(sp)
+        got = cache.get(text)
+        if got is None:
+            try:
+                got = _sizes_cached(sizes, parse_shape(text), platform, chip)[1]
+            except XlaShapeError:
+                got = None
+            cache[text] = got = lb.size if got is None else min(got, lb.size)
+        return got
+
+    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
 
 
 def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:

@@ -1,6 +1,8 @@
 """The peak of a compiled XLA program, and what is live at it, from its dump.
 
-XLA's ``CompiledMemoryStats`` carries four figures beyond the size fields:
+XLA's ``CompiledMemoryStats`` carries four figures beyond the size fields
+(XLA's PjRt executables compute them from the buffer assignment; XProf's
+memory viewer replays the same data):
 
 ``total_allocation_bytes``
     the sizes of every allocation in device memory (memory space / color 0);
@@ -8,35 +10,40 @@ XLA's ``CompiledMemoryStats`` carries four figures beyond the size fields:
     the same for the allocations that live for the whole program: entry
     parameters, outputs (``maybe-live-out``), constants and thread-local
     allocations (XProf's "indefinite lifetime" allocations);
-``peak_memory_in_bytes`` / ``peak_unpadded_heap_bytes``
+``peak_memory_in_bytes``
     the buffers that live for the whole program (parameters, outputs and
     constants, in every memory space, each allocation counted by its largest
-    value; thread-local scratch is left out), plus, for every allocation the
-    heap simulator filled, the highest point its heap reached. The heap is
-    XProf's replay of the simulator's trace: a buffer counts from its
-    allocation to its last use, a buffer that shares another's memory
-    (``SHARE_WITH``) counts once. The unpadded figure replays the same trace
-    with each buffer's size without layout padding.
+    value; thread-local scratch is left out), plus the highest point of the
+    highest heap: the heap simulator fills each temporary allocation (one per
+    memory space: device memory, VMEM, SMEM, ...) and leaves a trace of it;
+    XLA takes the largest of their peaks, not their sum. A heap is XProf's
+    replay of the trace: a buffer counts from its ALLOC to its FREE, a buffer
+    that shares another's memory (SHARE_WITH) counts once;
+``peak_unpadded_heap_bytes``
+    the same with each buffer's size without layout padding (a tuple's table
+    of pointers: 8 bytes an element), each heap at its own highest point.
 
-The simulator's trace is in the ``.hlo.pb`` (``--xla_dump_hlo_as_proto``); the
-same heap follows from the text files: each value's offset and size in
-``*-buffer-assignment.txt`` and its live range in ``*-live-range.txt`` (values
-at the same offset whose ranges meet share memory; tuple pointer tables are
-not in the trace). On the real corpora both give XLA's numbers exactly where
-:data:`VERIFIED` says so; on other platforms a figure is ``None`` with the
-reason in :attr:`PeakAnalysis.reasons`, and our own heap is shown under our
-own names (``heap``, ``live_at_peak``).
+The traces are in the ``.hlo.pb`` (``--xla_dump_hlo_as_proto``:
+:func:`peak_from_hlo_proto`). The same heaps follow from the text files
+(:func:`analyze_peak`): each value's offset and size in
+``*-buffer-assignment.txt``, its live range in ``*-live-range.txt`` (both ends
+counted), and which values share memory: values at one offset whose live
+ranges meet -- on GPU always, on TPU only a loop-carried (phi) value or one
+whose instruction reads the other directly (``*-buffer-assignment-values.txt``);
+tuple pointer tables are not in the traces. Both routes give XLA's numbers
+on every program of the real corpora (CPU 23, GPU 16, TPU 22; see the
+project README); a figure a platform's rule has not been checked for, or an
+artifact does not determine, is ``None`` with the reason in
+:attr:`PeakAnalysis.reasons`, and our own heap is shown under our own names
+(``heap``, ``live_at_peak``).
 
-Platform rules (found on real compiles, see the project README):
+Platform rules (found on real compiles):
 
-- XLA:GPU: all four figures as above.
+- XLA:GPU and XLA:TPU: all four figures as above.
 - XLA:CPU (jaxlib 0.10): the executable's buffer assignment carries no heap
   traces, so ``peak_memory_in_bytes`` is the parameters, outputs and
   constants alone; ``total_allocation_bytes``, ``indefinite_allocations`` and
   ``peak_unpadded_heap_bytes`` are not reported by that XLA.
-- XLA:TPU: ``total_allocation_bytes`` and ``indefinite_allocations`` as above;
-  the peak adds the VMEM/SMEM heaps that libtpu simulates, which the dump's
-  text does not determine: ``None``.
 """
 
 import re
@@ -45,7 +52,8 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 from .errors import ShapeValueError
 
 from .hlo_module import open_text
-from .live_range import LiveRanges, Location, label_key, read_live_ranges, read_locations
+from .live_range import (LiveRanges, Location, label_key, read_live_ranges, read_locations,
+                         read_value_operands)
 from .xla_dump import iter_buffer_assignment
 
 __all__ = ["PeakBuffer", "PeakAnalysis", "analyze_peak", "peak_of_dump", "category", "VERIFIED",
@@ -56,7 +64,8 @@ VERIFIED = {
     "gpu": ("total_allocation_bytes", "indefinite_allocations", "peak_memory_in_bytes",
             "peak_unpadded_heap_bytes"),
     "cpu": ("peak_memory_in_bytes",),
-    "tpu": ("total_allocation_bytes", "indefinite_allocations"),
+    "tpu": ("total_allocation_bytes", "indefinite_allocations", "peak_memory_in_bytes",
+            "peak_unpadded_heap_bytes"),
 }
 
 PEAK_FIELDS = ("total_allocation_bytes", "indefinite_allocations", "peak_memory_in_bytes",
@@ -66,12 +75,6 @@ _REASONS = {
     ("cpu", "total_allocation_bytes"): "XLA:CPU (jaxlib 0.10) does not report it",
     ("cpu", "indefinite_allocations"): "XLA:CPU (jaxlib 0.10) does not report it",
     ("cpu", "peak_unpadded_heap_bytes"): "XLA:CPU (jaxlib 0.10) does not report it",
-    ("tpu", "peak_memory_in_bytes"): (
-        "XLA:TPU's peak adds the VMEM/SMEM heaps libtpu simulates, which the dump's text "
-        "does not determine; see heap.peak_bytes for the device-memory heap"),
-    ("tpu", "peak_unpadded_heap_bytes"): (
-        "XLA:TPU's peak adds the VMEM/SMEM heaps libtpu simulates, which the dump's text "
-        "does not determine"),
 }
 
 #: buffers smaller than this share one line in the live-at-peak listing
@@ -216,7 +219,8 @@ class PeakAnalysis:
 
 
 def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Optional[str], *,
-                 locations: Optional[Dict[str, Location]] = None, unpadded=None) -> PeakAnalysis:
+                 locations: Optional[Dict[str, Location]] = None, unpadded=None,
+                 operands: Optional[Dict[int, frozenset]] = None) -> PeakAnalysis:
     """Compute the peak figures from the buffer assignment's allocations
     (:class:`~xlashape.xla_dump.BufferAllocation` records, read once) and the
     live ranges (``None`` when the dump has no ``*-live-range.txt``: then only
@@ -236,6 +240,12 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
         l = locations.get(name)
         return (l.op_name, l.source) if l is not None else (None, None)
 
+    # which values at one offset share memory in the simulator's trace (a
+    # SHARE_WITH): on GPU every two whose live ranges meet; on TPU only a
+    # loop-carried (phi) value, or one whose instruction reads the other
+    # directly (a value read through another position, e.g. a copy-done, gets
+    # its own ALLOC) -- rules fitted on the real corpora, see the module docstring
+    strict = operands if platform == "tpu" else None
     for a in allocations:
         if a.color == 0:
             total0 += a.size
@@ -272,7 +282,9 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
             cur = None
             for s, e, v in vals:
                 u = unpadded(v) if unpadded else v.size
-                if cur is not None and s <= cur.end:
+                if cur is not None and s <= cur.end and (
+                        strict is None or v.is_phi
+                        or cur.values[-1][2].name in strict.get(v.id, ())):
                     cur.end = max(cur.end, e)
                     if v.size > cur.size:
                         cur.size, cur.unpadded = v.size, u
@@ -312,10 +324,12 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
                 cur_u += du[t]
                 tp[t] += cur
                 tu[t] += cur_u
-                if cur > best:
-                    best, best_u = cur, cur_u
-            heap_peak += best
-            heap_peak_unpadded += best_u
+                best = max(best, cur)
+                best_u = max(best_u, cur_u)  # its own highest point, not the padded peak's
+            # XLA takes the highest of the heaps (one per memory space's
+            # temporary allocation), not their sum
+            heap_peak = max(heap_peak, best)
+            heap_peak_unpadded = max(heap_peak_unpadded, best_u)
         for color in set(per_color) | set(fixed_by_color):
             tp, tu = per_color.get(color, ([0] * n, [0] * n))
             fp, fu = fixed_by_color.get(color, (0, 0))
@@ -354,7 +368,11 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
 
     verified = VERIFIED.get(platform or "", ())
     for k in PEAK_FIELDS:
-        if missing and k.startswith("peak") and platform != "cpu":
+        if platform == "tpu" and k.startswith("peak") and live is not None and operands is None:
+            pa.reasons[k] = ("on TPU the heap replay needs the dump's "
+                             "*-buffer-assignment-values.txt (which values share memory), or "
+                             "the .hlo.pb (--xla_dump_hlo_as_proto)")
+        elif missing and k.startswith("peak") and platform != "cpu":
             pa.reasons[k] = (f"{missing} values of the buffer assignment have no live range in "
                              "the live-range file: the heap cannot be replayed")
         elif k in verified and pa.computed[k] is not None:
@@ -373,14 +391,16 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
 
 def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
                  live_range_path: Optional[str] = None, hlo_path: Optional[str] = None,
-                 unpadded=None) -> PeakAnalysis:
+                 values_path: Optional[str] = None, unpadded=None) -> PeakAnalysis:
     """:func:`analyze_peak` for the files of one dumped module (the live-range
-    file and the module text are optional)."""
+    file, the module text and the values file are optional; without the values
+    file, values at one offset whose live ranges meet are taken to share)."""
     live = read_live_ranges(live_range_path) if live_range_path else None
     locations = read_locations(hlo_path) if hlo_path else None
+    operands = read_value_operands(values_path) if values_path else None
     with open_text(buffer_assignment_path) as f:
         return analyze_peak(iter_buffer_assignment(f), live, platform, locations=locations,
-                            unpadded=unpadded)
+                            unpadded=unpadded, operands=operands)
 
 
 # -- the verdict ---------------------------------------------------------------------
@@ -491,7 +511,8 @@ class _Replay:
         self.padded += p
         self.unpadded += u
         if self.padded > self.peak:
-            self.peak, self.peak_unpadded, self.peak_event = self.padded, self.unpadded, i
+            self.peak, self.peak_event = self.padded, i
+        self.peak_unpadded = max(self.peak_unpadded, self.unpadded)
 
     def run(self, events) -> "_Replay":
         for i, e in enumerate(events):
@@ -556,8 +577,8 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
         if not len(trace.events):
             continue
         r = _Replay(sizes).run(trace.events)
-        heap_peak += r.peak
-        heap_peak_unpadded += r.peak_unpadded
+        heap_peak = max(heap_peak, r.peak)
+        heap_peak_unpadded = max(heap_peak_unpadded, r.peak_unpadded)
         color = color_of.get(trace.events[0].buffer_id, 0)
         base = fixed_by_color.get(color, 0)
         pa.heap.setdefault(color, {"padded": [base + x for x in r.timeline], "unpadded": []})
