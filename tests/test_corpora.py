@@ -168,10 +168,7 @@ def test_protos_are_well_formed(path):
 # Where the existing reader disagrees with memory_analysis(), by (platform,
 # program): each is an xfail(strict=True), so fixing one makes its test fail
 # until it is taken off these lists.
-WRONG_TEXT = {
-    ("cpu", "offload"): "XLA:CPU counts pinned_host (S(5)) buffers as device memory; from the "
-                        "module text alone analyze() counts them as host memory",
-}
+WRONG_TEXT: dict = {}
 
 
 def _analyzed(prog, source):

@@ -306,3 +306,18 @@ def test_analyze_of_a_compiled_object_takes_temp_and_peak_from_memory_analysis()
         assert m.memory_analysis[k] == ma[k]
     v = judge(m, 1 << 30, "1G")
     assert v.peak_bytes == ma["peak_memory_in_bytes"] and v.peak_name == "peak_memory_in_bytes"
+
+
+def test_cpu_counts_host_memory_as_device_memory_from_text_alone():
+    # XLA:CPU compiles the S(5) parameter as an ordinary buffer ({1,0} in the
+    # entry, S(5) in entry_computation_layout): memory_analysis() counts it as
+    # device memory
+    prog = next(p for p in corpora.programs("cpu") if p.name == "offload")
+    (m,) = memory.analyze(str(prog.module_hlo)).modules
+    assert m.platform == "cpu"
+    assert m.argument_size_in_bytes == prog.memory_analysis["argument_size_in_bytes"] == 8388608
+    assert m.host_argument_size_in_bytes == prog.memory_analysis["host_argument_size_in_bytes"] == 0
+    assert any("XLA:CPU counts host-memory" in n for n in m.notes)
+    # the same text said to be XLA:GPU's: host memory stays host memory
+    (g,) = memory.analyze(str(prog.module_hlo), platform="gpu").modules
+    assert g.host_argument_size_in_bytes == 8388608 and g.argument_size_in_bytes == 0

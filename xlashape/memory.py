@@ -920,6 +920,19 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     return mm
 
 
+def _host_space_dropped(params, entry) -> bool:
+    """The entry layout puts a parameter in host memory (``S(5)``) but the
+    compiled parameter instruction has no memory space: XLA:CPU's doing
+    (it compiles host-memory buffers as ordinary ones)."""
+    for number, (_, shape) in enumerate(params):
+        if shape.is_tuple or _space(shape) != HOST_MEMORY_SPACE:
+            continue
+        got = entry.params.get(number)
+        if got is not None and not got[1].is_tuple and _space(got[1]) == 0:
+            return True
+    return False
+
+
 def _platform_of(shapes: Iterable[Shape]) -> Optional[str]:
     def tiled(s: Shape) -> bool:
         if s.is_tuple:
@@ -962,7 +975,19 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     root_operands = entry.root[3] if entry.root is not None else ()
     root_name = entry.root[0] if entry.root is not None else None
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
+    if mm.platform is None and (ctx.platform == "cpu" or _host_space_dropped(params, entry)):
+        mm.platform = "cpu"
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
     platform = mm.platform
+    # XLA:CPU keeps S(5) (pinned_host) buffers in ordinary memory and counts
+    # them as device memory in its CompiledMemoryStats
+    host = None if platform == "cpu" else HOST_MEMORY_SPACE
+    if host is None and any(_space(sub) == HOST_MEMORY_SPACE for _, p in params
+                            for _, sub in _buffers(p) if not sub.is_tuple):
+        mm.notes.append("XLA:CPU counts host-memory (S(5)) buffers as device memory: they are "
+                        "in argument_size_in_bytes / output_size_in_bytes, as memory_analysis() "
+                        "reports them")
     mm.chip = chip
     tables = [s for _, p in params for _, s in _buffers(p) if s.is_tuple]
     if result is not None:
@@ -994,14 +1019,14 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             t.arguments += size or 0
             t.total += size or 0
             t.padding += a.padding_in_bytes
-            if sp == HOST_MEMORY_SPACE:
+            if sp == host:
                 mm.host_argument_size_in_bytes += size or 0
             else:
                 mm.argument_size_in_bytes += size or 0
             if (number, idx) in aliased:
                 a.maybe_live_out = True
                 t.aliased += size or 0
-                if sp == HOST_MEMORY_SPACE:
+                if sp == host:
                     mm.host_alias_size_in_bytes += size or 0
                 else:
                     mm.alias_size_in_bytes += size or 0
@@ -1015,7 +1040,7 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             if problem:
                 mm.warnings.append(f"output {shape_text(sub)}: {problem}")
             sp = _space(sub) if not sub.is_tuple else 0
-            if sp == HOST_MEMORY_SPACE:
+            if sp == host:
                 mm.host_output_size_in_bytes += size or 0
             else:
                 mm.output_size_in_bytes += size or 0
