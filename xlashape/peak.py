@@ -152,8 +152,11 @@ class PeakAnalysis:
     comparison). ``heap``: per memory space, the heap over program order
     (``padded`` / ``unpadded`` lists, one entry per position of the
     schedule, the whole-program buffers included); ``peak_time`` /
-    ``peak_instruction``: where device memory (color 0) is highest;
-    ``live_at_peak``: the :class:`PeakBuffer` list there, largest first;
+    ``peak_memory_space`` / ``peak_instruction``: the heap XLA's peak
+    takes (the highest one) and where in program order it is highest;
+    ``live_at_peak``: the :class:`PeakBuffer` list that makes XLA's peak (the
+    whole-program buffers of every memory space and that heap's buffers
+    there), largest first;
     ``by_op_path``: ``(op path, bytes, count)`` groups of it;
     ``xla_live_range_peak``: the peak the live-range file prints.
     """
@@ -166,6 +169,7 @@ class PeakAnalysis:
         self.heap: Dict[int, Dict[str, list]] = {}
         self.peak_time: Optional[int] = None
         self.peak_instruction: Optional[str] = None
+        self.peak_memory_space: Optional[int] = None
         self.live_at_peak: List[PeakBuffer] = []
         self.xla_live_range_peak: Optional[Tuple[int, int]] = None
         self.small_buffer_bytes = SMALL_BUFFER_BYTES
@@ -204,6 +208,7 @@ class PeakAnalysis:
             "computed": dict(self.computed),
             "peak_time": self.peak_time,
             "peak_instruction": self.peak_instruction,
+            "peak_memory_space": self.peak_memory_space,
             "live_at_peak_bytes": self.live_at_peak_bytes,
             "live_at_peak": [b.to_json() for b in self.live_at_peak],
             "by_op_path": [{"op_path": k, "bytes": v, "count": n} for k, v, n in self.by_op_path()],
@@ -302,6 +307,7 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
     if live is not None:
         n = max(live.max_time, max((c.end for _, cs in heaps for c in cs), default=0)) + 1
         heap_peak = heap_peak_unpadded = 0
+        highest = None
         fixed_by_color: Dict[int, Tuple[int, int]] = {}
         for b in fixed_buffers:
             p, u = fixed_by_color.get(b.color, (0, 0))
@@ -318,16 +324,20 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
                 du[s] += c.unpadded
                 du[e + 1] -= c.unpadded
             best = best_u = cur = cur_u = 0
+            best_t = None
             tp, tu = per_color.setdefault(a.color, ([0] * n, [0] * n))
             for t in range(n):
                 cur += dp[t]
                 cur_u += du[t]
                 tp[t] += cur
                 tu[t] += cur_u
-                best = max(best, cur)
+                if cur > best:
+                    best, best_t = cur, t
                 best_u = max(best_u, cur_u)  # its own highest point, not the padded peak's
             # XLA takes the highest of the heaps (one per memory space's
             # temporary allocation), not their sum
+            if best > heap_peak:
+                highest = (a, clusters, best_t)
             heap_peak = max(heap_peak, best)
             heap_peak_unpadded = max(heap_peak_unpadded, best_u)
         for color in set(per_color) | set(fixed_by_color):
@@ -336,26 +346,24 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
             pa.heap[color] = {"padded": [x + fp for x in tp], "unpadded": [x + fu for x in tu]}
         pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
         pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
-        # the view: where device memory is highest, and what is live there
-        dev = pa.heap.get(0)
-        if dev is not None and dev["padded"]:
-            t = max(range(len(dev["padded"])), key=lambda i: (dev["padded"][i], -i))
+        # the view: XLA's peak is the whole-program buffers plus the highest
+        # heap at its highest point: list exactly those
+        live_now = list(fixed_buffers)
+        if highest is not None:
+            a, clusters, t = highest
             pa.peak_time = t
+            pa.peak_memory_space = a.color
             pa.peak_instruction = live.instruction_at(t)
-            live_now = [b for b in fixed_buffers if b.color == 0]
-            for a, clusters in heaps:
-                if a.color != 0:
+            for c in clusters:
+                if not (c.start <= t <= c.end):
                     continue
-                for c in clusters:
-                    if not (c.start <= t <= c.end):
-                        continue
-                    # the value of the cluster that is live at t (the last one)
-                    s, e, v = [x for x in c.values if x[0] <= t <= x[1]][-1]
-                    op, src = loc(v.name)
-                    live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c.size, c.unpadded,
-                                               v.offset, s, e, category(a), v.shape_text, op, src))
-            live_now.sort(key=lambda b: (-b.size, b.label))
-            pa.live_at_peak = live_now
+                # the value of the cluster that is live at t (the last one)
+                s, e, v = [x for x in c.values if x[0] <= t <= x[1]][-1]
+                op, src = loc(v.name)
+                live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c.size, c.unpadded,
+                                           v.offset, s, e, category(a), v.shape_text, op, src))
+        live_now.sort(key=lambda b: (-b.size, b.label))
+        pa.live_at_peak = live_now
     else:
         pa.computed["peak_memory_in_bytes"] = fixed if platform == "cpu" else None
 
@@ -548,8 +556,8 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
     buffer proto) -> int`` gives sizes without padding (default: the size).
 
     ``heap`` holds, per memory space, the heap over the trace's events (not
-    program positions); ``peak_instruction`` is the instruction of the event
-    where device memory peaks."""
+    program positions); ``peak_time`` / ``peak_instruction`` are the event
+    where the highest heap peaks (its index in the trace, its instruction)."""
     pa = PeakAnalysis(platform)
     ba = hlo.buffer_assignment
     sizes: Dict[int, Tuple[int, int]] = {}
@@ -582,11 +590,12 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
         color = color_of.get(trace.events[0].buffer_id, 0)
         base = fixed_by_color.get(color, 0)
         pa.heap.setdefault(color, {"padded": [base + x for x in r.timeline], "unpadded": []})
-        if color == 0 and (device_best is None or r.peak > device_best[0]):
+        if device_best is None or r.peak > device_best[0]:
             device_best = (r.peak, r.peak_event, trace.events[r.peak_event].instruction_name
-                           if r.peak_event >= 0 else None)
+                           if r.peak_event >= 0 else None, color)
     if device_best is not None:
         pa.peak_time, pa.peak_instruction = device_best[1], device_best[2]
+        pa.peak_memory_space = device_best[3]
     pa.computed["total_allocation_bytes"] = total0
     pa.computed["indefinite_allocations"] = indefinite0
     if platform == "cpu":

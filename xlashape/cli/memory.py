@@ -313,19 +313,26 @@ def _peak_text(m, top: int) -> List[str]:
     out.append("peak figures: " + ", ".join(figs))
     for k, why in pa.reasons.items():
         out.append(f"  {k} is null: {why}")
-    dev = pa.heap.get(0)
-    if pa.peak_time is not None and dev is not None:
-        n = len(dev["padded"])
-        out.append(f"device memory peaks at {fmt_bytes(dev['padded'][pa.peak_time])} at position "
-                   f"{pa.peak_time} of {n} in program order: {pa.peak_instruction or '?'}")
-        out.append(f"  heap over program order (device memory, highest {fmt_bytes(max(dev['padded']))}): "
-                   + _sparkline(dev["padded"]))
+    if pa.live_at_peak:
+        fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
+        where = ""
+        if pa.peak_time is not None:
+            where = (f"; the highest heap, S({pa.peak_memory_space}) "
+                     f"{space_label(pa.peak_memory_space)}, peaks at position {pa.peak_time} in "
+                     f"program order: {pa.peak_instruction or '?'}")
+        out.append(f"the peak: {fmt_bytes(pa.live_at_peak_bytes)} = {fmt_bytes(fixed)} that lives "
+                   f"for the whole program + {fmt_bytes(pa.live_at_peak_bytes - fixed)} of "
+                   f"temporaries{where}")
+        if m.platform == "cpu":
+            out.append("  (XLA:CPU's peak_memory_in_bytes leaves the temporaries out: its "
+                       "executable keeps no heap traces)")
+        out.append("heap over program order per memory space (whole-program buffers included):")
         for color in sorted(pa.heap):
-            if color == 0:
-                continue
             h = pa.heap[color]["padded"]
-            out.append(f"  S({color}) {space_label(color)}: "
-                       f"highest {fmt_bytes(max(h, default=0))}")
+            if not h:
+                continue
+            out.append(f"  S({color}) {_clip(space_label(color), 28):<28} highest {fmt_bytes(max(h)):>8}  "
+                       + _sparkline(h))
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
