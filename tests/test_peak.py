@@ -19,6 +19,7 @@ from xlashape import memory, protos
 from xlashape.devices import DEVICES, lookup, usable_bytes
 from xlashape.errors import ShapeValueError, XlaShapeError
 from xlashape.live_range import read_live_ranges, read_locations
+from xlashape.tiling import format_bytes
 from xlashape.peak import (PEAK_FIELDS, VERIFIED, judge, parse_size, peak_from_hlo_proto,
                            peak_of_dump)
 
@@ -166,11 +167,22 @@ def test_h200_usable_bytes_is_what_jax_reported():
     assert lookup(prog.info["device"]["kind"]).usable_bytes == reported == 112583507968
 
 
+@pytest.mark.parametrize("prog", corpora.programs("tpu"), ids=corpora.program_id)
+def test_tpu_usable_hbm_is_what_the_compiler_reports(prog):
+    # the compile log's "XLA::TPU program HBM usage: 273.0K / 15.75G"
+    log = prog.directory / "tpu_compile_log.txt"
+    if not log.is_file():
+        pytest.skip("no compile log")
+    m = re.search(r"program HBM usage: \S+ / ([\d.]+)G", log.read_text())
+    assert m is not None
+    assert format_bytes(lookup(prog.chip).usable_bytes) == m.group(1) + "G"
+
+
 def test_device_names():
     assert lookup("TPU v5 lite").name == "v5e" == lookup("v5e:2x2").name
     assert lookup("NVIDIA H100 80GB HBM3").name == "h100"
     assert usable_bytes(lookup("h100"), 0.5) == lookup("h100").memory_bytes // 2
-    assert usable_bytes(lookup("v5e"), 0.5) == 16 << 30  # a TPU has no allocator fraction
+    assert usable_bytes(lookup("v5e"), 0.5) == lookup("v5e").usable_bytes  # no allocator fraction
     with pytest.raises(ShapeValueError, match="unknown device"):
         lookup("z80")
     with pytest.raises(XlaShapeError):

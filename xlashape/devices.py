@@ -8,9 +8,11 @@ a GPU by its short name (``h100``, ``h200``, ``a100-40g``) or JAX's
 
 Usable bytes:
 
-- TPU: the chip's HBM (Google's published capacity per chip). XLA:TPU's
-  out-of-memory reports and ``memory_stats()["bytes_limit"]`` may show a
-  little less (the runtime keeps some); ``--limit`` sets an exact figure.
+- TPU: the HBM XLA:TPU's compiler says a program may use on one device
+  (its compile log's "program HBM usage: ... / 15.75G" and its out-of-memory
+  reports' "Used ... of 15.75G hbm", printed to 0.01G: ``reported``) for v4,
+  v5e, v5p and v6e; the published capacity per chip for the others
+  (``spec``). ``--limit`` sets an exact figure.
 - GPU: jax's allocator takes 75% of the device's memory unless
   ``XLA_PYTHON_CLIENT_MEM_FRACTION`` (or ``XLA_PYTHON_CLIENT_PREALLOCATE=false``)
   says otherwise. Where a real device reported its ``bytes_limit`` the table
@@ -35,7 +37,7 @@ class Device(NamedTuple):
     """One accelerator: ``name`` (short), ``platform`` (``tpu``/``gpu``),
     ``kind`` (JAX's ``device_kind``), ``memory_bytes`` (the device's memory),
     ``usable_bytes`` (what one program may use with jax's defaults) and
-    ``basis`` (``spec``, ``measured`` or ``estimated``: where
+    ``basis`` (``reported``, ``spec``, ``measured`` or ``estimated``: where
     ``usable_bytes`` comes from)."""
 
     name: str
@@ -46,7 +48,9 @@ class Device(NamedTuple):
     basis: str
 
 
-def _tpu(name, kind, gib):
+def _tpu(name, kind, gib, reported_gib=None):
+    if reported_gib is not None:
+        return Device(name, "tpu", kind, gib * GiB, int(reported_gib * GiB), "reported")
     return Device(name, "tpu", kind, gib * GiB, gib * GiB, "spec")
 
 
@@ -59,10 +63,13 @@ def _gpu(name, kind, memory, measured=None):
 DEVICES: Dict[str, Device] = {d.name: d for d in (
     _tpu("v2", "TPU v2", 16),
     _tpu("v3", "TPU v3", 32),
-    _tpu("v4", "TPU v4", 32),
-    _tpu("v5e", "TPU v5 lite", 16),
-    _tpu("v5p", "TPU v5", 95),
-    _tpu("v6e", "TPU v6 lite", 32),
+    # what XLA:TPU's compiler reports as usable HBM ("XLA::TPU program HBM
+    # usage: ... / 15.75G", "Used ... of 15.75G hbm"; libtpu 0.0.50, printed
+    # to 0.01G)
+    _tpu("v4", "TPU v4", 32, reported_gib=15.25),
+    _tpu("v5e", "TPU v5 lite", 16, reported_gib=15.75),
+    _tpu("v5p", "TPU v5", 96, reported_gib=95.73),
+    _tpu("v6e", "TPU v6 lite", 32, reported_gib=31.24),
     _tpu("v7x", "TPU7x", 192),
     _gpu("t4", "Tesla T4", 16 * GB),
     _gpu("v100", "Tesla V100-SXM2-32GB", 32 * GB),

@@ -127,7 +127,7 @@ def space_label(color: int, reported: Optional[str] = None) -> str:
     calls host memory ``cmem``)."""
     base = SPACE_LABELS.get(color) or (reported if reported and reported != "default"
                                        else f"memory space {color}")
-    if reported and reported not in ("default",) and reported not in base:
+    if reported and reported != "default" and reported.lower() not in base.lower():
         return f"{base}, '{reported}' in XLA's report"
     return base
 
@@ -1449,9 +1449,10 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         mm.temp_size_in_bytes = None
         mm.reasons["temp_size_in_bytes"] = (
             "XLA:TPU takes it from libtpu's allocator, which runs after the buffer assignment: "
-            "no dump file determines it (memory_analysis() on the compiled program, or the "
-            "compile log's 'HLO temp' line with --vmodule, gives it); the buffer assignment's "
-            "device-memory temporaries are hbm_temp_allocation_bytes")
+            "no dump file determines it (memory_analysis() on the compiled program gives it, "
+            "as does the 'HLO temp' line under 'Program hbm requirement' in libtpu's INFO log, "
+            "TPU_LOG_DIR); the buffer assignment's device-memory temporaries are "
+            "hbm_temp_allocation_bytes")
     if mm.allocation_count == 0:
         raise UnreadableInputError(
             f"no allocations in the buffer assignment {path or ''}".rstrip()

@@ -436,7 +436,7 @@ class Verdict(NamedTuple):
     ``fits``, ``margin_bytes`` (limit - peak: negative when it does not fit),
     ``peak_name`` (which figure was used: XLA's ``peak_memory_in_bytes``, an
     out-of-memory report's ``memory_used_bytes``, or xlashape's own
-    ``device_heap_peak_bytes``) and ``limit_name`` (the device or ``--limit``)."""
+    ``device_memory_peak_bytes``) and ``limit_name`` (the device or ``--limit``)."""
 
     peak_bytes: int
     limit_bytes: int
@@ -462,22 +462,28 @@ class Verdict(NamedTuple):
 
 
 def module_peak(module) -> Optional[Tuple[int, str]]:
-    """The peak to judge a module by, and its name: XLA's
-    ``peak_memory_in_bytes`` where known, an out-of-memory report's
-    ``memory_used_bytes``, else xlashape's device-memory heap peak (TPU)."""
+    """The peak to judge a module against a device's memory, and its name:
+    an out-of-memory report's ``memory_used_bytes``; from a dump, the
+    highest point of device memory (S(0)) over program order, named
+    ``peak_memory_in_bytes`` when it is XLA's figure and
+    ``device_memory_peak_bytes`` when XLA's peak also counts other memory
+    (TPU VMEM, host memory); else ``memory_analysis()``'s
+    ``peak_memory_in_bytes``."""
     if getattr(module, "memory_used_bytes", None) is not None:
         return module.memory_used_bytes, "memory_used_bytes"
+    pa = getattr(module, "peak", None)
+    if pa is not None:
+        dev = pa.heap.get(0)
+        if dev is not None and dev["padded"]:
+            high = max(dev["padded"])
+            if high == pa.figures.get("peak_memory_in_bytes"):
+                return high, "peak_memory_in_bytes"
+            return high, "device_memory_peak_bytes"
+        if pa.figures.get("peak_memory_in_bytes") is not None:
+            return pa.figures["peak_memory_in_bytes"], "peak_memory_in_bytes"
     ma = getattr(module, "memory_analysis", None) or {}
     if ma.get("peak_memory_in_bytes"):
         return ma["peak_memory_in_bytes"], "peak_memory_in_bytes"
-    pa = getattr(module, "peak", None)
-    if pa is None:
-        return None
-    if pa.figures.get("peak_memory_in_bytes") is not None:
-        return pa.figures["peak_memory_in_bytes"], "peak_memory_in_bytes"
-    dev = pa.heap.get(0)
-    if dev is not None and dev["padded"]:
-        return max(dev["padded"]), "device_heap_peak_bytes"
     return None
 
 
