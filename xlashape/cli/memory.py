@@ -16,6 +16,7 @@ import os
 import shutil
 import sys
 import tempfile
+import textwrap
 import time
 from typing import List
 
@@ -312,17 +313,16 @@ def _peak_text(m, top: int) -> List[str]:
         figs.append(f"{k} {val}" if val is not None else f"{k} null")
     out.append("peak figures: " + ", ".join(figs))
     for k, why in pa.reasons.items():
-        out.append(f"  {k} is null: {why}")
+        out.extend(_wrapped(f"{k} is null: {why}"))
     if pa.live_at_peak:
         fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
-        where = ""
-        if pa.peak_time is not None:
-            where = (f"; the highest heap, S({pa.peak_memory_space}) "
-                     f"{space_label(pa.peak_memory_space)}, peaks at position {pa.peak_time} in "
-                     f"program order: {pa.peak_instruction or '?'}")
         out.append(f"the peak: {fmt_bytes(pa.live_at_peak_bytes)} = {fmt_bytes(fixed)} that lives "
                    f"for the whole program + {fmt_bytes(pa.live_at_peak_bytes - fixed)} of "
-                   f"temporaries{where}")
+                   "temporaries")
+        if pa.peak_time is not None:
+            out.append(f"  the temporaries' heap, S({pa.peak_memory_space}) "
+                       f"{space_label(pa.peak_memory_space)}, is highest at position "
+                       f"{pa.peak_time} in program order: {pa.peak_instruction or '?'}")
         if m.platform == "cpu":
             out.append("  (XLA:CPU's peak_memory_in_bytes leaves the temporaries out: its "
                        "executable keeps no heap traces)")
@@ -357,6 +357,11 @@ def _peak_text(m, top: int) -> List[str]:
         out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
                    "value, tuple tables and thread-local scratch too: not memory_analysis()'s)")
     return out
+
+
+def _wrapped(text: str, width: int = 100) -> List[str]:
+    return textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ",
+                         break_on_hyphens=False, break_long_words=False)
 
 
 _BARS = " ▁▂▃▄▅▆▇█"
@@ -418,7 +423,7 @@ def _module_text(m, top: int) -> List[str]:
         theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
         out.append(f"memory_analysis() of the compiled object: {theirs}")
     for k, why in m.reasons.items():
-        out.append(f"  {k} is null: {why}")
+        out.extend(_wrapped(f"{k} is null: {why}"))
     if m.hbm_temp_allocation_bytes is not None:
         out.append(f"  hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's figure: the "
                    "buffer assignment's preallocated temporaries in device memory, S(0))")
