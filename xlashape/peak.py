@@ -31,7 +31,7 @@ counted), and which values share memory: values at one offset whose live
 ranges meet -- on GPU always, on TPU only a loop-carried (phi) value or one
 whose instruction reads the other directly (``*-buffer-assignment-values.txt``);
 tuple pointer tables are not in the traces. Both routes give XLA's numbers
-on every program of the real corpora (CPU 23, GPU 16, TPU 22; see the
+on every program of the real corpora (CPU 23, GPU 16, TPU 23; see the
 project README); a figure a platform's rule has not been checked for, or an
 artifact does not determine, is ``None`` with the reason in
 :attr:`PeakAnalysis.reasons`, and our own heap is shown under our own names
