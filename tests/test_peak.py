@@ -336,3 +336,20 @@ def test_cpu_counts_host_memory_as_device_memory_from_text_alone():
     # the same text said to be XLA:GPU's: host memory stays host memory
     (g,) = memory.analyze(str(prog.module_hlo), platform="gpu").modules
     assert g.host_argument_size_in_bytes == 8388608 and g.argument_size_in_bytes == 0
+
+
+def test_peak_can_be_skipped_and_heap_json_is_bounded(monkeypatch):
+    from xlashape import peak as peak_module
+
+    (m,) = memory.analyze(memory.EXAMPLE_DUMP, peak=False).modules
+    assert m.peak is None and "peak" not in m.to_json()
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_remat_scan")
+    (m,) = memory.analyze(str(prog.dump_dir)).modules
+    full = m.peak.heap[0]["padded"]
+    (h,) = m.peak.to_json()["heap"]
+    assert h["step"] == 1 and h["padded"] == list(full) and h["length"] == len(full)
+    monkeypatch.setattr(peak_module, "HEAP_POINTS", 10)
+    (h,) = m.peak.to_json()["heap"]
+    assert len(h["padded"]) <= 10 and h["step"] == -(-len(full) // 10)
+    assert max(h["padded"]) == max(full) == h["peak_bytes"]
+    assert h["padded"][0] == max(full[:h["step"]])

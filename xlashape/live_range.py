@@ -163,18 +163,19 @@ def _kv(text: str) -> Dict[str, str]:
     return out
 
 
-def read_locations(source) -> Dict[str, Location]:
+def read_locations(source, names=None) -> Dict[str, Location]:
     """``instruction name -> Location`` for every instruction of a module
     text (a path, or an iterable of lines) that has ``op_name`` or a source
-    position; ``stack_frame_id`` is resolved through the module's
-    ``StackFrames`` tables."""
+    position -- only those in ``names`` when it is given (memory then stays
+    proportional to ``names``); ``stack_frame_id`` is resolved through the
+    module's ``StackFrames`` tables."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
         with open_text(source) as f:
-            return _read_locations(f)
-    return _read_locations(source)
+            return _read_locations(f, names)
+    return _read_locations(source, names)
 
 
-def _read_locations(lines: Iterable[str]) -> Dict[str, Location]:
+def _read_locations(lines: Iterable[str], names=None) -> Dict[str, Location]:
     files: Dict[int, str] = {}
     locations: Dict[int, Tuple[int, int]] = {}
     frames: Dict[int, int] = {}
@@ -213,8 +214,10 @@ def _read_locations(lines: Iterable[str]) -> Dict[str, Location]:
         if "metadata={" not in line:
             continue
         m = _INSTR.match(line)
+        if not m or (names is not None and m.group(1) not in names):
+            continue
         mm = _META.search(line)
-        if not m or not mm:
+        if not mm:
             continue
         kv = _kv(mm.group(1))
         op = kv.get("op_name")

@@ -643,7 +643,7 @@ _SNIFF_BYTES = 1 << 16
 
 
 def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
-            on_warning: Optional[Callable[[HloWarning], None]] = None,
+            peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
@@ -658,7 +658,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     it, v4/v5e sizes are assumed for HLO text, and a dump's buffer assignment
     shows which applies. ``platform`` (``cpu``, ``gpu``, ``tpu``) overrides
     the platform read from the dump's file names and the layouts: XLA counts
-    the peak and host memory differently on each. ``on_warning`` receives each
+    the peak and host memory differently on each. ``peak=False`` skips the
+    peak and what is live at it (:attr:`ModuleMemory.peak` stays ``None``),
+    which reads the dump's buffer assignment, live ranges and values once
+    more. ``on_warning`` receives each
     :class:`~xlashape.hlo_module.HloWarning` (lines that could not be read);
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
@@ -674,6 +677,7 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
                                      + ", ".join(PLATFORMS))
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
     ctx.platform = platform
+    ctx.peak = peak
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
     if isinstance(source, (bytes, bytearray)):
@@ -707,6 +711,7 @@ class _Context:
         self.warnings: List = []
         self.sizes: dict = {}
         self.platform: Optional[str] = None
+        self.peak = True
 
     def warn(self, w) -> None:
         self.warnings.append(w)
@@ -1143,7 +1148,8 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
 
     open_ba.name = os.path.basename(dm.buffer_assignment_path)
     bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path)
-    _attach_peak(bm, dm.buffer_assignment_path, dm.hlo_path if dm.optimized else None, ctx)
+    if ctx.peak:
+        _attach_peak(bm, dm.buffer_assignment_path, dm.hlo_path if dm.optimized else None, ctx)
     src = getattr(mm, "_text_source", None)
     if src is not None:
         # the module text's figures, with the tuple tables the buffer
@@ -1285,8 +1291,10 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
             result.warnings = ctx.warnings
             return result
     result = MemoryAnalysis("dump", path)
-    result.modules.append(_module_from_buffer_assignment(lambda: open_text(path), report, ctx,
-                                                         mm, path))
+    mod = _module_from_buffer_assignment(lambda: open_text(path), report, ctx, mm, path)
+    if ctx.peak:
+        _attach_peak(mod, path, None, ctx)
+    result.modules.append(mod)
     result.warnings = ctx.warnings
     return result
 

@@ -47,6 +47,7 @@ Platform rules (found on real compiles):
 """
 
 import re
+from array import array
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
@@ -76,6 +77,17 @@ _REASONS = {
     ("cpu", "indefinite_allocations"): "XLA:CPU (jaxlib 0.10) does not report it",
     ("cpu", "peak_unpadded_heap_bytes"): "XLA:CPU (jaxlib 0.10) does not report it",
 }
+
+#: at most this many points per memory space in the JSON heap (each the
+#: highest of ``step`` consecutive program positions)
+HEAP_POINTS = 4096
+
+
+def _buckets(values, step: int) -> List[int]:
+    if step == 1:
+        return list(values)
+    return [max(values[i:i + step]) for i in range(0, len(values), step)]
+
 
 #: buffers smaller than this share one line in the live-at-peak listing
 SMALL_BUFFER_BYTES = 16 * 1024
@@ -150,8 +162,9 @@ class PeakAnalysis:
     ``reasons``: why a field is ``None``; ``computed``: the same four as this
     module's rule computes them whatever the platform (our numbers, for
     comparison). ``heap``: per memory space, the heap over program order
-    (``padded`` / ``unpadded`` lists, one entry per position of the
-    schedule, the whole-program buffers included); ``peak_time`` /
+    (``padded`` / ``unpadded`` arrays of int64, one entry per position of the
+    schedule, the whole-program buffers included; the JSON form keeps at most
+    :data:`HEAP_POINTS` of them, each the highest of ``step`` positions); ``peak_time`` /
     ``peak_memory_space`` / ``peak_instruction``: the heap XLA's peak
     takes (the highest one) and where in program order it is highest;
     ``live_at_peak``: the :class:`PeakBuffer` list that makes XLA's peak (the
@@ -199,8 +212,12 @@ class PeakAnalysis:
         heap = []
         for color in sorted(self.heap):
             h = self.heap[color]
+            n = len(h["padded"])
+            step = max(1, -(-n // HEAP_POINTS))
             heap.append({"color": color, "peak_bytes": max(h["padded"], default=0),
-                         "padded": h["padded"], "unpadded": h["unpadded"]})
+                         "length": n, "step": step,
+                         "padded": _buckets(h["padded"], step),
+                         "unpadded": _buckets(h["unpadded"], step)})
         return {
             "platform": self.platform,
             **{k: self.figures[k] for k in PEAK_FIELDS},
@@ -314,8 +331,8 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
             fixed_by_color[b.color] = (p + b.size, u + b.unpadded_size)
         per_color: Dict[int, Tuple[List[int], List[int]]] = {}
         for a, clusters in heaps:
-            dp = [0] * (n + 1)
-            du = [0] * (n + 1)
+            dp = array("q", bytes(8 * (n + 1)))
+            du = array("q", bytes(8 * (n + 1)))
             for c in clusters:
                 s = max(c.start, 0)
                 e = min(c.end, n - 1)
@@ -325,7 +342,9 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
                 du[e + 1] -= c.unpadded
             best = best_u = cur = cur_u = 0
             best_t = None
-            tp, tu = per_color.setdefault(a.color, ([0] * n, [0] * n))
+            if a.color not in per_color:
+                per_color[a.color] = (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
+            tp, tu = per_color[a.color]
             for t in range(n):
                 cur += dp[t]
                 cur_u += du[t]
@@ -341,9 +360,12 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
             heap_peak = max(heap_peak, best)
             heap_peak_unpadded = max(heap_peak_unpadded, best_u)
         for color in set(per_color) | set(fixed_by_color):
-            tp, tu = per_color.get(color, ([0] * n, [0] * n))
+            tp, tu = per_color.get(color) or (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
             fp, fu = fixed_by_color.get(color, (0, 0))
-            pa.heap[color] = {"padded": [x + fp for x in tp], "unpadded": [x + fu for x in tu]}
+            for t in range(n):
+                tp[t] += fp
+                tu[t] += fu
+            pa.heap[color] = {"padded": tp, "unpadded": tu}
         pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
         pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
         # the view: XLA's peak is the whole-program buffers plus the highest
@@ -404,11 +426,18 @@ def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
     file, the module text and the values file are optional; without the values
     file, values at one offset whose live ranges meet are taken to share)."""
     live = read_live_ranges(live_range_path) if live_range_path else None
-    locations = read_locations(hlo_path) if hlo_path else None
     operands = read_value_operands(values_path) if values_path else None
     with open_text(buffer_assignment_path) as f:
-        return analyze_peak(iter_buffer_assignment(f), live, platform, locations=locations,
-                            unpadded=unpadded, operands=operands)
+        pa = analyze_peak(iter_buffer_assignment(f), live, platform, unpadded=unpadded,
+                          operands=operands)
+    if hlo_path and pa.live_at_peak:
+        # op paths and source lines of the buffers listed only: the module
+        # text is read once more, keeping nothing of the other instructions
+        locations = read_locations(hlo_path, names={b.instruction for b in pa.live_at_peak})
+        pa.live_at_peak = [b._replace(op_name=locations[b.instruction].op_name,
+                                      source=locations[b.instruction].source)
+                           if b.instruction in locations else b for b in pa.live_at_peak]
+    return pa
 
 
 # -- the verdict ---------------------------------------------------------------------
