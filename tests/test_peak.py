@@ -353,3 +353,12 @@ def test_peak_can_be_skipped_and_heap_json_is_bounded(monkeypatch):
     assert len(h["padded"]) <= 10 and h["step"] == -(-len(full) // 10)
     assert max(h["padded"]) == max(full) == h["peak_bytes"]
     assert h["padded"][0] == max(full[:h["step"]])
+
+
+def test_reads_names_whole_instructions():
+    from xlashape.live_range import reads
+
+    ops = " f32[8]{0} fusion(f32[8]{0} %copy-done.1, f32[8]{0} %copy-done, s32[] %gte.3)"
+    assert reads(ops, "copy-done.1") and reads(ops, "copy-done") and reads(ops, "gte.3")
+    assert not reads(ops, "copy-done.") and not reads(ops, "copy") and not reads(ops, "gte")
+    assert not reads("", "x")

@@ -28,13 +28,14 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .hlo_module import open_text
 
-__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands"]
+__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands", "reads"]
 
 _SEQ = re.compile(r"\s*(\d+):(\S.*?)\s*$")
 _RANGE = re.compile(r"\s*(\S.*?):(-?\d+)-(-?\d+)\s*$")
 _PEAK = re.compile(r"\s*Live ranges at (\d+) \(peak\):")
 _PEAK_LINE = re.compile(r"\s*(\S.*?): (\d+) bytes")
 _MAX = re.compile(r"HloLiveRange \(max (\d+)\)")
+_HEADER_STARTS = frozenset("HIBLS")
 
 
 class LiveRanges:
@@ -90,23 +91,26 @@ def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
         s = line.strip()
         if not s:
             continue
-        if s.startswith("HloLiveRange"):
+        if s[0] not in _HEADER_STARTS:
+            pass
+        elif s.startswith("HloLiveRange"):
             m = _MAX.search(s)
             if m:
                 lr.max_time = int(m.group(1))
             continue
-        if s == "InstructionSequence:":
+        elif s == "InstructionSequence:":
             section = "seq"
             continue
-        if s == "BufferLiveRange:":
+        elif s == "BufferLiveRange:":
             section = "ranges"
             continue
-        m = _PEAK.match(line)
-        if m:
-            section = "peak"
-            lr.xla_peak_time = int(m.group(1))
-            continue
-        if s.startswith("Stack trace breakdown"):
+        elif s.startswith("Live ranges at"):
+            m = _PEAK.match(line)
+            if m:
+                section = "peak"
+                lr.xla_peak_time = int(m.group(1))
+                continue
+        elif s.startswith("Stack trace breakdown"):
             section = None
             continue
         if section == "seq":
@@ -120,12 +124,21 @@ def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
                         lr.sequence.append("")
                     lr.sequence.append(m.group(2))
         elif section == "ranges":
-            m = _RANGE.match(line)
-            if m:
-                label = m.group(1)
-                if not label.endswith("}"):
-                    label += "{}"
-                lr.ranges[label] = (int(m.group(2)), int(m.group(3)))
+            # "label:start-end" (str methods: this section has a line per value)
+            label, _, span = s.rpartition(":")
+            start, _, end = span.partition("-")
+            try:
+                r = (int(start), int(end))
+            except ValueError:
+                m = _RANGE.match(line)   # a negative start ("-1-5") or a malformed line
+                if not m:
+                    continue
+                label, r = m.group(1), (int(m.group(2)), int(m.group(3)))
+            if not label:
+                continue
+            if not label.endswith("}"):
+                label += "{}"
+            lr.ranges[label] = r
         elif section == "peak":
             m = _PEAK_LINE.match(line)
             if m:
@@ -241,37 +254,48 @@ def _read_locations(lines: Iterable[str], names=None) -> Dict[str, Location]:
     return out
 
 
-_VALUE_HEAD = re.compile(r"<(\d+) ")
-_FROM = re.compile(r"\s*from instruction:\s*%?[\w.\-]+\s*=\s*(.*)$")
-_OPERAND_NAME = re.compile(r"%([\w.\-]+)")
 
 
-def read_value_operands(source) -> Dict[int, frozenset]:
-    """From a ``*-buffer-assignment-values.txt``: ``value id -> the names the
-    defining instruction's line refers to`` (its operands, and called
-    computations). The heap simulator lets a value share the buffer of a value
-    its instruction reads directly; this is what tells the two apart."""
+def read_value_operands(source) -> Dict[int, str]:
+    """From a ``*-buffer-assignment-values.txt``: ``value id -> the operand
+    list of its defining instruction`` as XLA prints it (the text between the
+    opcode's parentheses; ask :func:`reads` whether it names an instruction).
+    The heap simulator lets a value share the buffer of a value its
+    instruction reads directly; this is what tells the two apart."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
         with open_text(source) as f:
             return _read_value_operands(f)
     return _read_value_operands(source)
 
 
-def _read_value_operands(lines: Iterable[str]) -> Dict[int, frozenset]:
-    out: Dict[int, frozenset] = {}
+def reads(operands: str, name: str) -> bool:
+    """Whether an operand list (from :func:`read_value_operands`) names the
+    instruction ``name`` (``%name`` not followed by more of a name)."""
+    key = "%" + name
+    i = operands.find(key)
+    while i >= 0:
+        j = i + len(key)
+        if j >= len(operands) or not (operands[j].isalnum() or operands[j] in "._-"):
+            return True
+        i = operands.find(key, j)
+    return False
+
+
+def _read_value_operands(lines: Iterable[str]) -> Dict[int, str]:
+    out: Dict[int, str] = {}
     current = None
     for line in lines:
         if line.startswith("<"):
-            m = _VALUE_HEAD.match(line)
-            current = int(m.group(1)) if m else None
+            end = line.find(" ")
+            try:
+                current = int(line[1:end])
+            except ValueError:
+                current = None
             continue
-        if current is not None and "from instruction:" in line:
-            m = _FROM.match(line)
-            if m:
-                body = m.group(1)
-                # the operands are inside the first parentheses after the opcode;
-                # attributes (metadata, backend_config) follow them
-                cut = body.find("), ")
-                out[current] = frozenset(_OPERAND_NAME.findall(body if cut < 0 else body[:cut + 1]))
+        if current is not None and line.startswith(" from instruction:"):
+            # "%name = shape opcode(operands), attributes": keep the operands
+            body = line[line.find("=") + 1:] if "=" in line else ""
+            cut = body.find("), ")
+            out[current] = body if cut < 0 else body[:cut + 1]
             current = None
     return out

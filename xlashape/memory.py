@@ -74,7 +74,8 @@ from .xla_dump import (DumpModule, _number, find_dump_modules, iter_buffer_assig
 from .layout import memory_space_name
 from .devices import TPU_ALIASES
 from . import protos
-from .peak import PEAK_FIELDS, PeakAnalysis, peak_from_hlo_proto, peak_of_dump
+from .live_range import read_live_ranges, read_value_operands
+from .peak import PEAK_FIELDS, PeakAnalysis, PeakBuilder, add_locations, peak_from_hlo_proto
 from .shape import Shape
 
 __all__ = [
@@ -1147,9 +1148,12 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
         return open_text(dm.buffer_assignment_path)
 
     open_ba.name = os.path.basename(dm.buffer_assignment_path)
-    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path)
-    if ctx.peak:
-        _attach_peak(bm, dm.buffer_assignment_path, dm.hlo_path if dm.optimized else None, ctx)
+    peak_warnings: List[str] = []
+    builder = _peak_builder(dm.buffer_assignment_path, mm.platform, ctx, peak_warnings)
+    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path,
+                                        builder)
+    bm.warnings.extend(peak_warnings)
+    _finish_peak(bm, builder, dm.hlo_path if dm.optimized else None)
     src = getattr(mm, "_text_source", None)
     if src is not None:
         # the module text's figures, with the tuple tables the buffer
@@ -1171,38 +1175,57 @@ _VALUES_SUFFIX = "-buffer-assignment-values.txt"
 _BA_SUFFIX = "-buffer-assignment.txt"
 
 
-def _attach_peak(mm: ModuleMemory, ba_path: str, hlo_path: Optional[str], ctx: _Context) -> None:
-    """The peak of a dumped module (:mod:`xlashape.peak`): from its buffer
-    assignment, the live-range file beside it and the module text's op
-    paths and source lines."""
-    platform = ctx.platform or mm.platform
-    live_path = None
+def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
+                  warnings: List[str]) -> Optional[PeakBuilder]:
+    """A :class:`~xlashape.peak.PeakBuilder` for a dumped module, with the
+    live-range file beside its buffer assignment (and, on TPU, the values
+    file) read; the buffer assignment's one pass feeds it."""
+    if not ctx.peak:
+        return None
+    live = operands = None
     if ba_path.endswith(_BA_SUFFIX):
-        candidate = ba_path[: -len(_BA_SUFFIX)] + _LIVE_RANGE_SUFFIX
-        if os.path.isfile(candidate):
-            live_path = candidate
+        stem = ba_path[: -len(_BA_SUFFIX)]
+        try:
+            if os.path.isfile(stem + _LIVE_RANGE_SUFFIX):
+                live = read_live_ranges(stem + _LIVE_RANGE_SUFFIX)
+            if platform == _TPU and os.path.isfile(stem + _VALUES_SUFFIX):
+                operands = read_value_operands(stem + _VALUES_SUFFIX)
+        except (OSError, XlaShapeError) as e:
+            warnings.append(f"the live ranges could not be read: {e}")
+            live = operands = None
     sizes = ctx.sizes
+    cache: Dict[str, int] = {}
 
     def unpadded(v):
+        got = cache.get(v.shape_text)
+        if got is not None:
+            return got
         if v.shape is not None and v.shape.is_tuple:
             # a tuple's table of pointers: 8 bytes per element unpadded
-            return 8 * len(v.shape.tuple_shapes)
-        if v.shape is None:
+            got = 8 * len(v.shape.tuple_shapes)
+        elif v.shape is None:
             return v.size
-        got = _sizes_cached(sizes, v.shape, platform, mm.chip)[1]
-        return v.size if got is None else min(got, v.size)
+        else:
+            got = _sizes_cached(sizes, v.shape, platform, ctx.chip)[1]
+            got = v.size if got is None else min(got, v.size)
+        if len(cache) > 1 << 16:
+            cache.clear()
+        cache[v.shape_text] = got
+        return got
 
-    values_path = None
-    if ba_path.endswith(_BA_SUFFIX):
-        candidate = ba_path[: -len(_BA_SUFFIX)] + _VALUES_SUFFIX
-        if os.path.isfile(candidate):
-            values_path = candidate
-    try:
-        mm.peak = peak_of_dump(ba_path, platform, live_range_path=live_path, hlo_path=hlo_path,
-                               values_path=values_path, unpadded=unpadded)
-    except (OSError, XlaShapeError) as e:
-        mm.warnings.append(f"the peak could not be computed: {e}")
+    return PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
+
+
+def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Optional[str]) -> None:
+    if builder is None:
         return
+    builder.platform = mm.platform
+    mm.peak = builder.finish()
+    if hlo_path:
+        try:
+            add_locations(mm.peak, hlo_path)
+        except (OSError, XlaShapeError) as e:
+            mm.warnings.append(f"op paths and source lines could not be read: {e}")
 
 
 _PRIMITIVE_NAMES = None
@@ -1291,9 +1314,11 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
             result.warnings = ctx.warnings
             return result
     result = MemoryAnalysis("dump", path)
-    mod = _module_from_buffer_assignment(lambda: open_text(path), report, ctx, mm, path)
-    if ctx.peak:
-        _attach_peak(mod, path, None, ctx)
+    peak_warnings: List[str] = []
+    builder = _peak_builder(path, ctx.platform, ctx, peak_warnings)
+    mod = _module_from_buffer_assignment(lambda: open_text(path), report, ctx, mm, path, builder)
+    mod.warnings.extend(peak_warnings)
+    _finish_peak(mod, builder, None)
     result.modules.append(mod)
     result.warnings = ctx.warnings
     return result
@@ -1337,7 +1362,8 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 
 
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
-                                   path: Optional[str]) -> ModuleMemory:
+                                   path: Optional[str], peak: Optional[PeakBuilder] = None
+                                   ) -> ModuleMemory:
 
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
@@ -1372,6 +1398,8 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
 
     with open_ba() as f:
         for a in iter_buffer_assignment(f, on_warning=warn):
+            if peak is not None:
+                peak.add(a)
             mm.allocation_count += 1
             mm.value_count += len(a.values)
             if not tiled_seen and platform is None:

@@ -48,17 +48,19 @@ Platform rules (found on real compiles):
 
 import re
 from array import array
+from operator import itemgetter
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
 
 from .hlo_module import open_text
 from .live_range import (LiveRanges, Location, label_key, read_live_ranges, read_locations,
-                         read_value_operands)
+                         read_value_operands, reads)
 from .xla_dump import iter_buffer_assignment
 
 __all__ = ["PeakBuffer", "PeakAnalysis", "analyze_peak", "peak_of_dump", "category", "VERIFIED",
-           "Verdict", "judge", "module_peak", "parse_size", "peak_from_hlo_proto"]
+           "Verdict", "judge", "module_peak", "parse_size", "peak_from_hlo_proto", "PeakBuilder",
+           "add_locations"]
 
 #: which XLA field each platform's rule reproduces (checked on real corpora)
 VERIFIED = {
@@ -88,6 +90,8 @@ def _buckets(values, step: int) -> List[int]:
         return list(values)
     return [max(values[i:i + step]) for i in range(0, len(values), step)]
 
+
+_START_END = itemgetter(0, 1)
 
 #: buffers smaller than this share one line in the live-at-peak listing
 SMALL_BUFFER_BYTES = 16 * 1024
@@ -242,181 +246,228 @@ class PeakAnalysis:
 
 def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Optional[str], *,
                  locations: Optional[Dict[str, Location]] = None, unpadded=None,
-                 operands: Optional[Dict[int, frozenset]] = None) -> PeakAnalysis:
+                 operands: Optional[Dict[int, str]] = None) -> PeakAnalysis:
     """Compute the peak figures from the buffer assignment's allocations
     (:class:`~xlashape.xla_dump.BufferAllocation` records, read once) and the
     live ranges (``None`` when the dump has no ``*-live-range.txt``: then only
     the fields that need no heap are given).
 
     ``unpadded(value) -> int`` gives a value's size without padding (default:
-    its size); ``locations`` maps instruction names to op path and source.
+    its size); ``locations`` maps instruction names to op path and source;
+    ``operands`` (from the values file) says which values may share memory on
+    TPU. :class:`PeakBuilder` does the same one allocation at a time.
     """
-    pa = PeakAnalysis(platform)
-    locations = locations or {}
-    total0 = indefinite0 = fixed = fixed_unpadded = 0
-    fixed_buffers: List[PeakBuffer] = []
-    heaps: List[Tuple[object, List[_Cluster]]] = []
-    missing = 0
-
-    def loc(name):
-        l = locations.get(name)
-        return (l.op_name, l.source) if l is not None else (None, None)
-
-    # which values at one offset share memory in the simulator's trace (a
-    # SHARE_WITH): on GPU every two whose live ranges meet; on TPU only a
-    # loop-carried (phi) value, or one whose instruction reads the other
-    # directly (a value read through another position, e.g. a copy-done, gets
-    # its own ALLOC) -- rules fitted on the real corpora, see the module docstring
-    strict = operands if platform == "tpu" else None
+    builder = PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
     for a in allocations:
+        builder.add(a)
+    return builder.finish(locations)
+
+
+class PeakBuilder:
+    """:func:`analyze_peak` fed one allocation at a time (``add``), so the
+    pass that reads the buffer assignment for the size figures can compute
+    the peak too; ``finish()`` returns the :class:`PeakAnalysis`."""
+
+    def __init__(self, live: Optional[LiveRanges], platform: Optional[str], *, unpadded=None,
+                 operands: Optional[Dict[int, str]] = None):
+        self.live = live
+        self.platform = platform
+        self.unpadded = unpadded
+        self.operands = operands
+        # which values at one offset share memory in the simulator's trace (a
+        # SHARE_WITH): on GPU every two whose live ranges meet; on TPU only a
+        # loop-carried (phi) value, or one whose instruction reads the other
+        # directly (a value read through another position, e.g. a copy-done,
+        # gets its own ALLOC) -- rules fitted on the real corpora
+        self.strict = operands if platform == "tpu" else None
+        self.total0 = self.indefinite0 = self.fixed = self.fixed_unpadded = 0
+        self.fixed_buffers: List[PeakBuffer] = []
+        self.heaps: List[Tuple[object, List[_Cluster]]] = []
+        self.missing = 0
+
+    def add(self, a) -> None:
         if a.color == 0:
-            total0 += a.size
+            self.total0 += a.size
             if is_indefinite(a):
-                indefinite0 += a.size
-        kind = category(a)
+                self.indefinite0 += a.size
+        unpadded = self.unpadded
         if is_indefinite(a):
             if a.is_thread_local or not a.values:
-                continue
+                return
             v = max(a.values, key=lambda v: v.size)
             u = unpadded(v) if unpadded else v.size
-            fixed += v.size
-            fixed_unpadded += u
-            op, src = loc(v.name)
-            fixed_buffers.append(PeakBuffer(v.label, v.name, a.index, a.color, v.size, u, v.offset,
-                                            None, None, kind, v.shape_text, op, src))
-            continue
+            self.fixed += v.size
+            self.fixed_unpadded += u
+            self.fixed_buffers.append(PeakBuffer(v.label, v.name, a.index, a.color, v.size, u,
+                                                 v.offset, None, None, category(a), v.shape_text,
+                                                 None, None))
+            return
+        live = self.live
         if live is None:
-            continue
+            return
+        ranges = live.ranges
         # the heap of this allocation: values at one offset whose live
         # ranges meet are one buffer in the simulator's trace (SHARE_WITH)
         by_offset: Dict[int, List] = {}
         for v in a.values:
             if v.shape_text.startswith("("):
                 continue  # tuple pointer tables are not in the heap trace
-            r = live.ranges.get(label_key(v.name, v.index))
+            label = v.label
+            r = ranges.get(label if label.endswith("}") else label + "{}")
             if r is None:
-                missing += 1
+                self.missing += 1
                 continue
-            by_offset.setdefault(v.offset, []).append((r[0], r[1], v))
+            got = by_offset.get(v.offset)
+            if got is None:
+                by_offset[v.offset] = [(r[0], r[1], v)]
+            else:
+                got.append((r[0], r[1], v))
         clusters: List[_Cluster] = []
-        for off, vals in by_offset.items():
-            vals.sort(key=lambda x: (x[0], x[1]))
+        strict = self.strict
+        for vals in by_offset.values():
+            if len(vals) > 1:
+                vals.sort(key=_START_END)
             cur = None
             for s, e, v in vals:
                 u = unpadded(v) if unpadded else v.size
                 if cur is not None and s <= cur.end and (
                         strict is None or v.is_phi
-                        or cur.values[-1][2].name in strict.get(v.id, ())):
-                    cur.end = max(cur.end, e)
+                        or reads(strict.get(v.id, ""), cur.values[-1][2].name)):
+                    if e > cur.end:
+                        cur.end = e
                     if v.size > cur.size:
                         cur.size, cur.unpadded = v.size, u
                     cur.values.append((s, e, v))
                 else:
                     cur = _Cluster(s, e, v.size, u, (s, e, v))
                     clusters.append(cur)
-        heaps.append((a, clusters))
+        self.heaps.append((a, clusters))
 
-    pa.computed["total_allocation_bytes"] = total0
-    pa.computed["indefinite_allocations"] = indefinite0
-    if live is not None and live.xla_peak_time is not None:
-        pa.xla_live_range_peak = (live.xla_peak_time, live.xla_peak_bytes)
-
-    if live is not None:
-        n = max(live.max_time, max((c.end for _, cs in heaps for c in cs), default=0)) + 1
-        heap_peak = heap_peak_unpadded = 0
-        highest = None
-        fixed_by_color: Dict[int, Tuple[int, int]] = {}
-        for b in fixed_buffers:
-            p, u = fixed_by_color.get(b.color, (0, 0))
-            fixed_by_color[b.color] = (p + b.size, u + b.unpadded_size)
-        per_color: Dict[int, Tuple[List[int], List[int]]] = {}
-        for a, clusters in heaps:
-            dp = array("q", bytes(8 * (n + 1)))
-            du = array("q", bytes(8 * (n + 1)))
-            for c in clusters:
-                s = max(c.start, 0)
-                e = min(c.end, n - 1)
-                dp[s] += c.size
-                dp[e + 1] -= c.size
-                du[s] += c.unpadded
-                du[e + 1] -= c.unpadded
-            best = best_u = cur = cur_u = 0
-            best_t = None
-            if a.color not in per_color:
-                per_color[a.color] = (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
-            tp, tu = per_color[a.color]
-            for t in range(n):
-                cur += dp[t]
-                cur_u += du[t]
-                tp[t] += cur
-                tu[t] += cur_u
-                if cur > best:
-                    best, best_t = cur, t
-                best_u = max(best_u, cur_u)  # its own highest point, not the padded peak's
-            # XLA takes the highest of the heaps (one per memory space's
-            # temporary allocation), not their sum
-            if best > heap_peak:
-                highest = (a, clusters, best_t)
-            heap_peak = max(heap_peak, best)
-            heap_peak_unpadded = max(heap_peak_unpadded, best_u)
-        for color in set(per_color) | set(fixed_by_color):
-            tp, tu = per_color.get(color) or (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
-            fp, fu = fixed_by_color.get(color, (0, 0))
-            for t in range(n):
-                tp[t] += fp
-                tu[t] += fu
-            pa.heap[color] = {"padded": tp, "unpadded": tu}
-        pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
-        pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
-        # the view: XLA's peak is the whole-program buffers plus the highest
-        # heap at its highest point: list exactly those
-        live_now = list(fixed_buffers)
-        if highest is not None:
-            a, clusters, t = highest
-            pa.peak_time = t
-            pa.peak_memory_space = a.color
-            pa.peak_instruction = live.instruction_at(t)
-            for c in clusters:
-                if not (c.start <= t <= c.end):
-                    continue
-                # the value of the cluster that is live at t (the last one)
-                s, e, v = [x for x in c.values if x[0] <= t <= x[1]][-1]
-                op, src = loc(v.name)
-                live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c.size, c.unpadded,
-                                           v.offset, s, e, category(a), v.shape_text, op, src))
-        live_now.sort(key=lambda b: (-b.size, b.label))
-        pa.live_at_peak = live_now
-    else:
-        pa.computed["peak_memory_in_bytes"] = fixed if platform == "cpu" else None
-
-    if platform == "cpu":
-        # XLA:CPU's executable keeps no heap traces: its peak is the
-        # whole-program buffers alone
-        pa.computed["peak_memory_in_bytes"] = fixed
+    def finish(self, locations: Optional[Dict[str, Location]] = None) -> PeakAnalysis:
+        platform, live, heaps = self.platform, self.live, self.heaps
+        fixed, fixed_unpadded = self.fixed, self.fixed_unpadded
+        pa = PeakAnalysis(platform)
+        pa.computed["total_allocation_bytes"] = self.total0
+        pa.computed["indefinite_allocations"] = self.indefinite0
+        if live is not None and live.xla_peak_time is not None:
+            pa.xla_live_range_peak = (live.xla_peak_time, live.xla_peak_bytes)
         if live is not None:
-            pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded
-
-    verified = VERIFIED.get(platform or "", ())
-    for k in PEAK_FIELDS:
-        if platform == "tpu" and k.startswith("peak") and live is not None and operands is None:
-            pa.reasons[k] = ("on TPU the heap replay needs the dump's "
-                             "*-buffer-assignment-values.txt (which values share memory), or "
-                             "the .hlo.pb (--xla_dump_hlo_as_proto)")
-        elif missing and k.startswith("peak") and platform != "cpu":
-            pa.reasons[k] = (f"{missing} values of the buffer assignment have no live range in "
-                             "the live-range file: the heap cannot be replayed")
-        elif k in verified and pa.computed[k] is not None:
-            pa.figures[k] = pa.computed[k]
-        elif k in verified:
-            pa.reasons[k] = ("needs the dump's *-live-range.txt (XLA writes it with "
-                             "--xla_dump_to), or the .hlo.pb's heap simulator traces "
-                             "(--xla_dump_hlo_as_proto)")
-        elif platform is None:
-            pa.reasons[k] = ("the platform (CPU, GPU, TPU) is not known: XLA counts it "
-                             "differently on each; say --platform")
+            n = max(live.max_time, max((c.end for _, cs in heaps for c in cs), default=0)) + 1
+            heap_peak = heap_peak_unpadded = 0
+            highest = None
+            fixed_by_color: Dict[int, Tuple[int, int]] = {}
+            for b in self.fixed_buffers:
+                p, u = fixed_by_color.get(b.color, (0, 0))
+                fixed_by_color[b.color] = (p + b.size, u + b.unpadded_size)
+            per_color: Dict[int, Tuple[array, array]] = {}
+            for a, clusters in heaps:
+                dp = array("q", bytes(8 * (n + 1)))
+                du = array("q", bytes(8 * (n + 1)))
+                for c in clusters:
+                    s = max(c.start, 0)
+                    e = min(c.end, n - 1)
+                    dp[s] += c.size
+                    dp[e + 1] -= c.size
+                    du[s] += c.unpadded
+                    du[e + 1] -= c.unpadded
+                best = best_u = cur = cur_u = 0
+                best_t = None
+                if a.color not in per_color:
+                    per_color[a.color] = (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
+                tp, tu = per_color[a.color]
+                for t in range(n):
+                    cur += dp[t]
+                    cur_u += du[t]
+                    tp[t] += cur
+                    tu[t] += cur_u
+                    if cur > best:
+                        best, best_t = cur, t
+                    if cur_u > best_u:
+                        best_u = cur_u  # its own highest point, not the padded peak's
+                # XLA takes the highest of the heaps (one per memory space's
+                # temporary allocation), not their sum
+                if best > heap_peak:
+                    highest = (a, clusters, best_t)
+                heap_peak = max(heap_peak, best)
+                heap_peak_unpadded = max(heap_peak_unpadded, best_u)
+            for color in set(per_color) | set(fixed_by_color):
+                tp, tu = per_color.get(color) or (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
+                fp, fu = fixed_by_color.get(color, (0, 0))
+                if fp or fu:
+                    for t in range(n):
+                        tp[t] += fp
+                        tu[t] += fu
+                pa.heap[color] = {"padded": tp, "unpadded": tu}
+            pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
+            pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
+            # the view: XLA's peak is the whole-program buffers plus the highest
+            # heap at its highest point: list exactly those
+            live_now = list(self.fixed_buffers)
+            if highest is not None:
+                a, clusters, t = highest
+                pa.peak_time = t
+                pa.peak_memory_space = a.color
+                pa.peak_instruction = live.instruction_at(t)
+                kind = category(a)
+                for c in clusters:
+                    if not (c.start <= t <= c.end):
+                        continue
+                    # the value of the cluster that is live at t (the last one)
+                    s, e, v = [x for x in c.values if x[0] <= t <= x[1]][-1]
+                    live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c.size,
+                                               c.unpadded, v.offset, s, e, kind, v.shape_text,
+                                               None, None))
+            live_now.sort(key=lambda b: (-b.size, b.label))
+            if locations:
+                live_now = [b._replace(op_name=locations[b.instruction].op_name,
+                                       source=locations[b.instruction].source)
+                            if b.instruction in locations else b for b in live_now]
+            pa.live_at_peak = live_now
         else:
-            pa.reasons[k] = _REASONS.get((platform, k), f"not reproduced on {platform.upper()}")
-    return pa
+            pa.computed["peak_memory_in_bytes"] = fixed if platform == "cpu" else None
+
+        if platform == "cpu":
+            # XLA:CPU's executable keeps no heap traces: its peak is the
+            # whole-program buffers alone
+            pa.computed["peak_memory_in_bytes"] = fixed
+            if live is not None:
+                pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded
+
+        verified = VERIFIED.get(platform or "", ())
+        missing = self.missing
+        for k in PEAK_FIELDS:
+            if (platform == "tpu" and k.startswith("peak") and live is not None
+                    and self.operands is None):
+                pa.reasons[k] = ("on TPU the heap replay needs the dump's "
+                                 "*-buffer-assignment-values.txt (which values share memory), or "
+                                 "the .hlo.pb (--xla_dump_hlo_as_proto)")
+            elif missing and k.startswith("peak") and platform != "cpu":
+                pa.reasons[k] = (f"{missing} values of the buffer assignment have no live range "
+                                 "in the live-range file: the heap cannot be replayed")
+            elif k in verified and pa.computed[k] is not None:
+                pa.figures[k] = pa.computed[k]
+            elif k in verified:
+                pa.reasons[k] = ("needs the dump's *-live-range.txt (XLA writes it with "
+                                 "--xla_dump_to), or the .hlo.pb's heap simulator traces "
+                                 "(--xla_dump_hlo_as_proto)")
+            elif platform is None:
+                pa.reasons[k] = ("the platform (CPU, GPU, TPU) is not known: XLA counts it "
+                                 "differently on each; say --platform")
+            else:
+                pa.reasons[k] = _REASONS.get((platform, k), f"not reproduced on {platform.upper()}")
+        return pa
+
+
+def add_locations(pa: PeakAnalysis, hlo_path: str) -> None:
+    """Fill the op paths and source lines of the buffers listed at the peak
+    from the module text (read once more, keeping nothing of the other
+    instructions)."""
+    if not pa.live_at_peak:
+        return
+    locations = read_locations(hlo_path, names={b.instruction for b in pa.live_at_peak})
+    pa.live_at_peak = [b._replace(op_name=locations[b.instruction].op_name,
+                                  source=locations[b.instruction].source)
+                       if b.instruction in locations else b for b in pa.live_at_peak]
 
 
 def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
@@ -426,17 +477,12 @@ def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
     file, the module text and the values file are optional; without the values
     file, values at one offset whose live ranges meet are taken to share)."""
     live = read_live_ranges(live_range_path) if live_range_path else None
-    operands = read_value_operands(values_path) if values_path else None
+    operands = read_value_operands(values_path) if values_path and platform == "tpu" else None
     with open_text(buffer_assignment_path) as f:
         pa = analyze_peak(iter_buffer_assignment(f), live, platform, unpadded=unpadded,
                           operands=operands)
-    if hlo_path and pa.live_at_peak:
-        # op paths and source lines of the buffers listed only: the module
-        # text is read once more, keeping nothing of the other instructions
-        locations = read_locations(hlo_path, names={b.instruction for b in pa.live_at_peak})
-        pa.live_at_peak = [b._replace(op_name=locations[b.instruction].op_name,
-                                      source=locations[b.instruction].source)
-                           if b.instruction in locations else b for b in pa.live_at_peak]
+    if hlo_path:
+        add_locations(pa, hlo_path)
     return pa
 
 
