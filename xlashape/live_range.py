@@ -30,7 +30,6 @@ from .hlo_module import open_text
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands", "reads"]
 
-_SEQ = re.compile(r"\s*(\d+):(\S.*?)\s*$")
 _RANGE = re.compile(r"\s*(\S.*?):(-?\d+)-(-?\d+)\s*$")
 _PEAK = re.compile(r"\s*Live ranges at (\d+) \(peak\):")
 _PEAK_LINE = re.compile(r"\s*(\S.*?): (\d+) bytes")
@@ -114,15 +113,16 @@ def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
             section = None
             continue
         if section == "seq":
-            m = _SEQ.match(line)
-            if m:
-                t = int(m.group(1))
-                if t == len(lr.sequence):
-                    lr.sequence.append(m.group(2))
-                elif 0 <= t < 1 << 31:
-                    while len(lr.sequence) < t:
-                        lr.sequence.append("")
-                    lr.sequence.append(m.group(2))
+            pos, _, name = s.partition(":")
+            if not pos.isdigit() or not name:
+                continue
+            t = int(pos)
+            if t == len(lr.sequence):
+                lr.sequence.append(name)
+            elif t < 1 << 24:
+                while len(lr.sequence) < t:
+                    lr.sequence.append("")
+                lr.sequence.append(name)
         elif section == "ranges":
             # "label:start-end" (str methods: this section has a line per value)
             label, _, span = s.rpartition(":")
@@ -284,17 +284,19 @@ def reads(operands: str, name: str) -> bool:
 def _read_value_operands(lines: Iterable[str]) -> Dict[int, str]:
     out: Dict[int, str] = {}
     current = None
+    key = " from instruction:"
     for line in lines:
-        if line.startswith("<"):
+        c = line[:1]
+        if c == "<":
             end = line.find(" ")
             try:
                 current = int(line[1:end])
             except ValueError:
                 current = None
-            continue
-        if current is not None and line.startswith(" from instruction:"):
+        elif c == " " and current is not None and line.startswith(key):
             # "%name = shape opcode(operands), attributes": keep the operands
-            body = line[line.find("=") + 1:] if "=" in line else ""
+            eq = line.find("=")
+            body = line[eq + 1:] if eq >= 0 else ""
             cut = body.find("), ")
             out[current] = body if cut < 0 else body[:cut + 1]
             current = None

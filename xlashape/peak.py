@@ -48,7 +48,8 @@ Platform rules (found on real compiles):
 
 import re
 from array import array
-from operator import itemgetter
+from itertools import accumulate
+from operator import add, itemgetter
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
@@ -149,12 +150,9 @@ class PeakBuffer(NamedTuple):
         return d
 
 
-class _Cluster:
-    __slots__ = ("start", "end", "size", "unpadded", "values")
-
-    def __init__(self, start, end, size, unpadded, value):
-        self.start, self.end, self.size, self.unpadded = start, end, size, unpadded
-        self.values = [value]
+# a heap buffer: values at one offset that share memory, as a list
+# [start, end, size, unpadded, [(start, end, value), ...]] (lists: cheap to make)
+_C_START, _C_END, _C_SIZE, _C_UNPADDED, _C_VALUES = range(5)
 
 
 class PeakAnalysis:
@@ -282,8 +280,9 @@ class PeakBuilder:
         self.strict = operands if platform == "tpu" else None
         self.total0 = self.indefinite0 = self.fixed = self.fixed_unpadded = 0
         self.fixed_buffers: List[PeakBuffer] = []
-        self.heaps: List[Tuple[object, List[_Cluster]]] = []
+        self.heaps: List[Tuple[object, List[list]]] = []
         self.missing = 0
+        self._ucache: Dict[Tuple[str, int], int] = {}
 
     def add(self, a) -> None:
         if a.color == 0:
@@ -322,24 +321,31 @@ class PeakBuilder:
                 by_offset[v.offset] = [(r[0], r[1], v)]
             else:
                 got.append((r[0], r[1], v))
-        clusters: List[_Cluster] = []
+        clusters: List[list] = []
         strict = self.strict
+        ucache = self._ucache
         for vals in by_offset.values():
             if len(vals) > 1:
                 vals.sort(key=_START_END)
             cur = None
             for s, e, v in vals:
-                u = unpadded(v) if unpadded else v.size
-                if cur is not None and s <= cur.end and (
-                        strict is None or v.is_phi
-                        or reads(strict.get(v.id, ""), cur.values[-1][2].name)):
-                    if e > cur.end:
-                        cur.end = e
-                    if v.size > cur.size:
-                        cur.size, cur.unpadded = v.size, u
-                    cur.values.append((s, e, v))
+                if unpadded is None:
+                    u = v.size
                 else:
-                    cur = _Cluster(s, e, v.size, u, (s, e, v))
+                    key = (v.shape_text, v.size)
+                    u = ucache.get(key)
+                    if u is None:
+                        u = ucache[key] = unpadded(v)
+                if cur is not None and s <= cur[1] and (
+                        strict is None or v.is_phi
+                        or reads(strict.get(v.id, ""), cur[4][-1][2].name)):
+                    if e > cur[1]:
+                        cur[1] = e
+                    if v.size > cur[2]:
+                        cur[2], cur[3] = v.size, u
+                    cur[4].append((s, e, v))
+                else:
+                    cur = [s, e, v.size, u, [(s, e, v)]]
                     clusters.append(cur)
         self.heaps.append((a, clusters))
 
@@ -352,7 +358,7 @@ class PeakBuilder:
         if live is not None and live.xla_peak_time is not None:
             pa.xla_live_range_peak = (live.xla_peak_time, live.xla_peak_bytes)
         if live is not None:
-            n = max(live.max_time, max((c.end for _, cs in heaps for c in cs), default=0)) + 1
+            n = max(live.max_time, max((c[_C_END] for _, cs in heaps for c in cs), default=0)) + 1
             heap_peak = heap_peak_unpadded = 0
             highest = None
             fixed_by_color: Dict[int, Tuple[int, int]] = {}
@@ -361,29 +367,27 @@ class PeakBuilder:
                 fixed_by_color[b.color] = (p + b.size, u + b.unpadded_size)
             per_color: Dict[int, Tuple[array, array]] = {}
             for a, clusters in heaps:
-                dp = array("q", bytes(8 * (n + 1)))
-                du = array("q", bytes(8 * (n + 1)))
-                for c in clusters:
-                    s = max(c.start, 0)
-                    e = min(c.end, n - 1)
-                    dp[s] += c.size
-                    dp[e + 1] -= c.size
-                    du[s] += c.unpadded
-                    du[e + 1] -= c.unpadded
-                best = best_u = cur = cur_u = 0
-                best_t = None
-                if a.color not in per_color:
-                    per_color[a.color] = (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
-                tp, tu = per_color[a.color]
-                for t in range(n):
-                    cur += dp[t]
-                    cur_u += du[t]
-                    tp[t] += cur
-                    tu[t] += cur_u
-                    if cur > best:
-                        best, best_t = cur, t
-                    if cur_u > best_u:
-                        best_u = cur_u  # its own highest point, not the padded peak's
+                dp = array("q", bytes(8 * n))
+                du = array("q", bytes(8 * n))
+                for st, e, size, unp, _ in clusters:
+                    st = max(st, 0)
+                    e = min(e, n - 1) + 1
+                    dp[st] += size
+                    du[st] += unp
+                    if e < n:
+                        dp[e] -= size
+                        du[e] -= unp
+                hp = array("q", accumulate(dp))   # the heap at each program position
+                hu = array("q", accumulate(du))
+                best = max(hp, default=0)
+                best_t = hp.index(best) if best > 0 else None
+                best_u = max(hu, default=0)  # its own highest point, not the padded peak's
+                got = per_color.get(a.color)
+                if got is None:
+                    per_color[a.color] = (hp, hu)
+                else:
+                    per_color[a.color] = (array("q", map(add, got[0], hp)),
+                                          array("q", map(add, got[1], hu)))
                 # XLA takes the highest of the heaps (one per memory space's
                 # temporary allocation), not their sum
                 if best > heap_peak:
@@ -393,10 +397,10 @@ class PeakBuilder:
             for color in set(per_color) | set(fixed_by_color):
                 tp, tu = per_color.get(color) or (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
                 fp, fu = fixed_by_color.get(color, (0, 0))
-                if fp or fu:
-                    for t in range(n):
-                        tp[t] += fp
-                        tu[t] += fu
+                if fp:
+                    tp = array("q", map(fp.__add__, tp))
+                if fu:
+                    tu = array("q", map(fu.__add__, tu))
                 pa.heap[color] = {"padded": tp, "unpadded": tu}
             pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
             pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
@@ -410,12 +414,12 @@ class PeakBuilder:
                 pa.peak_instruction = live.instruction_at(t)
                 kind = category(a)
                 for c in clusters:
-                    if not (c.start <= t <= c.end):
+                    if not (c[_C_START] <= t <= c[_C_END]):
                         continue
                     # the value of the cluster that is live at t (the last one)
-                    s, e, v = [x for x in c.values if x[0] <= t <= x[1]][-1]
-                    live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c.size,
-                                               c.unpadded, v.offset, s, e, kind, v.shape_text,
+                    s, e, v = [x for x in c[_C_VALUES] if x[0] <= t <= x[1]][-1]
+                    live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c[_C_SIZE],
+                                               c[_C_UNPADDED], v.offset, s, e, kind, v.shape_text,
                                                None, None))
             live_now.sort(key=lambda b: (-b.size, b.label))
             if locations:
