@@ -118,7 +118,7 @@ _CHIP_NAMES = TPU_ALIASES  # one table of names: xlashape.devices
 
 
 #: one name per memory space, in every command and view (``S(n)``)
-SPACE_LABELS = {0: "device memory (HBM)", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
+SPACE_LABELS = {0: "device memory", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
                 5: "host memory"}
 
 

@@ -35,7 +35,8 @@ _SPACES = Table([("memory space", 40, "<"), ("arguments", 10, ">"), ("outputs", 
 _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
-_LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("live", 13, "<"),
+_LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
+               ("live", 13, "<"),
                ("buffer", 30, "<"), ("JAX op path", 44, "<"), ("source", 30, "<")], indent="  ")
 
 
@@ -339,7 +340,7 @@ def _peak_text(m, top: int) -> List[str]:
         out.append(_LIVE.header())
         for b in shown:
             live = "whole program" if b.start is None else f"{b.start}-{b.end}"
-            out.append(_LIVE.format(fmt_bytes(b.size), _size(b.padding), b.kind, live,
+            out.append(_LIVE.format(fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live,
                                     _clip(b.label, 30), _clip(b.op_name or "", 44),
                                     _clip(b.source or "", 30)))
         if rest_n:
