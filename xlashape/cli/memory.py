@@ -332,17 +332,17 @@ def _peak_text(m, top: int) -> List[str]:
             h = pa.heap[color]["padded"]
             if not h:
                 continue
-            out.append(f"  S({color}) {_clip(space_label(color), 28):<28} highest {fmt_bytes(max(h)):>8}  "
-                       + _sparkline(h))
+            out.append((f"  S({color}) {_clip(space_label(color), 28):<28} highest "
+                        f"{fmt_bytes(max(h)):>8}  " + _sparkline(h)).rstrip())
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
-        out.append(_LIVE.header())
+        out.append(_LIVE.header().rstrip())
         for b in shown:
             live = "whole program" if b.start is None else f"{b.start}-{b.end}"
             out.append(_LIVE.format(fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live,
                                     _clip(b.label, 30), _clip(b.op_name or "", 44),
-                                    _clip(b.source or "", 30)))
+                                    _clip(b.source or "", 30)).rstrip())
         if rest_n:
             out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
         groups = pa.by_op_path()
