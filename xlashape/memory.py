@@ -240,6 +240,25 @@ def _buffers(shape: Shape, index: Tuple[int, ...] = ()) -> Iterator[Tuple[Tuple[
         yield index, shape
 
 
+def _sizes_by_text(cache: dict, text: str, shape: Shape, platform, chip=None
+                   ) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    """:func:`_sizes_cached` keyed by the shape's text: a buffer assignment
+    parses every value's shape anew, and keeping those objects alive in the
+    cache would hold memory in proportion to the file."""
+    key = (text, platform, chip)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        value = (buffer_size(shape, platform, chip), unpadded_size(shape, platform, chip), None)
+    except XlaShapeError as e:
+        value = (None, None, str(e).splitlines()[0])
+    if len(cache) > 1 << 16:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _sizes_cached(cache: dict, shape: Shape, platform, chip=None
                   ) -> Tuple[Optional[int], Optional[int], Optional[str]]:
     key = (id(shape), platform, chip)
@@ -1206,7 +1225,7 @@ def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
         elif v.shape is None:
             return v.size
         else:
-            got = _sizes_cached(sizes, v.shape, platform, ctx.chip)[1]
+            got = _sizes_by_text(sizes, v.shape_text, v.shape, platform, ctx.chip)[1]
             got = v.size if got is None else min(got, v.size)
         if len(cache) > 1 << 16:
             cache.clear()
@@ -1331,7 +1350,7 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     for v in a.values:
         unp = None
         if v.shape is not None:
-            _, unp, _ = _sizes_cached(sizes, v.shape, platform, chip)
+            _, unp, _ = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
         details.append(ValueInfo(v.name, v.label, v.size, v.offset, v.shape_text, unp))
         if unp is not None:
             key = (v.offset, v.size)
@@ -1455,7 +1474,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                             mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
                                             "assignment (" + ("TPU v4/v5e" if g == 512 else
                                                               "TPU v5p/v6e") + ")")
-                size, _, problem = _sizes_cached(sizes, v.shape, platform, chip)
+                size, _, problem = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
                 if problem is not None or size != v.size:
                     rec = mismatches.get(v.shape_text)
                     if rec is None:
