@@ -17,8 +17,8 @@ kept by protobuf as unknown fields: they survive a parse and a
 re-serialization unchanged, and :func:`unknown_field_numbers` lists them.
 
 Readers (each returns the message; bad bytes raise
-:class:`~xlashape.errors.UnreadableInputError`, a ``ValueError``, naming
-what failed):
+:class:`~xlashape.errors.ProtoDecodeError`, an ``UnreadableInputError`` and
+a ``ShapeValueError``, naming what failed):
 
 - :func:`read_hlo_proto`: an ``HloProto`` from a ``*.hlo.pb`` /
   ``*.hlo.pb.gz`` file (``--xla_dump_hlo_as_proto``) or its bytes; a bare
@@ -41,7 +41,7 @@ from typing import Iterable, List, Optional, Tuple, Union
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf import message as _pb_message
 
-from .errors import UnreadableInputError
+from .errors import ProtoDecodeError, UnreadableInputError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -487,7 +487,7 @@ def parse_message(cls, data: BytesLike, what: Optional[str] = None):
 
     Malformed bytes (a cut-off field, a bad wire type, a length past the
     end, invalid UTF-8 in a string field, nesting deeper than protobuf
-    allows) raise :class:`UnreadableInputError` naming *what* and the
+    allows) raise :class:`ProtoDecodeError` naming *what* and the
     message type. Fields this module does not declare are kept as unknown
     fields, as protobuf does.
     """
@@ -503,11 +503,11 @@ def parse_message(cls, data: BytesLike, what: Optional[str] = None):
     try:
         msg.ParseFromString(data)
     except _pb_message.DecodeError as e:
-        raise UnreadableInputError(
+        raise ProtoDecodeError(
             f"{what}: not a valid {cls.DESCRIPTOR.full_name} "
             f"({len(data)} bytes): {e}") from None
     except (ValueError, TypeError, RecursionError, OverflowError) as e:
-        raise UnreadableInputError(
+        raise ProtoDecodeError(
             f"{what}: not a valid {cls.DESCRIPTOR.full_name} "
             f"({len(data)} bytes): {type(e).__name__}: {e}") from None
     return msg
@@ -533,13 +533,13 @@ def _load_bytes(source: Source, what: str) -> Tuple[bytes, str]:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as e:
-            raise UnreadableInputError(f"{label}: bad gzip data: {e}") from None
+            raise ProtoDecodeError(f"{label}: bad gzip data: {e}") from None
     return data, label
 
 
 def _require_nonempty(data: bytes, label: str, kind: str) -> None:
     if not data:
-        raise UnreadableInputError(f"{label}: empty, not a serialized {kind}")
+        raise ProtoDecodeError(f"{label}: empty, not a serialized {kind}")
 
 
 def read_hlo_proto(source: Source):
@@ -578,7 +578,7 @@ def read_hlo_proto(source: Source):
         return out
     if first_error is not None:
         raise first_error
-    raise UnreadableInputError(
+    raise ProtoDecodeError(
         f"{label}: an HloProto without an HLO module (no computations)")
 
 
