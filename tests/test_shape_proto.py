@@ -211,3 +211,27 @@ def test_messages_of_another_pool_are_accepted():
     assert Shape.from_proto(msg) == parse_shape("f32[2]{0}")
     with pytest.raises(TypeError):
         Shape.from_proto("f32[2]")
+
+
+def test_every_shape_in_the_corpora_protos_round_trips_byte_for_byte():
+    # the ShapeProtos XLA wrote into every .hlo.pb of the test data
+    # (instructions and program shapes): from_proto then to_proto gives them back
+    import glob
+
+    paths = glob.glob(os.path.join(os.path.dirname(__file__), "data", "**", "*.hlo.pb"),
+                      recursive=True)
+    seen = set()
+    for path in paths:
+        module = protos.read_hlo_proto(path).hlo_module
+        for comp in module.computations:
+            shapes = [i.shape for i in comp.instructions]
+            shapes += list(comp.program_shape.parameters) + [comp.program_shape.result]
+            for msg in shapes:
+                data = msg.SerializeToString()
+                if data in seen:
+                    continue
+                seen.add(data)
+                shape = Shape.from_proto(data)
+                assert shape.to_proto() == data, (path, str(shape))
+                assert parse_shape(str(shape)) == shape
+    assert len(seen) > 100
