@@ -434,15 +434,40 @@ def _build_pool():
 _POOL = _build_pool()
 
 
-def _message_class(full_name: str):
-    desc = _POOL.FindMessageTypeByName(full_name)
+def _class_of(desc):
     try:
         from google.protobuf.message_factory import GetMessageClass
-    except ImportError:  # protobuf < 4.21: the factory object
+    except ImportError:  # protobuf < 4.22: the factory object
         from google.protobuf.message_factory import MessageFactory
 
         return MessageFactory(_POOL).GetPrototype(desc)
     return GetMessageClass(desc)
+
+
+def _attach_nested(cls, desc) -> None:
+    """Nested messages and enums as class attributes (``HeapSimulatorTrace.Event.Kind``),
+    as generated code has them; the upb runtime does this itself, the
+    pure-Python one does not."""
+    from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+
+    for nested in desc.nested_types:
+        sub = _class_of(nested)
+        if not hasattr(cls, nested.name):
+            setattr(cls, nested.name, sub)
+        _attach_nested(sub, nested)
+    for enum in desc.enum_types:
+        if not hasattr(cls, enum.name):
+            setattr(cls, enum.name, EnumTypeWrapper(enum))
+        for value in enum.values:
+            if not hasattr(cls, value.name):
+                setattr(cls, value.name, value.number)
+
+
+def _message_class(full_name: str):
+    desc = _POOL.FindMessageTypeByName(full_name)
+    cls = _class_of(desc)
+    _attach_nested(cls, desc)
+    return cls
 
 
 TileProto = _message_class("xla.TileProto")
