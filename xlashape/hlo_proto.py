@@ -30,6 +30,7 @@ shardings and the other undeclared fields are not in ``attributes``.
 
 from __future__ import annotations
 
+import gc
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
@@ -40,6 +41,7 @@ from .shape_proto import _shape_from_message
 
 __all__ = [
     "HloProtoModule",
+    "ProtoInstruction",
     "StackFrame",
     "read_hlo_proto_module",
     "module_from_proto",
@@ -110,38 +112,68 @@ class HloProtoModule(HloModule):
         return out
 
 
+def _slot_descriptor(cls, name):
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    raise AttributeError(name)  # pragma: no cover - Instruction always has it
+
+
+_ATTRIBUTES_TEXT = _slot_descriptor(Instruction, "attributes_text")
+
+
+class ProtoInstruction(Instruction):
+    """An :class:`~xlashape.hlo_module.Instruction` read from a proto: its
+    ``attributes_text`` is written from the proto the first time it is
+    read (most uses of a large module never read it)."""
+
+    __slots__ = ("_ip", "_called")
+
+    @property
+    def attributes_text(self) -> str:
+        text = _ATTRIBUTES_TEXT.__get__(self, type(self))
+        if text is None:
+            text = _attributes_text(self._ip, self.opcode, self._called)
+            _ATTRIBUTES_TEXT.__set__(self, text)
+            self._ip = None
+        return text
+
+    @attributes_text.setter
+    def attributes_text(self, value) -> None:
+        _ATTRIBUTES_TEXT.__set__(self, value)
+
+
 def _at(names, one_based: int) -> str:
     return names[one_based - 1] if 0 < one_based <= len(names) else ""
 
 
 def _q(text: str) -> str:
     """A string as XLA's text quotes it (CEscape-like: backslash, quote, newline)."""
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+    if "\\" in text or '"' in text or "\n" in text:
+        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    return '"' + text + '"'
+
+
+# OpMetadata fields in the order XLA's text prints them (field number -> rank),
+# and which are strings (quoted).
+_METADATA_ORDER = {1: 0, 2: 1, 3: 2, 4: 3, 17: 4, 18: 5, 19: 6, 12: 7, 16: 8, 15: 9}
+_METADATA_STRINGS = frozenset((1, 2, 3, 12, 16))
 
 
 def _metadata_text(md) -> str:
-    parts = []
-    if md.op_type:
-        parts.append(f"op_type={_q(md.op_type)}")
-    if md.op_name:
-        parts.append(f"op_name={_q(md.op_name)}")
-    if md.source_file:
-        parts.append(f"source_file={_q(md.source_file)}")
-    if md.source_line:
-        parts.append(f"source_line={md.source_line}")
-    if md.source_end_line:
-        parts.append(f"source_end_line={md.source_end_line}")
-    if md.source_column:
-        parts.append(f"source_column={md.source_column}")
-    if md.source_end_column:
-        parts.append(f"source_end_column={md.source_end_column}")
-    if md.deduplicated_name:
-        parts.append(f"deduplicated_name={_q(md.deduplicated_name)}")
-    if md.scheduling_name:
-        parts.append(f"scheduling_name={_q(md.scheduling_name)}")
-    if md.stack_frame_id:
-        parts.append(f"stack_frame_id={md.stack_frame_id}")
-    return "{" + " ".join(parts) + "}" if parts else ""
+    items = []
+    for fd, value in md.ListFields():
+        rank = _METADATA_ORDER.get(fd.number)
+        if rank is None:
+            continue
+        if fd.number in _METADATA_STRINGS:
+            items.append((rank, f"{fd.name}={_q(value)}"))
+        else:
+            items.append((rank, f"{fd.name}={value}"))
+    if not items:
+        return ""
+    items.sort()
+    return "{" + " ".join(t for _, t in items) + "}"
 
 
 # How each opcode names the computations it calls (called_computation_ids in order).
@@ -157,58 +189,72 @@ _TO_APPLY = frozenset(("reduce", "reduce-window", "map", "sort", "scatter", "all
 _ALWAYS_DIMENSIONS = frozenset(("broadcast", "reduce", "transpose"))
 
 
+def _call_keys(opcode: str, n: int) -> List[str]:
+    """The attribute naming each of the *n* called computations, in
+    ``called_computation_ids`` order."""
+    keys = _CALL_ATTRS.get(opcode)
+    if opcode == "while" and n == 2:
+        return ["body", "condition"]  # XLA keeps the body first
+    if keys is not None and len(keys) == n:
+        return list(keys)
+    if opcode == "conditional":
+        return ["branch_computations"] * n
+    if opcode in _TO_APPLY and n == 1:
+        return ["to_apply"]
+    if opcode == "custom-call":
+        return ["called_computations"] * n
+    return ["calls"] * n
+
+
+_LIST_KEYS = frozenset(("branch_computations", "called_computations"))
+
+
 def _called_text(opcode: str, names: List[str]) -> List[str]:
     if not names:
         return []
-    refs = ["%" + n for n in names]
-    keys = _CALL_ATTRS.get(opcode)
-    if opcode == "while" and len(refs) == 2:
-        # XLA keeps the body first and the condition second
-        return [f"condition={refs[1]}", f"body={refs[0]}"]
-    if keys is not None and len(keys) == len(refs):
-        return [f"{k}={r}" for k, r in zip(keys, refs)]
-    if opcode == "conditional":
-        return ["branch_computations={" + ", ".join(refs) + "}"]
-    if opcode in _TO_APPLY and len(refs) == 1:
-        return [f"to_apply={refs[0]}"]
-    if opcode == "custom-call":
-        return ["called_computations={" + ", ".join(refs) + "}"]
-    if len(refs) == 1:
-        return [f"calls={refs[0]}"]
-    return ["calls={" + ", ".join(refs) + "}"]
+    keys = _call_keys(opcode, len(names))
+    if opcode == "while" and len(names) == 2:
+        return [f"condition=%{names[1]}", f"body=%{names[0]}"]
+    if keys[0] in _LIST_KEYS or (keys[0] == "calls" and len(names) > 1):
+        return [keys[0] + "={" + ", ".join("%" + n for n in names) + "}"]
+    return [f"{k}=%{n}" for k, n in zip(keys, names)]
 
 
-def _attributes_text(inst, opcode: str, called: List[str]) -> str:
+def _attributes_text(inst, opcode: str, called) -> str:
+    f = {fd.number: value for fd, value in inst.ListFields()}
     parts = []
     if opcode == "get-tuple-element":
-        parts.append(f"index={inst.tuple_index}")
+        parts.append(f"index={f.get(13, 0)}")
+    dims = f.get(14)
     if opcode == "iota":
-        if inst.dimensions:
-            parts.append(f"iota_dimension={inst.dimensions[0]}")
-    elif inst.dimensions or opcode in _ALWAYS_DIMENSIONS:
-        parts.append("dimensions={" + ",".join(map(str, inst.dimensions)) + "}")
-    if inst.fusion_kind:
-        parts.append(f"kind={inst.fusion_kind}")
-    parts.extend(_called_text(opcode, called))
-    if inst.comparison_direction:
-        parts.append(f"direction={inst.comparison_direction}")
-    if inst.custom_call_target:
-        parts.append(f"custom_call_target={_q(inst.custom_call_target)}")
-    if inst.custom_call_has_side_effect:
+        if dims:
+            parts.append(f"iota_dimension={dims[0]}")
+    elif dims or opcode in _ALWAYS_DIMENSIONS:
+        parts.append("dimensions={" + ",".join(map(str, dims or ())) + "}")
+    if 11 in f:
+        parts.append(f"kind={f[11]}")
+    if called:
+        parts.extend(_called_text(opcode, called))
+    if 63 in f:
+        parts.append(f"direction={f[63]}")
+    if 28 in f:
+        parts.append(f"custom_call_target={_q(f[28])}")
+    if 65 in f:
         parts.append("custom_call_has_side_effect=true")
-    if inst.channel_id > 0:
-        parts.append(f"channel_id={inst.channel_id}")
-    if inst.is_host_transfer:
+    if f.get(26, 0) > 0:
+        parts.append(f"channel_id={f[26]}")
+    if 47 in f:
         parts.append("is_host_transfer=true")
-    if inst.HasField("metadata"):
-        md = _metadata_text(inst.metadata)
+    if 7 in f:
+        md = _metadata_text(f[7])
         if md:
             parts.append("metadata=" + md)
-    if inst.backend_config:
+    if 43 in f:
+        raw = f[43]
         try:
-            cfg = inst.backend_config.decode("utf-8")
+            cfg = raw.decode("utf-8")
         except UnicodeDecodeError:
-            cfg = inst.backend_config.decode("latin-1")
+            cfg = raw.decode("latin-1")
         parts.append("backend_config=" + (cfg if cfg.startswith("{") else _q(cfg)))
     return ", ".join(parts)
 
@@ -246,9 +292,21 @@ def _program_shape(ps, where: str, shapes) -> Tuple[Tuple[Shape, ...], Shape]:
 def module_from_proto(proto) -> HloProtoModule:
     """An :class:`HloProtoModule` from an ``HloProto`` or ``HloModuleProto``
     message of :mod:`xlashape.protos`."""
+    # Hundreds of thousands of new objects, none of them garbage: the cyclic
+    # collector's passes over them would cost more than building them.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _module_from_proto(proto)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _module_from_proto(proto) -> HloProtoModule:
     if isinstance(proto, _pb.HloModuleProto):
         wrapped = _pb.HloProto()
-        wrapped.hlo_module.CopyFrom(proto)
+        wrapped.hlo_module.CopyFrom(proto)  # a copy: the caller keeps theirs
         proto = wrapped
     if not isinstance(proto, _pb.HloProto):
         raise ProtoDecodeError(
@@ -257,15 +315,12 @@ def module_from_proto(proto) -> HloProtoModule:
     cache: Dict[bytes, Shape] = {}
 
     def shape(msg, where):
+        # ``where``: the field's path, or a function making it (only on errors)
         key = msg.SerializeToString()
         got = cache.get(key)
         if got is None:
-            try:
-                got = _shape_from_message(msg, where, 0)
-            except ProtoDecodeError:
-                raise
-            except XlaShapeError as e:  # pragma: no cover - conversion wraps its errors
-                raise ProtoDecodeError(f"{where}: {e}") from None
+            path = where() if callable(where) else where
+            got = _shape_from_message(msg, path, 0)
             cache[key] = got
         return got
 
@@ -307,41 +362,45 @@ def module_from_proto(proto) -> HloProtoModule:
                 for i, p in enumerate(params)) + f") -> {result.human_string()}"
         comp = Computation(cp.name, is_entry, signature, 0)
         computations[cp.name] = comp
+        root_id = cp.root_id
+        cname = cp.name
+        append = comp.instructions.append
         for ii, ip in enumerate(cp.instructions):
-            iw = f"{where}.instructions[{ii}]"
-            if not ip.HasField("shape"):
-                raise ProtoDecodeError(f"{iw} ({ip.name!r}): no shape")
-            s = shape(ip.shape, f"{iw}.shape")
+            # (an instruction without a shape has element type 0 there: refused)
+            s = shape(ip.shape, lambda: f"{where}.instructions[{ii}].shape")
             opcode = ip.opcode
-            operands = []
-            for k, oid in enumerate(ip.operand_ids):
-                name = inst_names.get(oid)
-                if name is None:
-                    raise ProtoDecodeError(
-                        f"{iw}.operand_ids[{k}]: no instruction with id {oid}")
-                operands.append(name)
-            called = []
-            for k, cid in enumerate(ip.called_computation_ids):
-                name = comp_names.get(cid)
-                if name is None:
-                    raise ProtoDecodeError(
-                        f"{iw}.called_computation_ids[{k}]: no computation with id {cid}")
-                called.append(name)
             if opcode == "parameter":
                 operands_text = str(ip.parameter_number)
             else:
-                operands_text = ", ".join("%" + n for n in operands)
-            attrs = _attributes_text(ip, opcode, called)
-            ins = Instruction(cp.name, ip.name, s, opcode, is_root=ip.id == cp.root_id,
-                              line=0, operands_text=operands_text, attributes_text=attrs,
-                              comp=comp)
-            comp.instructions.append(ins)
-            for key, callee in _callees(opcode, called):
-                if key == "calls" and opcode == "fusion":
-                    module.fused_computations.add(callee)
-                elif key == "to_apply":
-                    module.applied_computations.add(callee)
-                kinds.setdefault(callee, set()).add(call_kind(opcode, key))
+                try:
+                    operands_text = ", ".join(["%" + inst_names[oid] for oid in ip.operand_ids])
+                except KeyError:
+                    k, oid = next((k, o) for k, o in enumerate(ip.operand_ids)
+                                  if o not in inst_names)
+                    raise ProtoDecodeError(f"{where}.instructions[{ii}].operand_ids[{k}]: "
+                                           f"no instruction with id {oid}") from None
+            called = ()
+            if ip.called_computation_ids:
+                try:
+                    called = [comp_names[cid] for cid in ip.called_computation_ids]
+                except KeyError:
+                    k, cid = next((k, c) for k, c in enumerate(ip.called_computation_ids)
+                                  if c not in comp_names)
+                    raise ProtoDecodeError(
+                        f"{where}.instructions[{ii}].called_computation_ids[{k}]: "
+                        f"no computation with id {cid}") from None
+                for key, callee in zip(_call_keys(opcode, len(called)), called):
+                    if key == "calls" and opcode == "fusion":
+                        module.fused_computations.add(callee)
+                    elif key == "to_apply":
+                        module.applied_computations.add(callee)
+                    kinds.setdefault(callee, set()).add(call_kind(opcode, key))
+            ins = ProtoInstruction(cname, ip.name, s, opcode, is_root=ip.id == root_id,
+                                   line=0, operands_text=operands_text, attributes_text=None,
+                                   comp=comp)
+            ins._ip = ip
+            ins._called = called
+            append(ins)
         module.computations.append(comp)
     for name, ks in kinds.items():
         c = computations.get(name)
@@ -377,16 +436,6 @@ def module_from_proto(proto) -> HloProtoModule:
             sched[cname] = tuple(names)
         module.schedule = sched
     return module
-
-
-def _callees(opcode: str, called: List[str]):
-    keys = [t.split("=", 1)[0] for t in _called_text(opcode, called)]
-    if opcode == "while" and len(called) == 2:
-        return [("body", called[0]), ("condition", called[1])]
-    if len(keys) == len(called):
-        return list(zip(keys, called))
-    key = keys[0] if keys else "calls"
-    return [(key, c) for c in called]
 
 
 def read_hlo_proto_module(source) -> HloProtoModule:

@@ -579,6 +579,16 @@ def read_hlo_proto(source: Source):
     """
     data, label = _load_bytes(source, "HLO proto")
     _require_nonempty(data, label, "xla.HloProto")
+    if _starts_like_bare_module(data):
+        # the module's bytes are field 1 of an HloProto: parse them as that
+        out = HloProto()
+        try:
+            out.ParseFromString(b"\x0a" + _varint(len(data)) + data)
+        except Exception:
+            pass
+        else:
+            if out.hlo_module.computations:
+                return out
     try:
         proto = parse_message(HloProto, data, label)
     except UnreadableInputError as e:
@@ -591,20 +601,47 @@ def read_hlo_proto(source: Source):
     # Not an HloProto holding a module: a bare HloModuleProto? (In an
     # HloProto field 1 is the module and field 3 the buffer assignment; in
     # an HloModuleProto field 1 is the name and field 3 the computations.)
-    module = HloModuleProto()
+    out = HloProto()
     try:
-        module.ParseFromString(data)
-        is_module = len(module.computations) > 0
+        out.ParseFromString(b"\x0a" + _varint(len(data)) + data)
+        is_module = len(out.hlo_module.computations) > 0
     except Exception:
         is_module = False
     if is_module:
-        out = HloProto()
-        out.hlo_module.CopyFrom(module)
         return out
     if first_error is not None:
         raise first_error
     raise ProtoDecodeError(
         f"{label}: an HloProto without an HLO module (no computations)")
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _starts_like_bare_module(data: bytes) -> bool:
+    """True if *data* opens with a name string rather than a module message.
+
+    Both messages start with field 1, length-delimited (byte 0x0a). In an
+    HloProto it holds the module, whose own first field is its name (0x0a
+    again) or another field tag (a byte below 0x20 for fields 1-3); in a bare
+    HloModuleProto it holds the module's name, whose first character is
+    printable."""
+    if len(data) < 3 or data[0] != 0x0A:
+        return False
+    i = 1
+    while i < len(data) and data[i] & 0x80:
+        i += 1
+    i += 1
+    return i < len(data) and data[i] >= 0x20
 
 
 def read_hlo_module_proto(source: Source):
