@@ -182,7 +182,7 @@ def test_every_memory_usage_report_reads_and_writes_back_identically():
 
 
 def test_every_hlo_proto_reads():
-    paths = _all("*.hlo.pb")
+    paths = _all("*.hlo.pb") + _all("*.hlo.pb.gz")
     assert paths
     for path in paths:
         proto = protos.read_hlo_proto(path)

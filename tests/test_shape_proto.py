@@ -214,12 +214,14 @@ def test_messages_of_another_pool_are_accepted():
 
 
 def test_every_shape_in_the_corpora_protos_round_trips_byte_for_byte():
-    # the ShapeProtos XLA wrote into every .hlo.pb of the test data
+    # the ShapeProtos XLA wrote into every .hlo.pb(.gz) of the test data (XLA:CPU
+    # and XLA:GPU dumps, XLA's serialization of the XLA:TPU modules)
     # (instructions and program shapes): from_proto then to_proto gives them back
     import glob
 
-    paths = glob.glob(os.path.join(os.path.dirname(__file__), "data", "**", "*.hlo.pb"),
-                      recursive=True)
+    data = os.path.join(os.path.dirname(__file__), "data")
+    paths = (glob.glob(os.path.join(data, "**", "*.hlo.pb"), recursive=True)
+             + glob.glob(os.path.join(data, "**", "*.hlo.pb.gz"), recursive=True))
     seen = set()
     for path in paths:
         module = protos.read_hlo_proto(path).hlo_module

@@ -1,8 +1,9 @@
 """Fuzz xlashape's protobuf readers with malformed bytes.
 
 Seeds are the real protos of the test data (every ``*.hlo.pb``,
-``*-memory-usage-report.pb``, ``buffer_assignment.pb`` under tests/data
-that is at most 64 KiB, and ShapeProtos of the shape fixture). Each input
+``*.hlo.pb.gz`` (uncompressed), ``*-memory-usage-report.pb``,
+``buffer_assignment.pb`` under tests/data that is at most 64 KiB, and
+ShapeProtos of the shape fixture). Each input
 is a seed mutated (bit flips, byte changes, insertions, deletions, cuts,
 repeated or spliced chunks, enlarged length prefixes), random bytes, or
 (about a third of the HLO and shape inputs) the seed parsed with fields set
@@ -52,6 +53,11 @@ def seeds():
             if os.path.getsize(path) <= MAX_SEED_BYTES:
                 with open(path, "rb") as fh:
                     out.append((kind, fh.read()))
+    for path in sorted(glob.glob(os.path.join(data, "**", "*.hlo.pb.gz"), recursive=True)):
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read()
+        if len(raw) <= MAX_SEED_BYTES:
+            out.append(("hlo", raw))
     fixture = os.path.join(data, "xla_shape_protos.jsonl.gz")
     with gzip.open(fixture, "rt") as fh:
         fh.readline()
