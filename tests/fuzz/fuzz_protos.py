@@ -170,8 +170,7 @@ def structured(rng, kind, data):
         return msg.SerializeToString()
     if kind != "hlo":
         return data
-    msg = protos.HloProto()
-    msg.ParseFromString(data)
+    msg = protos.read_hlo_proto(data)  # an HloProto or a bare HloModuleProto
     mod = msg.hlo_module
     comps = list(mod.computations)
     if not comps:
