@@ -121,7 +121,12 @@ def measure(which, path):
 
 
 def main():
-    mb = int(sys.argv[1]) if len(sys.argv) > 1 else 100
+    mb = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1].isdigit() else 100
+    try:
+        import jaxlib  # noqa: F401
+    except ImportError:
+        print("bench_hlo_proto: skipped, needs jax/jaxlib (run it with the oracle venv)")
+        return
     t = time.perf_counter()
     path = make_proto(mb)
     size = os.path.getsize(path)
