@@ -237,3 +237,25 @@ def test_every_shape_in_the_corpora_protos_round_trips_byte_for_byte():
                 assert shape.to_proto() == data, (path, str(shape))
                 assert parse_shape(str(shape)) == shape
     assert len(seen) > 100
+
+
+def test_every_program_shape_in_the_corpora_protos_round_trips_byte_for_byte():
+    # computations' program_shape and the module's host_program_shape, as XLA wrote them
+    import glob
+
+    data = os.path.join(os.path.dirname(__file__), "data")
+    paths = (glob.glob(os.path.join(data, "**", "*.hlo.pb"), recursive=True)
+             + glob.glob(os.path.join(data, "**", "*.hlo.pb.gz"), recursive=True))
+    count = 0
+    for path in paths:
+        module = protos.read_hlo_proto(path).hlo_module
+        messages = [c.program_shape for c in module.computations]
+        if module.HasField("host_program_shape"):
+            messages.append(module.host_program_shape)
+        for msg in messages:
+            raw = msg.SerializeToString()
+            ps = ProgramShape.from_proto(raw)
+            assert ps.to_proto() == raw, path
+            assert len(ps.parameters) == len(msg.parameters)
+            count += 1
+    assert count > 100
