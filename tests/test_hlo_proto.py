@@ -182,3 +182,30 @@ def test_dangling_ids_and_bad_shapes_are_named(mutate, where):
     with pytest.raises(ProtoDecodeError, match=where) as exc:
         hlo_proto.read_hlo_proto_module(_module_with(mutate))
     assert isinstance(exc.value, ShapeValueError) and isinstance(exc.value, UnreadableInputError)
+
+
+DUMP_PAIRS = [(p, t) for p, t in PAIRS if not p.endswith(".gz")]
+FIGURES = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+           "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+           "host_alias_size_in_bytes", "host_temp_size_in_bytes")
+
+
+@pytest.mark.parametrize("path, text_path", DUMP_PAIRS,
+                         ids=[os.path.basename(p) for p, _ in DUMP_PAIRS])
+def test_to_text_reads_back_and_gives_the_text_routes_memory_figures(path, text_path):
+    from xlashape import memory
+
+    m = hlo_proto.read_hlo_proto_module(path)
+    text = m.to_text()
+    back = parse_hlo_module(text)
+    assert not back.warnings
+    assert [(c.name, c.is_entry, c.kind) for c in back.computations] == \
+        [(c.name, c.is_entry, c.kind) for c in m.computations]
+    assert [(i.name, str(i.shape), i.opcode, i.operand_names, i.metadata, i.result)
+            for i in back.instructions()] == \
+        [(i.name, str(i.shape), i.opcode, i.operand_names, i.metadata, i.result)
+         for i in m.instructions()]
+    with open(text_path) as fh:
+        xla = memory.analyze(fh.read()).modules[0]
+    ours = memory.analyze(text).modules[0]
+    assert {k: getattr(ours, k) for k in FIGURES} == {k: getattr(xla, k) for k in FIGURES}

@@ -85,6 +85,26 @@ class HloProtoModule(HloModule):
             return self.proto.buffer_assignment
         return None
 
+    def to_text(self) -> str:
+        """The module as HLO text that :func:`~xlashape.hlo_module.parse_hlo_module`
+        reads back into the same computations, instructions, shapes,
+        operands, calls and metadata (header attributes, ``ENTRY``,
+        ``ROOT``; operands without their shapes)."""
+        out = ["HloModule " + (self.name or "m")
+               + "".join(f", {k}={v}" for k, v in self.attributes.items()), ""]
+        for comp in self.computations:
+            head = ("ENTRY " if comp.is_entry else "") + "%" + comp.name
+            if comp.signature:
+                head += " " + comp.signature
+            out.append(head + " {")
+            for ins in comp.instructions:
+                attrs = ins.attributes_text
+                out.append(f"  {'ROOT ' if ins.is_root else ''}%{ins.name} = {ins.shape} "
+                           f"{ins.opcode}({ins.operands_text})" + (", " + attrs if attrs else ""))
+            out.append("}")
+            out.append("")
+        return "\n".join(out)
+
     def stack_trace(self, frame_id) -> List[StackFrame]:
         """The frames of ``stack_frame_id`` (an instruction's
         ``metadata["stack_frame_id"]``, an int or its text), innermost first;
