@@ -335,12 +335,10 @@ def _module_from_proto(proto) -> HloProtoModule:
     cache: Dict[bytes, Shape] = {}
 
     def shape(msg, where):
-        # ``where``: the field's path, or a function making it (only on errors)
         key = msg.SerializeToString()
         got = cache.get(key)
         if got is None:
-            path = where() if callable(where) else where
-            got = _shape_from_message(msg, path, 0)
+            got = _shape_from_message(msg, where, 0)
             cache[key] = got
         return got
 
@@ -387,7 +385,10 @@ def _module_from_proto(proto) -> HloProtoModule:
         append = comp.instructions.append
         for ii, ip in enumerate(cp.instructions):
             # (an instruction without a shape has element type 0 there: refused)
-            s = shape(ip.shape, lambda: f"{where}.instructions[{ii}].shape")
+            sm = ip.shape
+            s = cache.get(sm.SerializeToString())
+            if s is None:
+                s = shape(sm, f"{where}.instructions[{ii}].shape")
             opcode = ip.opcode
             if opcode == "parameter":
                 operands_text = str(ip.parameter_number)

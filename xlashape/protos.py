@@ -10,8 +10,9 @@ clash with the ``xla.*`` messages that jaxlib or TensorFlow register in
 protobuf's default pool.
 
 Schema: the field numbers are those of XLA as shipped in jaxlib 0.10.2
-(checked against openxla/xla ``xla/xla_data.proto`` and
-``xla/service/hlo.proto``). Only the fields xlashape reads are declared; the
+(checked against the descriptors compiled into that jaxlib, and against
+openxla/xla ``xla/xla_data.proto`` at commit 011b758 and
+``xla/service/hlo.proto`` at 0b8fa9f). Only the fields xlashape reads are declared; the
 others (literals, shardings, windows, dimension numbers, newer fields) are
 kept by protobuf as unknown fields: they survive a parse and a
 re-serialization unchanged, and :func:`unknown_field_numbers` lists them.
