@@ -20,7 +20,8 @@ goes to every reader that takes bytes:
 Each must return or raise an exception of xlashape's family
 (``XlaShapeError``); anything else is a failure, printed with the input's
 hex. Inputs run in child processes in batches; a batch whose process dies
-(a crash) is re-run one input at a time to find the input.
+is run again (another job may have killed it) and, if it dies again, halved
+until the input that kills it is found.
 
     python tests/fuzz/fuzz_protos.py [N=100000] [SEED=0]
 
@@ -281,6 +282,19 @@ def run_batch(n, seed, start, stop):
     return proc.returncode, done, [x for x in lines if x[0] != "done"], proc.stderr[-2000:]
 
 
+def find_crashes(n, seed, start, stop, out):
+    """Halve [start, stop) until the inputs whose process dies are found."""
+    rc, done, _bad, err = run_batch(n, seed, start, stop)
+    if rc == 0 and done:
+        return
+    if stop - start == 1:
+        out.append((start, rc, err[-500:]))
+        return
+    mid = (start + stop) // 2
+    find_crashes(n, seed, start, mid, out)
+    find_crashes(n, seed, mid, stop, out)
+
+
 def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -288,13 +302,14 @@ def main():
     for start in range(0, n, BATCH):
         stop = min(n, start + BATCH)
         rc, done, bad, err = run_batch(n, seed, start, stop)
-        failures += bad
         if rc != 0 or not done:
-            # find the input that killed the process
-            for k in range(start, stop):
-                rc1, done1, bad1, err1 = run_batch(n, seed, k, k + 1)
-                if rc1 != 0 or not done1:
-                    crashes.append((k, rc1, err1[-500:]))
+            # the process died: once more (another job may have killed it),
+            # then look for the input that kills it
+            print(f"batch {start}-{stop}: exit status {rc}, run again", flush=True)
+            rc, done, bad, err = run_batch(n, seed, start, stop)
+            if rc != 0 or not done:
+                find_crashes(n, seed, start, stop, crashes)
+        failures += bad
         print(f"{stop}/{n} inputs: {len(failures)} failures, {len(crashes)} crashes", flush=True)
     for f in failures[:20]:
         print("FAILURE", f)
