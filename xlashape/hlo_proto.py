@@ -12,7 +12,8 @@ and the module header's ``entry_computation_layout``, ``input_output_alias``
 and ``buffer_donor``. Each instruction's ``attributes_text`` is written the
 way XLA's text printer writes it (``kind=kLoop, calls=%f,
 metadata={op_name="..." stack_frame_id=3}``, ...) for the fields this
-schema declares.
+schema declares, the first time it is read (:class:`ProtoInstruction`).
+:meth:`HloProtoModule.to_text` writes the whole module as HLO text.
 
 The result is an :class:`HloProtoModule` (a subclass of ``HloModule``) that
 also holds what only the proto has: the ``schedule`` (instruction names per
@@ -25,7 +26,9 @@ proto; operands are written without their shapes (``%p``, not
 ``f32[2]{0} %p``: look the operand up by name for its shape); instructions
 that newer XLA leaves out of its text (the get-tuple-elements it prints as
 ``%while.6#1``) are present, as they are in the module; literals, windows,
-shardings and the other undeclared fields are not in ``attributes``.
+shardings and the other undeclared fields are not in ``attributes``;
+``backend_config`` is the string the compiler stored (XLA's text re-prints
+it from its parsed form).
 """
 
 from __future__ import annotations
