@@ -14,7 +14,8 @@ goes to every reader that takes bytes:
   ``read_memory_usage_report``
 - ``hlo_proto.read_hlo_proto_module`` (then every instruction's shape
   printed and its ``result`` computed)
-- ``Shape.from_proto`` (then ``str``, ``hash``, ``to_proto``),
+- ``Shape.from_proto`` (then ``str``, ``hash``, ``to_proto``, its memory
+  footprint through the tiling model, ``validate_shape``),
   ``Layout.from_proto``, ``shape_proto.ProgramShape.from_proto``
 
 Each must return or raise an exception of xlashape's family
@@ -227,9 +228,14 @@ def check(data):
     from xlashape.shape_proto import ProgramShape
 
     def shape_use(s):
+        from xlashape import shape_util
+        from xlashape.hlo_module import memory_footprint
+
         str(s)
         hash(s)
         s.to_proto()
+        memory_footprint(s)  # sizes through the tiling model, whatever the layout
+        shape_util.validate_shape(s)
 
     def module_use(m):
         for ins in m.instructions():
