@@ -1247,36 +1247,6 @@ def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Opt
             mm.warnings.append(f"op paths and source lines could not be read: {e}")
 
 
-_PRIMITIVE_NAMES = None
-
-
-def shape_text_of_proto(shape_proto) -> str:
-    """XLA's text of a ``ShapeProto`` (``bf16[8,128]{1,0:T(8,128)(2,1)S(1)}``),
-    for the size model: element type, dimensions and the layout's order,
-    tiles, tail padding, element size and memory space."""
-    global _PRIMITIVE_NAMES
-    if _PRIMITIVE_NAMES is None:
-        _PRIMITIVE_NAMES = {v: k.lower() for k, v in protos.PrimitiveTypeProto.items()}
-    et = _PRIMITIVE_NAMES.get(shape_proto.element_type, "")
-    if et == "tuple":
-        return "(" + ", ".join(shape_text_of_proto(t) for t in shape_proto.tuple_shapes) + ")"
-    text = f"{et}[{','.join(str(d) for d in shape_proto.dimensions)}]"
-    if not shape_proto.HasField("layout"):
-        return text
-    lay = shape_proto.layout
-    attrs = ""
-    for t in lay.tiles:
-        attrs += "(" + ",".join("*" if d == -(1 << 63) else str(d) for d in t.dimensions) + ")"
-    attrs = ("T" + attrs) if attrs else ""
-    if lay.tail_padding_alignment_in_elements > 1:
-        attrs += f"L({lay.tail_padding_alignment_in_elements})"
-    if lay.element_size_in_bits:
-        attrs += f"E({lay.element_size_in_bits})"
-    if lay.memory_space:
-        attrs += f"S({lay.memory_space})"
-    return text + "{" + ",".join(str(d) for d in lay.minor_to_major) + (":" + attrs if attrs else "") + "}"
-
-
 def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalysis":
     """The peak figures from a ``.hlo.pb`` (path or bytes; the heap
     simulator's own traces): :func:`xlashape.peak.peak_from_hlo_proto` with
@@ -1299,14 +1269,14 @@ def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalys
             sp = sp.tuple_shapes[i]
         if len(sp.tuple_shapes):
             return 8 * len(sp.tuple_shapes)
-        text = shape_text_of_proto(sp)
-        got = cache.get(text)
+        key = (sp.SerializeToString(deterministic=True), lb.size)
+        got = cache.get(key)
         if got is None:
             try:
-                got = _sizes_cached(sizes, parse_shape(text), platform, chip)[1]
+                got = _sizes_cached(sizes, Shape.from_proto(sp), platform, chip)[1]
             except XlaShapeError:
                 got = None
-            cache[text] = got = lb.size if got is None else min(got, lb.size)
+            cache[key] = got = lb.size if got is None else min(got, lb.size)
         return got
 
     return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
