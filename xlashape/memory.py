@@ -1240,6 +1240,8 @@ def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Opt
         return
     builder.platform = mm.platform
     mm.peak = builder.finish()
+    # the schedule's instruction names, for views that name each position
+    mm.peak.schedule = builder.live.sequence if builder.live is not None else None
     if hlo_path:
         try:
             add_locations(mm.peak, hlo_path)

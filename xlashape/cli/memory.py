@@ -50,7 +50,9 @@ def add_parser(subparsers):
         f"{PROG} memory --example                       # a small real TPU dump shipped with xlashape\n"
         f"  {PROG} memory DUMP_DIR                          # XLA_FLAGS=--xla_dump_to=DUMP_DIR\n"
         f"  {PROG} memory module.after_optimizations.txt --json\n"
-        f"  {PROG} memory - < oom_message.txt")
+        f"  {PROG} memory - < oom_message.txt\n"
+        f"  {PROG} memory DUMP_DIR --html report.html     # a page to look at, offline\n"
+        f"  {PROG} memory diff A B --max-growth 5%        # two compiles of one program")
     p.add_argument("path", metavar="PATH", nargs="?",
                    help="an HLO text file (.gz ok), an XLA dump directory, a TPU out-of-memory "
                         "report or libtpu log, or - for standard input")
@@ -82,6 +84,12 @@ def add_parser(subparsers):
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
                    help="print at most N warnings about unreadable lines (default 20)")
+    p.add_argument("--html", metavar="FILE",
+                   help="also write a self-contained HTML page (heap over program order, the "
+                        "buffers live at the peak, a sortable table of every allocation) to FILE")
+    p.add_argument("--max-growth", metavar="PCT|SIZE",
+                   help="memory diff A B: exit with status 1 when B's peak is more than PCT "
+                        "(5%%) or SIZE above A's (for CI)")
     p.add_argument("--no-progress", action="store_true", help="never print progress")
     return p
 
@@ -120,7 +128,15 @@ class _Progress:
             self.shown = False
 
 
+def take_extra(args, extra) -> bool:
+    from .memory_diff import take_extra as diff_extra
+    return diff_extra(args, extra)
+
+
 def run(args) -> int:
+    if getattr(args, "diff", None) is not None:
+        from .memory_diff import run_diff
+        return run_diff(args)
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings")
     display = None
@@ -188,6 +204,10 @@ def run(args) -> int:
             warn(f"{len(warnings) - args.max_warnings} more unreadable lines not shown "
                  "(see --max-warnings)")
         verdicts = _verdicts(args, modules)
+        if args.html is not None:
+            from ..report_html import write_html
+            with open(args.html, "w", encoding="utf-8") as f:
+                write_html(f, modules, title=display, verdicts=verdicts)
         if args.json:
             _write_json(modules, verdicts)
         else:

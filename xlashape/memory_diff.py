@@ -1,0 +1,251 @@
+"""Two compiles of one program side by side: ``xlashape memory diff A B``.
+
+A reporter over two :class:`~xlashape.memory.ModuleMemory` (each from
+:func:`xlashape.memory.analyze`: a dump, an HLO file, a ``.hlo.pb``, an
+out-of-memory report); it computes no figure of its own, it subtracts the
+model's:
+
+- every figure's delta (XLA's ``CompiledMemoryStats`` fields and the peak
+  fields, each only when both sides have it);
+- buffers (the values of the buffer assignment; for an out-of-memory report
+  its listed allocations) added, removed, grown or shrunk, matched by
+  **JAX op path and instruction name** (the name without XLA's ``.N``
+  numbering suffix, plus the index into a tuple), never by allocation
+  number, which changes with every compile; several buffers with one key are
+  paired largest with largest;
+- layouts that changed: a matched buffer whose shape text differs, and the
+  bytes it costs;
+- donations lost / gained: an entry parameter whose buffer an output reuses
+  on one side only (``input_output_alias``);
+- copies added: ``copy`` / ``transpose`` buffers (relayouts) on one side only;
+- the peak: its size, position and instruction on each side, and the
+  buffers live at it that appear, disappear or change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, List, NamedTuple, Optional, Tuple
+
+from .errors import XlaShapeError
+from .live_range import read_locations
+from .peak import PEAK_FIELDS, module_peak
+
+__all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "FIGURES"]
+
+#: the figures compared (XLA's names), in this order
+FIGURES = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+           "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+           "memory_used_bytes", "memory_limit_bytes") + PEAK_FIELDS
+
+_SUFFIX = re.compile(r"\.\d+$")
+_COPY = re.compile(r"^(copy|copy-start|copy-done|transpose)(\.\d+)?$")
+
+
+class Buffer(NamedTuple):
+    """One buffer of one side: the matching ``key`` (op path, instruction
+    name without its number, tuple index), ``label`` as XLA writes it,
+    ``size`` / ``unpadded`` bytes, ``shape`` text, allocation ``kind`` and
+    memory ``space``."""
+
+    key: Tuple[str, str, str]
+    label: str
+    size: int
+    unpadded: Optional[int]
+    shape: Optional[str]
+    kind: str
+    space: int
+
+    def to_json(self) -> dict:
+        return {"label": self.label, "op_path": self.key[0] or None, "size_in_bytes": self.size,
+                "unpadded_size_in_bytes": self.unpadded, "shape": self.shape,
+                "kind": self.kind, "memory_space": self.space}
+
+
+def _key(name: str, label: str, op_path: Optional[str]) -> Tuple[str, str, str]:
+    index = label[len(name):] if label.startswith(name) else ""
+    return (op_path or "", _SUFFIX.sub("", name), index)
+
+
+def buffers_of(m) -> List[Buffer]:
+    """The buffers of a module: each value of each allocation (or, for an
+    allocation the model lists without values, the allocation)."""
+    allocs = list(m.iter_allocations())
+    names = set()
+    for a in allocs:
+        for v in a.value_details:
+            names.add(v.name)
+    locations = {}
+    if names and m.path and m.source in ("dump", "hlo") and os.path.isfile(m.path):
+        try:
+            locations = read_locations(m.path, names=names)
+        except (OSError, XlaShapeError):
+            locations = {}
+    out = []
+    for a in allocs:
+        if a.value_details:
+            for v in a.value_details:
+                if v.size_in_bytes is None or (v.shape or "").startswith("("):
+                    continue  # tuple pointer tables: not a buffer a user made
+                loc = locations.get(v.name)
+                out.append(Buffer(_key(v.name, v.label, loc.op_name if loc else None), v.label,
+                                  v.size_in_bytes, v.unpadded_size_in_bytes, v.shape, a.kind,
+                                  a.memory_space))
+        else:
+            name = a.label or (a.values[0] if a.values else a.kind)
+            if a.kind == "parameter" and a.parameter_number is not None:
+                name = f"parameter {a.parameter_number}"
+            out.append(Buffer(_key(name, name, a.op_name), name, a.size_in_bytes or 0,
+                              a.unpadded_size_in_bytes, a.shape, a.kind, a.memory_space))
+    return out
+
+
+def _pair(a: List[Buffer], b: List[Buffer]):
+    """Pairs (x, y) of buffers with one key, largest with largest; ``None``
+    for the side that has fewer."""
+    ka: Dict[tuple, List[Buffer]] = {}
+    kb: Dict[tuple, List[Buffer]] = {}
+    for x in a:
+        ka.setdefault(x.key, []).append(x)
+    for y in b:
+        kb.setdefault(y.key, []).append(y)
+    pairs = []
+    for k in list(ka) + [k for k in kb if k not in ka]:
+        xs = sorted(ka.get(k, ()), key=lambda x: -x.size)
+        ys = sorted(kb.get(k, ()), key=lambda x: -x.size)
+        for i in range(max(len(xs), len(ys))):
+            pairs.append((xs[i] if i < len(xs) else None, ys[i] if i < len(ys) else None))
+    return pairs
+
+
+def _donated(m) -> Dict[int, int]:
+    """``parameter number -> bytes`` of the entry parameters an output reuses."""
+    out: Dict[int, int] = {}
+    for a in m.iter_allocations():
+        if a.kind == "parameter" and a.maybe_live_out and a.parameter_number is not None:
+            out[a.parameter_number] = out.get(a.parameter_number, 0) + (a.size_in_bytes or 0)
+    return out
+
+
+def _figure(m, k):
+    if k in PEAK_FIELDS:
+        return None if m.peak is None else m.peak.figures.get(k)
+    return getattr(m, k, None)
+
+
+class ModuleDiff:
+    """What changed from module ``a`` to module ``b`` (see the module
+    docstring); :meth:`to_json` is ``xlashape memory diff --json``."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+        self.figures = {}
+        for k in FIGURES:
+            x, y = _figure(a, k), _figure(b, k)
+            if x is None and y is None:
+                continue
+            self.figures[k] = (x, y, None if x is None or y is None else y - x)
+        ba, bb = buffers_of(a), buffers_of(b)
+        self.added: List[Buffer] = []
+        self.removed: List[Buffer] = []
+        self.changed: List[Tuple[Buffer, Buffer]] = []
+        self.layouts: List[Tuple[Buffer, Buffer]] = []
+        for x, y in _pair(ba, bb):
+            if x is None:
+                self.added.append(y)
+            elif y is None:
+                self.removed.append(x)
+            else:
+                if x.size != y.size:
+                    self.changed.append((x, y))
+                if x.shape != y.shape and _dims(x.shape) == _dims(y.shape):
+                    self.layouts.append((x, y))
+        self.added.sort(key=lambda x: -x.size)
+        self.removed.sort(key=lambda x: -x.size)
+        self.changed.sort(key=lambda p: -abs(p[1].size - p[0].size))
+        self.layouts.sort(key=lambda p: -abs(p[1].size - p[0].size))
+        da, db = _donated(a), _donated(b)
+        self.donations_lost = sorted((p, da[p]) for p in da if p not in db)
+        self.donations_gained = sorted((p, db[p]) for p in db if p not in da)
+        self.copies_added = [y for y in self.added if _COPY.match(y.label.split("{")[0])]
+        self.copies_removed = [x for x in self.removed if _COPY.match(x.label.split("{")[0])]
+        self.peak_a, self.peak_b = module_peak(a), module_peak(b)
+        self.live_added: List[Buffer] = []
+        self.live_removed: List[Buffer] = []
+        self.live_changed: List[Tuple[Buffer, Buffer]] = []
+        la, lb = _live(a), _live(b)
+        for x, y in _pair(la, lb):
+            if x is None:
+                self.live_added.append(y)
+            elif y is None:
+                self.live_removed.append(x)
+            elif x.size != y.size:
+                self.live_changed.append((x, y))
+
+    def growth(self) -> Optional[Tuple[str, int, int]]:
+        """``(name, a, b)`` of the figure ``--max-growth`` judges: the peak
+        (XLA's, else the device-memory peak, else an out-of-memory report's
+        use), else the sum of arguments, outputs and temporaries."""
+        if self.peak_a is not None and self.peak_b is not None:
+            return (self.peak_b[1], self.peak_a[0], self.peak_b[0])
+
+        def total(m):
+            parts = [m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes]
+            return sum(x or 0 for x in parts) - (m.alias_size_in_bytes or 0)
+
+        return ("arguments + outputs + temporaries - aliased", total(self.a), total(self.b))
+
+    def to_json(self) -> dict:
+        def side(m, p):
+            pa = m.peak
+            return {"name": m.name, "path": m.path, "source": m.source, "platform": m.platform,
+                    "peak_bytes": None if p is None else p[0],
+                    "peak_name": None if p is None else p[1],
+                    "peak_time": None if pa is None else pa.peak_time,
+                    "peak_instruction": None if pa is None else pa.peak_instruction}
+
+        g = self.growth()
+        return {
+            "a": side(self.a, self.peak_a), "b": side(self.b, self.peak_b),
+            "figures": {k: {"a": x, "b": y, "delta": d} for k, (x, y, d) in self.figures.items()},
+            "growth": {"figure": g[0], "a": g[1], "b": g[2], "delta": g[2] - g[1],
+                       "fraction": (g[2] - g[1]) / g[1] if g[1] else None},
+            "buffers_added": [x.to_json() for x in self.added],
+            "buffers_removed": [x.to_json() for x in self.removed],
+            "buffers_changed": [_pair_json(x, y) for x, y in self.changed],
+            "layouts_changed": [_pair_json(x, y) for x, y in self.layouts],
+            "donations_lost": [{"parameter_number": p, "bytes": n} for p, n in self.donations_lost],
+            "donations_gained": [{"parameter_number": p, "bytes": n}
+                                 for p, n in self.donations_gained],
+            "copies_added": [x.to_json() for x in self.copies_added],
+            "copies_removed": [x.to_json() for x in self.copies_removed],
+            "peak": {"live_added": [x.to_json() for x in self.live_added],
+                     "live_removed": [x.to_json() for x in self.live_removed],
+                     "live_changed": [_pair_json(x, y) for x, y in self.live_changed]},
+        }
+
+
+def _pair_json(x: Buffer, y: Buffer) -> dict:
+    return {"a": x.to_json(), "b": y.to_json(), "delta": y.size - x.size}
+
+
+def _dims(shape: Optional[str]) -> Optional[str]:
+    """The shape text without its layout (``f32[8,128]{1,0:T(8,128)}`` ->
+    ``f32[8,128]``)."""
+    if shape is None:
+        return None
+    return re.sub(r"\{[^{}]*\}", "", shape)
+
+
+def _live(m) -> List[Buffer]:
+    pa = m.peak
+    if pa is None:
+        return []
+    return [Buffer(_key(b.instruction, b.label, b.op_name), b.label, b.size, b.unpadded_size,
+                   b.shape, b.kind, b.color) for b in pa.live_at_peak]
+
+
+def diff_modules(a, b) -> ModuleDiff:
+    """:class:`ModuleDiff` of two :class:`~xlashape.memory.ModuleMemory`."""
+    return ModuleDiff(a, b)
