@@ -362,3 +362,13 @@ def test_reads_names_whole_instructions():
     assert reads(ops, "copy-done.1") and reads(ops, "copy-done") and reads(ops, "gte.3")
     assert not reads(ops, "copy-done.") and not reads(ops, "copy") and not reads(ops, "gte")
     assert not reads("", "x")
+
+
+@pytest.mark.parametrize("prog", corpora.programs(), ids=corpora.program_id)
+def test_platform_from_module_text_is_right_or_unknown(prog):
+    # tiled layouts say TPU; XLA:GPU's and XLA:CPU's custom calls and backend
+    # configs say GPU or CPU; a module with none of them stays unknown
+    (m,) = memory.analyze(str(prog.module_hlo), chip=prog.chip).modules
+    assert m.platform in (prog.platform, None)
+    if prog.platform == "tpu":
+        assert m.platform == "tpu"

@@ -867,6 +867,8 @@ class _EntryInfo:
         self.last = None
         self.tiled = False
         self.instructions = 0
+        self.platform_hint: Optional[str] = None
+        self.hint_checks = 0
 
 
 def _entry_only(lines: Iterable[str]) -> Iterator[str]:
@@ -923,6 +925,10 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
             n = ins.parameter_number
             if n is not None:
                 target.params[n] = (ins.name, ins.shape)
+        elif (target.platform_hint is None and target.hint_checks < 256
+              and ins.opcode in ("fusion", "custom-call")):
+            target.hint_checks += 1
+            target.platform_hint = _platform_hint(ins.attributes_text)
         if ins.is_root:
             target.root = (ins.name, ins.opcode, ins.shape, ins.operand_names if ins.opcode == "tuple" else ())
         target.last = ins
@@ -943,6 +949,22 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     mm._text_source = (dict(reader.module_attributes), entry)
     _text_figures(mm, reader.module_attributes, entry, ctx, ctx.chip)
     return mm
+
+
+# what XLA:GPU and XLA:CPU write into their modules' custom-call targets and
+# backend configs (the compiled text of the corpora: cuBLAS/cuDNN/cuSOLVER
+# calls and the stream a GPU op runs on; XLA:CPU's LAPACK calls, its loop
+# partitions and its YNNPACK/oneDNN fusions)
+_GPU_MARKS = ("operation_queue_id", "__cublas", "__cudnn", "cusolver", "xla.gpu.", "__triton")
+_CPU_MARKS = ("outer_dimension_partitions", "lapack_", "__ynn", "__onednn", "xla.cpu.")
+
+
+def _platform_hint(attributes: str) -> Optional[str]:
+    if any(m in attributes for m in _GPU_MARKS):
+        return "gpu"
+    if any(m in attributes for m in _CPU_MARKS):
+        return "cpu"
+    return None
 
 
 def _host_space_dropped(params, entry) -> bool:
@@ -1002,6 +1024,8 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
     if mm.platform is None and (ctx.platform == "cpu" or _host_space_dropped(params, entry)):
         mm.platform = "cpu"
+    if mm.platform is None:
+        mm.platform = entry.platform_hint
     if ctx.platform is not None:
         mm.platform = ctx.platform
     platform = mm.platform
