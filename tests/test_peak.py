@@ -372,3 +372,10 @@ def test_platform_from_module_text_is_right_or_unknown(prog):
     assert m.platform in (prog.platform, None)
     if prog.platform == "tpu":
         assert m.platform == "tpu"
+
+
+def test_cli_bad_limit_or_device_fails_before_any_output():
+    for args in (("--limit", "foo"), ("--device", "z80"), ("--max-peak", "12Q")):
+        r = run("memory", "--example", *args)
+        assert r.returncode == 2 and r.stdout == "", args
+        assert "error:" in r.stderr
