@@ -748,7 +748,6 @@ def _decode(data: bytes, what: str) -> str:
 
 def _sniff_kind(head: str) -> Optional[str]:
     """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
-
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -829,7 +828,6 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
 
 
 def _entry_blocks(stream, total: Optional[int], ctx: _Context):
-
     progress = None
     if ctx.progress is not None:
         def progress(done):
@@ -1126,7 +1124,6 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-
     modules = find_dump_modules(path)
     if not modules:
         try:
@@ -1148,7 +1145,6 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
 
 
 def _platform_from_key(key: str) -> Optional[str]:
-
     if re.search(r"(?:^|\.)cl_\d+\.$", key):
         return _TPU
     if key.endswith("cpu_"):
@@ -1320,7 +1316,6 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
         rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
         report = rep if os.path.exists(rep) else None
         if os.path.exists(hlo):
-
             dm = DumpModule(key, _number(key), hlo, True, path, report)
             result = MemoryAnalysis("dump", path)
             result.modules.append(_module_from_dump(dm, ctx))
@@ -1377,7 +1372,6 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
                                    path: Optional[str], peak: Optional[PeakBuilder] = None
                                    ) -> ModuleMemory:
-
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
         mm.warnings.extend(text_mm.warnings)
@@ -1553,7 +1547,6 @@ _OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overl
 
 
 def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
-
     reports = read_oom_reports(lines, on_warning=ctx.warn)
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
@@ -1573,7 +1566,6 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
 
 
 def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
-
     mm = ModuleMemory(r.module_name, "oom", path)
     mm.platform = _TPU
     mm.memory_used_bytes = r.used_bytes

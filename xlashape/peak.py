@@ -55,7 +55,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 from .errors import ShapeValueError
 
 from .hlo_module import open_text
-from .live_range import (LiveRanges, Location, label_key, read_live_ranges, read_locations,
+from .live_range import (LiveRanges, Location, read_live_ranges, read_locations,
                          read_value_operands, reads)
 from .xla_dump import iter_buffer_assignment
 

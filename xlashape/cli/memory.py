@@ -21,7 +21,7 @@ import time
 from typing import List
 
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
-from ._output import Table, printable, write_lines
+from ._output import Table, write_lines
 from ..devices import lookup, usable_bytes
 from ..memory import EXAMPLE_DUMP, analyze, space_label
 from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
@@ -437,7 +437,7 @@ def _module_text(m, top: int) -> List[str]:
         out.append(f"  hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's figure: the "
                    "buffer assignment's preallocated temporaries in device memory, S(0))")
     if m.largest and top:
-        out.append(f"largest allocations:")
+        out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
             out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
     if m.padding_wasters and top:
