@@ -748,7 +748,6 @@ def _decode(data: bytes, what: str) -> str:
 
 def _sniff_kind(head: str) -> Optional[str]:
     """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
-
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -829,7 +828,6 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
 
 
 def _entry_blocks(stream, total: Optional[int], ctx: _Context):
-
     progress = None
     if ctx.progress is not None:
         def progress(done):
@@ -867,6 +865,8 @@ class _EntryInfo:
         self.last = None
         self.tiled = False
         self.instructions = 0
+        self.platform_hint: Optional[str] = None
+        self.hint_checks = 0
 
 
 def _entry_only(lines: Iterable[str]) -> Iterator[str]:
@@ -923,6 +923,10 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
             n = ins.parameter_number
             if n is not None:
                 target.params[n] = (ins.name, ins.shape)
+        elif (target.platform_hint is None and target.hint_checks < 256
+              and ins.opcode in ("fusion", "custom-call")):
+            target.hint_checks += 1
+            target.platform_hint = _platform_hint(ins.attributes_text)
         if ins.is_root:
             target.root = (ins.name, ins.opcode, ins.shape, ins.operand_names if ins.opcode == "tuple" else ())
         target.last = ins
@@ -943,6 +947,22 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     mm._text_source = (dict(reader.module_attributes), entry)
     _text_figures(mm, reader.module_attributes, entry, ctx, ctx.chip)
     return mm
+
+
+# what XLA:GPU and XLA:CPU write into their modules' custom-call targets and
+# backend configs (the compiled text of the corpora: cuBLAS/cuDNN/cuSOLVER
+# calls and the stream a GPU op runs on; XLA:CPU's LAPACK calls, its loop
+# partitions and its YNNPACK/oneDNN fusions)
+_GPU_MARKS = ("operation_queue_id", "__cublas", "__cudnn", "cusolver", "xla.gpu.", "__triton")
+_CPU_MARKS = ("outer_dimension_partitions", "lapack_", "__ynn", "__onednn", "xla.cpu.")
+
+
+def _platform_hint(attributes: str) -> Optional[str]:
+    if any(m in attributes for m in _GPU_MARKS):
+        return "gpu"
+    if any(m in attributes for m in _CPU_MARKS):
+        return "cpu"
+    return None
 
 
 def _host_space_dropped(params, entry) -> bool:
@@ -1002,6 +1022,8 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
     if mm.platform is None and (ctx.platform == "cpu" or _host_space_dropped(params, entry)):
         mm.platform = "cpu"
+    if mm.platform is None:
+        mm.platform = entry.platform_hint
     if ctx.platform is not None:
         mm.platform = ctx.platform
     platform = mm.platform
@@ -1102,7 +1124,6 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-
     modules = find_dump_modules(path)
     if not modules:
         try:
@@ -1124,7 +1145,6 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
 
 
 def _platform_from_key(key: str) -> Optional[str]:
-
     if re.search(r"(?:^|\.)cl_\d+\.$", key):
         return _TPU
     if key.endswith("cpu_"):
@@ -1298,7 +1318,6 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
         rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
         report = rep if os.path.exists(rep) else None
         if os.path.exists(hlo):
-
             dm = DumpModule(key, _number(key), hlo, True, path, report)
             result = MemoryAnalysis("dump", path)
             result.modules.append(_module_from_dump(dm, ctx))
@@ -1355,7 +1374,6 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
                                    path: Optional[str], peak: Optional[PeakBuilder] = None
                                    ) -> ModuleMemory:
-
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
         mm.warnings.extend(text_mm.warnings)
@@ -1531,7 +1549,6 @@ _OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overl
 
 
 def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
-
     reports = read_oom_reports(lines, on_warning=ctx.warn)
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
@@ -1551,7 +1568,6 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
 
 
 def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
-
     mm = ModuleMemory(r.module_name, "oom", path)
     mm.platform = _TPU
     mm.memory_used_bytes = r.used_bytes

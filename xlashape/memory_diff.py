@@ -101,21 +101,52 @@ def buffers_of(m) -> List[Buffer]:
     return out
 
 
-def _pair(a: List[Buffer], b: List[Buffer]):
-    """Pairs (x, y) of buffers with one key, largest with largest; ``None``
-    for the side that has fewer."""
+def _match(a: List[Buffer], b: List[Buffer], key):
+    """Pairs of buffers with one ``key(buffer)``, largest with largest, and
+    the buffers of each side left over."""
     ka: Dict[tuple, List[Buffer]] = {}
     kb: Dict[tuple, List[Buffer]] = {}
     for x in a:
-        ka.setdefault(x.key, []).append(x)
+        ka.setdefault(key(x), []).append(x)
     for y in b:
-        kb.setdefault(y.key, []).append(y)
-    pairs = []
+        kb.setdefault(key(y), []).append(y)
+    pairs, left_a, left_b = [], [], []
     for k in list(ka) + [k for k in kb if k not in ka]:
         xs = sorted(ka.get(k, ()), key=lambda x: -x.size)
         ys = sorted(kb.get(k, ()), key=lambda x: -x.size)
-        for i in range(max(len(xs), len(ys))):
-            pairs.append((xs[i] if i < len(xs) else None, ys[i] if i < len(ys) else None))
+        n = min(len(xs), len(ys))
+        pairs.extend(zip(xs[:n], ys[:n]))
+        left_a.extend(xs[n:])
+        left_b.extend(ys[n:])
+    return pairs, left_a, left_b
+
+
+def _by_name(x: Buffer):
+    return x.key
+
+
+def _by_op_path(x: Buffer):
+    # a fusion renamed by another compile (multiply_add_fusion -> loop_add_fusion):
+    # the same op path, tuple index and array type
+    return (x.key[0], x.key[2], _dims(x.shape)) if x.key[0] else ("", id(x))
+
+
+def _by_position(x: Buffer):
+    # a parameter or output of a program whose arguments are named otherwise:
+    # the same kind and array type
+    return (x.kind, _dims(x.shape)) if x.kind in ("parameter", "output") else ("", id(x))
+
+
+def _pair(a: List[Buffer], b: List[Buffer]):
+    """Pairs (x, y): first by op path and instruction name, then the rest by
+    op path and type, then parameters and outputs by type; ``None`` for a
+    buffer of one side only."""
+    pairs = []
+    for key in (_by_name, _by_op_path, _by_position):
+        got, a, b = _match(a, b, key)
+        pairs.extend(got)
+    pairs.extend((x, None) for x in a)
+    pairs.extend((None, y) for y in b)
     return pairs
 
 
@@ -185,8 +216,12 @@ class ModuleDiff:
 
     def growth(self) -> Optional[Tuple[str, int, int]]:
         """``(name, a, b)`` of the figure ``--max-growth`` judges: the peak
-        (XLA's, else the device-memory peak, else an out-of-memory report's
-        use), else the sum of arguments, outputs and temporaries."""
+        (XLA's ``peak_memory_in_bytes`` when both sides have it, else the
+        device-memory peak or an out-of-memory report's use), else the sum of
+        arguments, outputs and temporaries less the aliased bytes."""
+        x, y, _ = self.figures.get("peak_memory_in_bytes", (None, None, None))
+        if x is not None and y is not None:
+            return ("peak_memory_in_bytes", x, y)
         if self.peak_a is not None and self.peak_b is not None:
             return (self.peak_b[1], self.peak_a[0], self.peak_b[0])
 

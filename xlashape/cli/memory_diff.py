@@ -100,13 +100,14 @@ def diff_text(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
         out.append(f"  {k:<30} {xs:>14} -> {ys:>14}  {_delta(x, y)}")
     if d.peak_a is not None or d.peak_b is not None:
         def where(m, p):
-            if p is None:
-                return "?"
             pa = m.peak
-            at = ""
+            xla = None if pa is None else pa.figures.get("peak_memory_in_bytes")
+            text = (f"peak_memory_in_bytes {fmt_bytes(xla)}" if xla is not None else
+                    "?" if p is None else f"{p[1]} {fmt_bytes(p[0])}")
             if pa is not None and pa.peak_time is not None:
-                at = f" at position {pa.peak_time} ({pa.peak_instruction or '?'})"
-            return f"{fmt_bytes(p[0])} ({p[1]}){at}"
+                text += (f"; the temporaries' heap in S({pa.peak_memory_space}) is highest at "
+                         f"position {pa.peak_time} ({pa.peak_instruction or '?'})")
+            return text
         out.append(f"peak: A {where(a, d.peak_a)}")
         out.append(f"      B {where(b, d.peak_b)}")
     n = lambda xs: sum(x.size for x in xs)  # noqa: E731
@@ -120,6 +121,9 @@ def diff_text(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
             out.extend("  " + _buf(x) for x in xs[:top])
             if len(xs) > top:
                 out.append(f"  ... {len(xs) - top} more")
+    if not (d.added or d.removed or d.changed):
+        out.append("buffers: none added, removed or resized (matched by JAX op path and "
+                   "instruction name)")
     if d.changed:
         out.append(f"buffers grown or shrunk ({len(d.changed)}):")
         for x, y in d.changed[:top]:
