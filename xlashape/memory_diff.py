@@ -63,9 +63,22 @@ class Buffer(NamedTuple):
                 "kind": self.kind, "memory_space": self.space}
 
 
-def _key(name: str, label: str, op_path: Optional[str]) -> Tuple[str, str, str]:
+_TOP = re.compile(r"^jit\([^()/]*\)")
+
+
+def _key(name: str, label: str, op_path: Optional[str], shape: Optional[str] = None
+         ) -> Tuple[str, str, str]:
+    """The matching key: the op path with the top function's name dropped
+    (``jit(step)/dot_general`` and ``jit(step_v2)/dot_general`` match), the
+    instruction name without its ``.N`` suffix, and the tuple index; without
+    an op path the array type too (``copy.5`` of ``s32[]`` is not ``copy.8``
+    of ``f32[16,1024,1024]``)."""
     index = label[len(name):] if label.startswith(name) else ""
-    return (op_path or "", _SUFFIX.sub("", name), index)
+    op = _TOP.sub("jit(*)", op_path) if op_path else ""
+    base = _SUFFIX.sub("", name)
+    if not op and shape:
+        base += " " + (_dims(shape) or "")
+    return (op, base, index)
 
 
 def buffers_of(m) -> List[Buffer]:
@@ -89,14 +102,15 @@ def buffers_of(m) -> List[Buffer]:
                 if v.size_in_bytes is None or (v.shape or "").startswith("("):
                     continue  # tuple pointer tables: not a buffer a user made
                 loc = locations.get(v.name)
-                out.append(Buffer(_key(v.name, v.label, loc.op_name if loc else None), v.label,
+                out.append(Buffer(_key(v.name, v.label, loc.op_name if loc else None, v.shape),
+                                  v.label,
                                   v.size_in_bytes, v.unpadded_size_in_bytes, v.shape, a.kind,
                                   a.memory_space))
         else:
             name = a.label or (a.values[0] if a.values else a.kind)
             if a.kind == "parameter" and a.parameter_number is not None:
                 name = f"parameter {a.parameter_number}"
-            out.append(Buffer(_key(name, name, a.op_name), name, a.size_in_bytes or 0,
+            out.append(Buffer(_key(name, name, a.op_name, a.shape), name, a.size_in_bytes or 0,
                               a.unpadded_size_in_bytes, a.shape, a.kind, a.memory_space))
     return out
 
@@ -182,6 +196,9 @@ class ModuleDiff:
         self.removed: List[Buffer] = []
         self.changed: List[Tuple[Buffer, Buffer]] = []
         self.layouts: List[Tuple[Buffer, Buffer]] = []
+        #: matched buffers now in another kind of allocation (a value that
+        #: lived in a donated parameter's buffer and now needs its own output)
+        self.moved: List[Tuple[Buffer, Buffer]] = []
         for x, y in _pair(ba, bb):
             if x is None:
                 self.added.append(y)
@@ -190,6 +207,8 @@ class ModuleDiff:
             else:
                 if x.size != y.size:
                     self.changed.append((x, y))
+                if x.kind != y.kind:
+                    self.moved.append((x, y))
                 if x.shape != y.shape and _dims(x.shape) == _dims(y.shape):
                     self.layouts.append((x, y))
         self.added.sort(key=lambda x: -x.size)
@@ -214,22 +233,29 @@ class ModuleDiff:
             elif x.size != y.size:
                 self.live_changed.append((x, y))
 
-    def growth(self) -> Optional[Tuple[str, int, int]]:
-        """``(name, a, b)`` of the figure ``--max-growth`` judges: the peak
+    def growths(self) -> List[Tuple[str, int, int]]:
+        """``(name, a, b)`` of each figure ``--max-growth`` judges: the peak
         (XLA's ``peak_memory_in_bytes`` when both sides have it, else the
-        device-memory peak or an out-of-memory report's use), else the sum of
-        arguments, outputs and temporaries less the aliased bytes."""
+        device-memory peak or an out-of-memory report's use) and the total
+        (arguments + outputs + temporaries - aliased, when both sides know
+        their temporaries: XLA:CPU's peak leaves the temporaries out)."""
+        out = []
         x, y, _ = self.figures.get("peak_memory_in_bytes", (None, None, None))
         if x is not None and y is not None:
-            return ("peak_memory_in_bytes", x, y)
-        if self.peak_a is not None and self.peak_b is not None:
-            return (self.peak_b[1], self.peak_a[0], self.peak_b[0])
+            out.append(("peak_memory_in_bytes", x, y))
+        elif self.peak_a is not None and self.peak_b is not None:
+            out.append((self.peak_b[1], self.peak_a[0], self.peak_b[0]))
 
         def total(m):
-            parts = [m.argument_size_in_bytes, m.output_size_in_bytes, m.temp_size_in_bytes]
-            return sum(x or 0 for x in parts) - (m.alias_size_in_bytes or 0)
+            if m.temp_size_in_bytes is None:
+                return None
+            return (sum(x or 0 for x in (m.argument_size_in_bytes, m.output_size_in_bytes,
+                                        m.temp_size_in_bytes)) - (m.alias_size_in_bytes or 0))
 
-        return ("arguments + outputs + temporaries - aliased", total(self.a), total(self.b))
+        ta, tb = total(self.a), total(self.b)
+        if ta is not None and tb is not None:
+            out.append(("arguments + outputs + temporaries - aliased", ta, tb))
+        return out
 
     def to_json(self) -> dict:
         def side(m, p):
@@ -240,16 +266,16 @@ class ModuleDiff:
                     "peak_time": None if pa is None else pa.peak_time,
                     "peak_instruction": None if pa is None else pa.peak_instruction}
 
-        g = self.growth()
         return {
             "a": side(self.a, self.peak_a), "b": side(self.b, self.peak_b),
             "figures": {k: {"a": x, "b": y, "delta": d} for k, (x, y, d) in self.figures.items()},
-            "growth": {"figure": g[0], "a": g[1], "b": g[2], "delta": g[2] - g[1],
-                       "fraction": (g[2] - g[1]) / g[1] if g[1] else None},
+            "growth": [{"figure": n, "a": x, "b": y, "delta": y - x,
+                        "fraction": (y - x) / x if x else None} for n, x, y in self.growths()],
             "buffers_added": [x.to_json() for x in self.added],
             "buffers_removed": [x.to_json() for x in self.removed],
             "buffers_changed": [_pair_json(x, y) for x, y in self.changed],
             "layouts_changed": [_pair_json(x, y) for x, y in self.layouts],
+            "buffers_moved": [_pair_json(x, y) for x, y in self.moved],
             "donations_lost": [{"parameter_number": p, "bytes": n} for p, n in self.donations_lost],
             "donations_gained": [{"parameter_number": p, "bytes": n}
                                  for p, n in self.donations_gained],
@@ -277,7 +303,8 @@ def _live(m) -> List[Buffer]:
     pa = m.peak
     if pa is None:
         return []
-    return [Buffer(_key(b.instruction, b.label, b.op_name), b.label, b.size, b.unpadded_size,
+    return [Buffer(_key(b.instruction, b.label, b.op_name, b.shape), b.label, b.size,
+                   b.unpadded_size,
                    b.shape, b.kind, b.color) for b in pa.live_at_peak]
 
 

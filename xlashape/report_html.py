@@ -558,10 +558,10 @@ def write_diff_html(f, d, a_path: str, b_path: str) -> None:
                    f'<td class="n">{"null" if y is None else f"{y:,}"}</td><td class="n">'
                    f'{"" if delta is None else f"{delta:+,}"}</td></tr>')
     out.append("</tbody></table>")
-    name, x, y = d.growth()
-    out.append(f'<div class="verdict {"nofit" if y > x else "fits"}">{esc(name)}: {esc(_b(x))} -> '
-               f'{esc(_b(y))} ({"+" if y >= x else "-"}{esc(_b(abs(y - x)))}'
-               + (f", {100 * (y - x) / x:+.1f}%" if x else "") + ")</div>")
+    for name, x, y in d.growths():
+        out.append(f'<div class="verdict {"nofit" if y > x else "fits"}">{esc(name)}: {esc(_b(x))} -> '
+                   f'{esc(_b(y))} ({"+" if y >= x else "-"}{esc(_b(abs(y - x)))}'
+                   + (f", {100 * (y - x) / x:+.1f}%" if x else "") + ")</div>")
     for label, m in (("A", d.a), ("B", d.b)):
         pa = m.peak
         if pa is None or not pa.heap:

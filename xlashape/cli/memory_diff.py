@@ -62,14 +62,15 @@ def run_diff(args) -> int:
         write_lines(diff_text(d, a_path, b_path, args.top))
     if getattr(args, "max_growth", None) is not None:
         frac, absolute = _growth_limit(args.max_growth)
-        name, x, y = d.growth()
-        grew = y - x
-        over = (grew > frac * x) if frac is not None else grew > absolute
-        if over:
-            warn(f"{name} grew by {fmt_bytes(grew)} ({x} -> {y} bytes"
-                 + (f", {100 * grew / x:+.1f}%" if x else "") + f"), more than --max-growth "
-                 f"{args.max_growth}")
-            return 1
+        status = 0
+        for name, x, y in d.growths():
+            grew = y - x
+            if (grew > frac * x) if frac is not None else grew > absolute:
+                warn(f"{name} grew by {fmt_bytes(grew)} ({x} -> {y} bytes"
+                     + (f", {100 * grew / x:+.1f}%" if x else "") + f"), more than --max-growth "
+                     f"{args.max_growth}")
+                status = 1
+        return status
     return 0
 
 
@@ -79,7 +80,7 @@ def _delta(x, y) -> str:
     d = y - x
     if d == 0:
         return "="
-    pct = f" ({100 * d / x:+.1f}%)" if x else ""
+    pct = f" ({100 * d / x:+.1f}%)" if x and abs(d) < 100 * x else ""
     return ("+" if d > 0 else "-") + fmt_bytes(abs(d)) + pct
 
 
@@ -137,6 +138,13 @@ def diff_text(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
                    f"{fmt_bytes(abs(cost))}):")
         for x, y in d.layouts[:top]:
             out.append(f"  {x.label}: {x.shape} -> {y.shape} ({_delta(x.size, y.size) or '='})")
+    if d.moved:
+        out.append(f"buffers in another kind of allocation ({len(d.moved)}, "
+                   f"{fmt_bytes(sum(y.size for _, y in d.moved))}):")
+        for x, y in d.moved[:top]:
+            out.append(f"  {fmt_bytes(y.size):>8}  {x.label} ({x.kind}) -> {y.label} ({y.kind})")
+        if len(d.moved) > top:
+            out.append(f"  ... {len(d.moved) - top} more")
     for title, xs in (("donations lost (an output no longer reuses the parameter's buffer)",
                        d.donations_lost),
                       ("donations gained", d.donations_gained)):
@@ -154,6 +162,6 @@ def diff_text(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
                    f"({fmt_bytes(n(d.live_removed))}), {len(d.live_changed)} changed size")
         out.extend("  + " + _buf(x) for x in d.live_added[:top])
         out.extend("  - " + _buf(x) for x in d.live_removed[:top])
-    name, x, y = d.growth()
-    out.append(f"growth: {name} {x} -> {y} bytes {_delta(x, y)}")
+    for name, x, y in d.growths():
+        out.append(f"growth: {name} {x} -> {y} bytes {_delta(x, y)}")
     return out

@@ -1,0 +1,131 @@
+"""``xlashape memory diff A B`` on real pairs of compiles of one program.
+
+Each side's expected figures are XLA's own ``memory_analysis()``, recorded
+with its dump (``memory_analysis.json``); the pairs:
+
+- ``cpu_corpus/sgd_donated`` vs ``diff_pairs/sgd_not_donated`` (XLA:CPU, the
+  same SGD step without ``donate_argnums``: tests/oracle/gen_diff_pairs.py);
+- ``cpu_corpus/remat_scan`` vs ``diff_pairs/remat_scan_off`` (with and
+  without ``jax.checkpoint``);
+- ``cpu_corpus/sgd_donated`` vs ``gpu_corpus/dev_sgd_donated`` (the same
+  program through XLA:CPU and XLA:GPU);
+- ``tpu_corpus/mlp`` (v5e) vs ``tpu_corpus/mlp_v6e``.
+"""
+
+import json
+
+import pytest
+
+from cli_util import DATA, fails, ok, run
+
+SGD = DATA / "cpu_corpus" / "sgd_donated"
+SGD_OFF = DATA / "diff_pairs" / "sgd_not_donated"
+REMAT = DATA / "cpu_corpus" / "remat_scan"
+REMAT_OFF = DATA / "diff_pairs" / "remat_scan_off"
+GPU_SGD = DATA / "gpu_corpus" / "dev_sgd_donated"
+MLP, MLP_V6E = DATA / "tpu_corpus" / "mlp", DATA / "tpu_corpus" / "mlp_v6e"
+
+
+def xla(d):
+    return json.loads((d / "memory_analysis.json").read_text())["memory_analysis"]
+
+
+def diff(a, b, *extra):
+    return json.loads(ok("memory", "diff", a / "dump", b / "dump", "--json", *extra).stdout)
+
+
+def check_figures(doc, a, b):
+    """Every figure both sides have equals XLA's on each side, the delta their difference."""
+    xa, xb = xla(a), xla(b)
+    checked = 0
+    for k, f in doc["figures"].items():
+        if k in xa and f["a"] is not None:
+            assert f["a"] == xa[k], (k, "a")
+            checked += 1
+        if k in xb and f["b"] is not None:
+            assert f["b"] == xb[k], (k, "b")
+            checked += 1
+        if f["a"] is not None and f["b"] is not None:
+            assert f["delta"] == f["b"] - f["a"]
+    return checked
+
+
+def test_donation_lost():
+    doc = diff(SGD, SGD_OFF)
+    assert check_figures(doc, SGD, SGD_OFF) >= 12
+    xa, xb = xla(SGD), xla(SGD_OFF)
+    assert doc["figures"]["alias_size_in_bytes"]["delta"] == -xa["alias_size_in_bytes"]
+    assert doc["figures"]["peak_memory_in_bytes"]["delta"] == \
+        xb["peak_memory_in_bytes"] - xa["peak_memory_in_bytes"]
+    # donate_argnums=(0, 1): params and mom, four arrays each -> parameters 0..7
+    lost = doc["donations_lost"]
+    assert [d["parameter_number"] for d in lost] == list(range(8))
+    assert sum(d["bytes"] for d in lost) == xa["alias_size_in_bytes"]
+    assert doc["donations_gained"] == []
+    # the updated arrays are the same buffers (matched by op path and name), now outputs
+    moved = doc["buffers_moved"]
+    assert {(m["a"]["kind"], m["b"]["kind"]) for m in moved} == {("parameter", "output")}
+    assert sum(m["b"]["size_in_bytes"] for m in moved) == xa["alias_size_in_bytes"]
+    assert doc["buffers_added"] == [] and doc["buffers_removed"] == []
+
+
+def test_max_growth_catches_the_lost_donation():
+    r = run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "5%")
+    assert r.returncode == 1 and "grew by" in r.stderr and "+66.7%" in r.stderr
+    # the other way round it shrinks: no regression
+    assert run("memory", "diff", SGD_OFF / "dump", SGD / "dump", "--max-growth", "5%"
+               ).returncode == 0
+    assert run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "100M"
+               ).returncode == 0
+    assert run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "90M"
+               ).returncode == 1
+    fails("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "x%")
+
+
+def test_remat_off_costs_temporaries():
+    doc = diff(REMAT, REMAT_OFF)
+    check_figures(doc, REMAT, REMAT_OFF)
+    xa, xb = xla(REMAT), xla(REMAT_OFF)
+    assert doc["figures"]["temp_size_in_bytes"]["delta"] == \
+        xb["temp_size_in_bytes"] - xa["temp_size_in_bytes"]
+    # XLA:CPU's peak leaves temporaries out: it does not move, the total does
+    growth = {g["figure"]: g for g in doc["growth"]}
+    assert growth["peak_memory_in_bytes"]["delta"] == 0
+    total = growth["arguments + outputs + temporaries - aliased"]
+    assert total["delta"] == xb["temp_size_in_bytes"] - xa["temp_size_in_bytes"]
+    r = run("memory", "diff", REMAT / "dump", REMAT_OFF / "dump", "--max-growth", "5%")
+    assert r.returncode == 1
+    # without checkpointing, the forward scan keeps f32[16,1024,1024] stacks
+    assert any(b["shape"].startswith("f32[16,1024,1024]") for b in doc["buffers_added"])
+
+
+def test_cpu_and_gpu_compiles_of_one_program():
+    doc = diff(SGD, GPU_SGD)
+    assert check_figures(doc, SGD, GPU_SGD) >= 12
+    # the arguments have other names (params/p): parameters are matched by type
+    assert not [b for b in doc["buffers_added"] if b["kind"] == "parameter"]
+    assert doc["donations_lost"] == [] and doc["donations_gained"] == []
+
+
+def test_tpu_v5e_and_v6e():
+    doc = diff(MLP, MLP_V6E)
+    check_figures(doc, MLP, MLP_V6E)
+    xa, xb = xla(MLP), xla(MLP_V6E)
+    assert doc["figures"]["total_allocation_bytes"]["delta"] == \
+        xb["total_allocation_bytes"] - xa["total_allocation_bytes"]
+
+
+def test_text_and_html(tmp_path):
+    text = ok("memory", "diff", SGD / "dump", SGD_OFF / "dump").stdout
+    assert "donations lost" in text and "parameter 0: 16.00M" in text
+    assert "peak_memory_in_bytes" in text
+    out = tmp_path / "d.html"
+    ok("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--html", out)
+    page = out.read_text(encoding="utf-8")
+    assert "https://" not in page and "http://" not in page
+    assert "donations lost" in page and "251,699,264" in page
+
+
+def test_bad_use():
+    fails("memory", "diff", SGD / "dump")
+    fails("memory", "diff", SGD / "dump", DATA / "no-such-dir")
