@@ -85,7 +85,7 @@ svg text{font:11px system-ui,sans-serif;fill:#1b1f24}
 .legend span{display:inline-block;width:12px;height:12px;vertical-align:middle;margin:0 4px 0 12px}
 table{border-collapse:collapse;font-size:12px;margin:6px 0}th,td{border:1px solid #d0d7de;padding:2px 6px;text-align:left;vertical-align:top}
 th{background:#f6f8fa;cursor:pointer;user-select:none;position:sticky;top:0}th:after{content:" \\2195";color:#8c959f}
-td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.agg td{color:#57606a;font-style:italic}
+td.mono{max-width:420px;overflow-wrap:anywhere}td.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}tr.agg td{color:#57606a;font-style:italic}
 .tw{max-height:520px;overflow:auto;border:1px solid #d0d7de;display:inline-block;max-width:100%}
 .tw table{margin:0}.why{margin:4px 0 10px 0}.headline{font-size:15px;margin:10px 0;padding:8px 12px;background:#ddf4ff;border:1px solid #54aeff;border-radius:6px}.why li{margin:2px 0}
 """
@@ -124,9 +124,19 @@ def _columns(padded, unpadded, n_cols: int):
 
 
 def _ticks(top: int) -> List[int]:
+    """Round byte values (1, 2 or 5 times a power of ten of the unit XLA
+    prints: B, K, M, G) from 0 to at least ``top``, about four steps."""
     if top <= 0:
         return [0]
-    return [top * i // 4 for i in range(5)]
+    unit = 1
+    while top >= unit * 1024 and unit < 1 << 40:
+        unit *= 1024
+    raw = top / unit / 4
+    mag = 10 ** len(str(int(raw))) / 10 if raw >= 1 else 1
+    step = next((m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw), 10 * mag)
+    step_b = max(1, int(step * unit))
+    n = -(-top // step_b)
+    return [step_b * i for i in range(n + 1)]
 
 
 def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
@@ -135,14 +145,16 @@ def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
     filled area, the unpadded heap as a line, the peak as a red line, and a
     hover title per column (positions, highest bytes, the instruction)."""
     n = len(padded)
-    left, right, top, bottom = 78, 12, 18, 34
+    left, right, top, bottom = 78, 12, 24, 34
     pw, ph = width - left - right, height - top - bottom
     cols = _columns(padded, unpadded, CHART_COLUMNS)
     ymax = max([c[2] for c in cols] + [1])
+    ticks = _ticks(ymax)
+    ymax = max(ticks[-1], 1)
     out = [f'<svg class="heap" width="{width}" height="{height}" '
            f'viewBox="0 0 {width} {height}" role="img">']
     # axes and grid
-    for t in _ticks(ymax):
+    for t in ticks:
         y = top + ph - ph * t / ymax
         out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>')
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(_b(t))}</text>')
@@ -179,7 +191,7 @@ def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
                        'stroke="#cf222e" stroke-width="1.5"/>')
             anchor = "end" if x > left + pw * 0.6 else "start"
             dx = -4 if anchor == "end" else 4
-            out.append(f'<text x="{x + dx:.1f}" y="{top + 10}" text-anchor="{anchor}" '
+            out.append(f'<text x="{x + dx:.1f}" y="{top - 8}" text-anchor="{anchor}" '
                        f'fill="#cf222e" style="fill:#cf222e;font-weight:600">{esc(peak_label)}</text>')
         # hover: one transparent rectangle per column
         for k, c in enumerate(cols):
