@@ -18,7 +18,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from cli_util import DATA, ok
+from cli_util import DATA, ok, run
 from xlashape.tiling import format_bytes
 from xlashape.memory import Allocation, ModuleMemory
 from xlashape.report_html import MAX_ROWS, SMALL_BYTES, render_html
@@ -209,3 +209,27 @@ def test_the_page_renders_in_headless_chromium(tmp_path):
     sizes = [a["size_in_bytes"] for m in doc["modules"] for a in m["allocations"]]
     assert sorted(page.sizes) == sorted(sizes)
     assert page.tags["svg"] >= 1
+
+
+def test_png_and_svg_of_the_heap_and_the_live_buffers(tmp_path):
+    pytest.importorskip("matplotlib")
+    png, svg = tmp_path / "m.png", tmp_path / "m.svg"
+    ok("memory", "--example", "--png", png, "--svg", svg)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in svg.read_bytes()[:2000]
+
+
+def test_no_picture_without_a_heap(tmp_path):
+    r = run("memory", DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt",
+            "--png", tmp_path / "m.png")
+    assert r.returncode == 2 and "needs a dump" in r.stderr
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_the_text_report_has_a_bar_chart_of_the_heap():
+    text = ok("memory", "--example").stdout
+    (line,) = [ln for ln in text.splitlines() if ln.strip().startswith("S(1) VMEM")
+               and "highest" in ln]
+    # 9 positions: highest at 6 (the peak: 12.01M), 8.00M at 7, nothing at 8
+    bars = line.split("12.01M")[1].strip()
+    assert bars[-2:] == "█▆"

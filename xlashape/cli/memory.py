@@ -89,6 +89,10 @@ def add_parser(subparsers):
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML page (heap over program order, the "
                         "buffers live at the peak, a sortable table of every allocation) to FILE")
+    p.add_argument("--png", metavar="FILE",
+                   help="also draw the heap over program order and the buffers live at the peak "
+                        "to a PNG file (needs matplotlib)")
+    p.add_argument("--svg", metavar="FILE", help="the same picture as an SVG file")
     p.add_argument("--max-growth", metavar="PCT|SIZE",
                    help="memory diff A B: exit with status 1 when B's peak is more than PCT "
                         "(5%%) or SIZE above A's (for CI)")
@@ -213,6 +217,8 @@ def run(args) -> int:
             from ..report_html import write_html
             with open(args.html, "w", encoding="utf-8") as f:
                 write_html(f, modules, title=display, verdicts=verdicts)
+        if args.png is not None or args.svg is not None:
+            _pictures(args, modules)
         if args.json:
             _write_json(modules, verdicts)
         else:
@@ -240,6 +246,22 @@ def _limit_of(args):
         return usable_bytes(d), d.name + (f" ({fmt_bytes(d.memory_bytes)}, jax's 75%)"
                                           if d.platform == "gpu" and d.basis == "estimated" else "")
     return None
+
+
+def _pictures(args, modules) -> None:
+    from ..render import MissingMatplotlib
+    from ..report_plot import picture_module, save_memory_picture
+    m = picture_module(modules)
+    if m is None:
+        raise UsageError("--png/--svg draw the heap over program order, which needs a dump's "
+                         "buffer assignment and live ranges (XLA_FLAGS=--xla_dump_to=DIR); "
+                         "this input has none")
+    for path, fmt in ((args.png, "png"), (args.svg, "svg")):
+        if path is not None:
+            try:
+                save_memory_picture(m, path, fmt)
+            except MissingMatplotlib as e:
+                raise UsageError(str(e)) from None
 
 
 def _verdicts(spec, modules) -> dict:
