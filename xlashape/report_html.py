@@ -247,6 +247,7 @@ def _peak_section(m, out: List[str]) -> None:
                '</span>without padding<span style="background:#cf222e;width:2px"></span>the peak'
                ' &middot; hover the chart for the instruction at each point; buffers that live for '
                'the whole program (parameters, outputs, constants) are included</div>')
+    highest = max((max(h["padded"]) for h in pa.heap.values() if len(h["padded"])), default=0)
     for color in sorted(pa.heap):
         h = pa.heap[color]
         padded = h["padded"]
@@ -254,6 +255,8 @@ def _peak_section(m, out: List[str]) -> None:
             continue
         hi = max(padded)
         flat = min(padded) == hi
+        # a space holding a hundredth of the largest (SMEM scalars, sflags): a short chart
+        small = flat or 100 * hi < highest
         if color == pa.peak_memory_space and pa.peak_time is not None:
             pos = pa.peak_time
             what = "XLA's peak is here"
@@ -275,7 +278,7 @@ def _peak_section(m, out: List[str]) -> None:
                    f' &mdash; highest <span class="hi" data-bytes="{int(hi)}">{esc(_b(hi))}</span>'
                    f' ({int(hi):,} bytes) over {len(padded):,} positions{note}</div>')
         out.append(heap_svg(padded, h.get("unpadded", ()), schedule=schedule, peak_pos=pos,
-                            peak_label=label))
+                            peak_label=label, height=110 if small else 250))
         out.append("</div>")
     # live at the peak
     live = pa.live_at_peak
@@ -293,7 +296,8 @@ def _peak_section(m, out: List[str]) -> None:
                f'Blue: bytes without padding; hatched orange: padding. Buffers under '
                f'{esc(_b(SMALL_BYTES))} share the grey bar.</div>')
     shown = [b for b in live if b.size >= SMALL_BYTES][:MAX_BARS]
-    rest = [b for b in live if b not in set(shown)] if len(shown) < len(live) else []
+    ids = {id(b) for b in shown}
+    rest = [b for b in live if id(b) not in ids]
     biggest = max([b.size for b in shown] + [sum(b.size for b in rest), 1])
     out.append('<div class="bars">')
     for b in shown:
@@ -458,6 +462,19 @@ def _module_section(m, out: List[str], verdict) -> None:
     out.append(_verdict_html(verdict))
     if m.source == "oom":
         _oom_section(m, out)
+    if m.peak is not None and m.peak.live_at_peak:
+        pa = m.peak
+        total = pa.live_at_peak_bytes
+        fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
+        xla = pa.figures.get("peak_memory_in_bytes")
+        name = "peak_memory_in_bytes" if xla == total else "the peak (xlashape's replay)"
+        at = ""
+        if pa.peak_time is not None:
+            at = (f", the temporaries' heap in {_space_name(pa.peak_memory_space)} highest at "
+                  f"position {pa.peak_time} ({pa.peak_instruction or '?'})")
+        out.append(f'<div class="headline"><b>{esc(name)} {esc(_b(total))}</b> = {esc(_b(fixed))} '
+                   f'of parameters, outputs and constants (live for the whole program) + '
+                   f'{esc(_b(total - fixed))} of temporaries{esc(at)}.</div>')
     out.append('<div class="cards">')
     for k in _STATS:
         out.append(_card(k, getattr(m, k, None), m.reasons.get(k)))
@@ -472,24 +489,16 @@ def _module_section(m, out: List[str], verdict) -> None:
     nulls = dict(m.reasons)
     if pa is not None:
         nulls.update(pa.reasons)
-    for k, why in nulls.items():
-        out.append(f'<div class="note"><code>{esc(k)}</code> is null: {esc(why)}</div>')
-    if m.hbm_temp_allocation_bytes is not None:
-        out.append(f'<div class="note">hbm_temp_allocation_bytes '
-                   f'{m.hbm_temp_allocation_bytes:,} (xlashape\'s figure: the buffer assignment\'s '
-                   'temporaries in device memory S(0), not XLA\'s temp_size_in_bytes)</div>')
-    if pa is not None and pa.live_at_peak:
-        total = pa.live_at_peak_bytes
-        fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
-        xla = pa.figures.get("peak_memory_in_bytes")
-        name = "peak_memory_in_bytes" if xla == total else "the peak (xlashape's replay)"
-        at = ""
-        if pa.peak_time is not None:
-            at = (f", the temporaries' heap in {_space_name(pa.peak_memory_space)} highest at "
-                  f"position {pa.peak_time} ({pa.peak_instruction or '?'})")
-        out.append(f'<div class="headline"><b>{esc(name)} {esc(_b(total))}</b> = {esc(_b(fixed))} '
-                   f'of parameters, outputs and constants (live for the whole program) + '
-                   f'{esc(_b(total - fixed))} of temporaries{esc(at)}.</div>')
+    if nulls or m.hbm_temp_allocation_bytes is not None:
+        out.append(f'<details class="note"><summary>why {len(nulls)} figure'
+                   f'{"s are" if len(nulls) != 1 else " is"} null</summary>')
+        for k, why in nulls.items():
+            out.append(f'<div class="note"><code>{esc(k)}</code> is null: {esc(why)}</div>')
+        if m.hbm_temp_allocation_bytes is not None:
+            out.append(f'<div class="note">hbm_temp_allocation_bytes '
+                       f'{m.hbm_temp_allocation_bytes:,} (xlashape\'s figure: the buffer assignment\'s '
+                       'temporaries in device memory S(0), not XLA\'s temp_size_in_bytes)</div>')
+        out.append("</details>")
     if pa is not None and pa.heap:
         _peak_section(m, out)
     elif m.source not in ("oom",):
