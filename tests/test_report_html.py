@@ -233,3 +233,25 @@ def test_the_text_report_has_a_bar_chart_of_the_heap():
     # 9 positions: highest at 6 (the peak: 12.01M), 8.00M at 7, nothing at 8
     bars = line.split("12.01M")[1].strip()
     assert bars[-2:] == "█▆"
+
+
+def test_the_allocation_timeline_draws_each_buffer_of_the_peaks_allocation(tmp_path):
+    text = _example(tmp_path)
+    doc = json.loads(ok("memory", "--example", "--json").stdout)
+    (m,) = doc["modules"]
+    head = re.search(r"Allocation timeline: allocation (\d+), S\((\d+)\)", text)
+    assert head and int(head.group(2)) == m["peak"]["peak_memory_space"]
+    (alloc,) = [a for a in m["allocations"] if a.get("index") == int(head.group(1))]
+    svg = text.split('<svg class="timeline"', 1)[1].split("</svg>", 1)[0]
+    # one rectangle per array value of that allocation, each named in its hover text
+    values = [v for v in alloc["value_details"] if not v["shape"].startswith("(")]
+    assert svg.count("<rect") == len(values) > 0
+    for v in values:
+        assert f"{v['size_in_bytes']:,} bytes) at offset {v['offset']:,}" in svg
+
+
+def test_the_example_page_reads_its_files_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = _example(tmp_path)
+    assert "jit(conv_layer)/conv_general_dilated" in text.split("allocations", 1)[1]
+    assert 'class="timeline"' in text

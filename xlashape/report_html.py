@@ -36,8 +36,11 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from .peak import PEAK_FIELDS, SMALL_BUFFER_BYTES
 from .tiling import format_bytes
-from .live_range import read_locations
+from .live_range import read_live_ranges, read_locations
 from .errors import XlaShapeError
+from .hlo_module import open_text
+from .peak import is_indefinite
+from .xla_dump import iter_buffer_assignment
 
 __all__ = ["render_html", "write_html", "SMALL_BYTES", "MAX_ROWS", "MAX_BARS"]
 
@@ -50,6 +53,8 @@ MAX_ROWS = 2000
 MAX_BARS = 40
 #: columns of a heap chart (each the highest of its positions)
 CHART_COLUMNS = 480
+#: at most this many buffers (the largest) in the allocation timeline
+TIMELINE_BUFFERS = 3000
 
 _STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
           "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes")
@@ -206,6 +211,113 @@ def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
                        f'fill="transparent"><title>{esc(tip)}</title></rect>')
     out.append("</svg>")
     return "".join(out)
+
+
+# -- the allocation timeline ---------------------------------------------------------
+
+_KIND_COLORS = {"temporary": "#0969da", "parameter": "#8250df", "output": "#1a7f37",
+                "constant": "#9a6700", "thread-local": "#57606a"}
+
+
+#: maps a module's shown path to the file to read (set while a page is written:
+#: the command shows ``xlashape/examples/tpu_dump`` for the installed example)
+_resolve = None
+
+
+def _real(path: Optional[str]) -> Optional[str]:
+    return _resolve(path) if (_resolve is not None and path) else path
+
+
+def _dump_files(path: Optional[str]):
+    """The buffer assignment and live-range files beside a dumped module's text."""
+    path = _real(path)
+    if not path or not path.endswith(".txt"):
+        return None
+    stem = path[:-4]
+    ba, lr = stem + "-buffer-assignment.txt", stem + "-live-range.txt"
+    if os.path.isfile(ba) and os.path.isfile(lr):
+        return ba, lr
+    return None
+
+
+def timeline_svg(m, width: int = 1000, height: int = 300) -> Optional[str]:
+    """XProf's buffer allocation timeline, offline: the temporary
+    allocation of the memory space where XLA's peak is, each buffer a
+    rectangle from its first to its last position in program order (x) at
+    its offset in the allocation (y); the peak's position marked. Read from
+    the dump's buffer assignment and live ranges (records, no figure is
+    computed); ``None`` where the dump does not have them."""
+    pa = m.peak
+    files = _dump_files(m.path)
+    if pa is None or pa.peak_memory_space is None or files is None:
+        return None
+    try:
+        live = read_live_ranges(files[1])
+        best = None
+        with open_text(files[0]) as f:
+            for a in iter_buffer_assignment(f):
+                if a.color != pa.peak_memory_space or is_indefinite(a) or not a.values:
+                    continue
+                if best is None or a.size > best[0].size:
+                    best = (a, [v for v in a.values if not v.shape_text.startswith("(")])
+    except (OSError, XlaShapeError):
+        return None
+    if best is None:
+        return None
+    a, values = best
+    rects = []
+    for v in values:
+        label = v.label if v.label.endswith("}") else v.label + "{}"
+        r = live.ranges.get(label)
+        if r is not None and v.size > 0:
+            rects.append((v.size, v.offset, r[0], r[1], v.label, v.shape_text))
+    if not rects:
+        return None
+    rects.sort(key=lambda x: -x[0])
+    dropped = len(rects) - TIMELINE_BUFFERS
+    rects = rects[:TIMELINE_BUFFERS]
+    n = max(len(live.sequence), max(x[3] for x in rects) + 1, 1)
+    top_b = max(a.size, max(x[0] + x[1] for x in rects), 1)
+    ticks = _ticks(top_b)
+    top_b = ticks[-1] or 1
+    left, right, top, bottom = 78, 12, 10, 34
+    pw, ph = width - left - right, height - top - bottom
+    out = [f'<svg class="timeline" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" role="img">']
+    for t in ticks:
+        y = top + ph - ph * t / top_b
+        out.append(f'<line x1="{left}" x2="{left + pw}" y1="{y:.1f}" y2="{y:.1f}" stroke="#eaeef2"/>')
+        out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" text-anchor="end">{esc(_b(t))}</text>')
+    for i in range(5):
+        pos = (n - 1) * i // 4
+        out.append(f'<text x="{left + pw * (pos + 0.5) / n:.1f}" y="{top + ph + 16}" '
+                   f'text-anchor="middle">{pos}</text>')
+    out.append(f'<text x="{left + pw / 2:.0f}" y="{height - 3}" text-anchor="middle" '
+               'fill="#57606a">position in program order; height: offset in the allocation</text>')
+    kind = "temporary"
+    for size, off, s0, s1, label, shape in rects:
+        x0 = left + pw * s0 / n
+        x1 = left + pw * (s1 + 1) / n
+        y1 = top + ph - ph * off / top_b
+        y0 = top + ph - ph * (off + size) / top_b
+        tip = f"{label} {shape}\n{_b(size)} ({size:,} bytes) at offset {off:,}\nlive {s0}-{s1}"
+        out.append(f'<rect x="{x0:.2f}" y="{y0:.2f}" width="{max(x1 - x0, 0.5):.2f}" '
+                   f'height="{max(y1 - y0, 0.5):.2f}" fill="{_KIND_COLORS[kind]}" '
+                   f'fill-opacity="0.55" stroke="#0a3069" stroke-width="0.3">'
+                   f'<title>{esc(tip)}</title></rect>')
+    if pa.peak_time is not None and 0 <= pa.peak_time < n:
+        x = left + pw * (pa.peak_time + 0.5) / n
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top}" y2="{top + ph}" '
+                   'stroke="#cf222e" stroke-width="1.5"/>')
+    out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" stroke="#8c959f"/>')
+    out.append("</svg>")
+    head = (f'<h3>Allocation timeline: allocation {a.index}, {esc(_space_name(a.color))} '
+            f'temporaries ({esc(_b(a.size))})</h3><div class="note">Each buffer from its first '
+            'to its last position in program order, at its offset in the allocation (hover for '
+            'its name); buffers at one offset share memory; the red line is XLA\'s peak.'
+            + (f' The {TIMELINE_BUFFERS:,} largest of {len(rects) + dropped:,} buffers.'
+               if dropped > 0 else "") + '</div>')
+    return head + "".join(out)
 
 
 # -- the page ------------------------------------------------------------------------
@@ -370,10 +482,11 @@ def _main_value(a) -> Optional[str]:
 def _alloc_table(m, out: List[str]) -> None:
     rows, small, n = _alloc_rows(m)
     locations = {}
-    if m.path and m.source in ("dump", "hlo") and os.path.isfile(m.path) and rows:
+    real = _real(m.path)
+    if real and m.source in ("dump", "hlo") and os.path.isfile(real) and rows:
         names = {x for x in (_main_value(a) for a in rows) if x}
         try:
-            locations = read_locations(m.path, names=names)
+            locations = read_locations(real, names=names)
         except (OSError, XlaShapeError):
             locations = {}
     grouped = f"; allocations under {_b(SMALL_BYTES)} (and beyond the {MAX_ROWS:,} largest) are " \
@@ -501,6 +614,9 @@ def _module_section(m, out: List[str], verdict) -> None:
         out.append("</details>")
     if pa is not None and pa.heap:
         _peak_section(m, out)
+        tl = timeline_svg(m)
+        if tl is not None:
+            out.append(tl)
     elif m.source not in ("oom",):
         out.append('<div class="note"><b>No heap over program order:</b> it needs the buffer '
                    'assignment and the live ranges of a dump (XLA_FLAGS=--xla_dump_to=DIR writes '
@@ -520,8 +636,19 @@ def render_html(modules: Iterable, *, title: str = "", verdicts: Optional[dict] 
     return buf.getvalue()
 
 
-def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None) -> None:
-    """:func:`render_html` written to the text stream ``f``."""
+def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None,
+               resolve=None) -> None:
+    """:func:`render_html` written to the text stream ``f``; ``resolve(path)``
+    maps a module's shown path to the file to read beside it."""
+    global _resolve
+    _resolve = resolve
+    try:
+        _write_html(f, modules, title, verdicts)
+    finally:
+        _resolve = None
+
+
+def _write_html(f, modules, title, verdicts) -> None:
     modules = [m for m in modules if not getattr(m, "superseded", False)]
     f.write('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<title>{esc("xlashape memory: " + title)}</title><style>{_CSS}</style></head><body>')

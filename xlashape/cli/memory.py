@@ -216,7 +216,9 @@ def run(args) -> int:
         if args.html is not None:
             from ..report_html import write_html
             with open(args.html, "w", encoding="utf-8") as f:
-                write_html(f, modules, title=display, verdicts=verdicts)
+                write_html(f, modules, title=display, verdicts=verdicts,
+                           resolve=lambda p: path + p[len(display):]
+                           if display != path and p.startswith(display) else p)
         if args.png is not None or args.svg is not None:
             _pictures(args, modules)
         if args.json:
