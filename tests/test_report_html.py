@@ -255,3 +255,22 @@ def test_the_example_page_reads_its_files_from_any_directory(tmp_path, monkeypat
     text = _example(tmp_path)
     assert "jit(conv_layer)/conv_general_dilated" in text.split("allocations", 1)[1]
     assert 'class="timeline"' in text
+
+
+def _corpus_dumps():
+    import corpora
+    return [p for p in corpora.programs() if p.dump_dir is not None]
+
+
+@pytest.mark.parametrize("prog", _corpus_dumps(), ids=lambda p: f"{p.platform}-{p.name}")
+def test_every_corpus_dump_has_a_page_with_xlas_figures(prog):
+    from xlashape.memory import analyze
+    result = analyze(str(prog.dump_dir), chip=prog.chip, top=3)
+    (m,) = [m for m in result.modules if m.name == prog.module]
+    page = _parse(render_html([m]))
+    # every figure the page shows is XLA's (the nulls are not shown as numbers)
+    for k, v in page.cards.items():
+        if k in prog.memory_analysis:
+            assert v == prog.memory_analysis[k], k
+    assert "peak_memory_in_bytes" in page.cards or prog.platform == "cpu"
+    assert page.tags["svg"] >= 1
