@@ -14,7 +14,6 @@ with its dump (``memory_analysis.json``); the pairs:
 
 import json
 
-
 from cli_util import DATA, fails, ok, run
 
 SGD = DATA / "cpu_corpus" / "sgd_donated"
