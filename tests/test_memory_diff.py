@@ -127,3 +127,17 @@ def test_text_and_html(tmp_path):
 def test_bad_use():
     fails("memory", "diff", SGD / "dump")
     fails("memory", "diff", SGD / "dump", DATA / "no-such-dir")
+
+
+def test_two_out_of_memory_reports():
+    a = DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt"
+    b = DATA / "tpu_corpus" / "oom_padded_temps" / "oom" / "tpu_driver.WARNING.txt"
+    doc = json.loads(ok("memory", "diff", a, b, "--json").stdout)
+    used = doc["figures"]["memory_used_bytes"]
+    # the reports' own lines: "Used 20.26G of 15.75G hbm" and "Used 18.00G of 15.75G hbm"
+    assert round(used["a"] / 2**30, 2) == 20.26 and round(used["b"] / 2**30, 2) == 18.00
+    assert doc["growth"][0]["figure"] == "memory_used_bytes"
+    # buffers are named by their instruction (a report's label is the instruction's text)
+    names = [x["label"] for x in doc["buffers_added"] + doc["buffers_removed"]]
+    assert names and not [n for n in names if " = " in n]
+    assert "broadcast_multiply_fusion" in names

@@ -107,7 +107,9 @@ def buffers_of(m) -> List[Buffer]:
                                   v.size_in_bytes, v.unpadded_size_in_bytes, v.shape, a.kind,
                                   a.memory_space))
         else:
-            name = a.label or (a.values[0] if a.values else a.kind)
+            # an out-of-memory report's label is the instruction's text: its name
+            name = (a.values[0] if a.values else
+                    (a.label or a.kind).split(" = ")[0].strip().lstrip("%"))
             if a.kind == "parameter" and a.parameter_number is not None:
                 name = f"parameter {a.parameter_number}"
             out.append(Buffer(_key(name, name, a.op_name, a.shape), name, a.size_in_bytes or 0,
