@@ -141,3 +141,24 @@ def test_two_out_of_memory_reports():
     names = [x["label"] for x in doc["buffers_added"] + doc["buffers_removed"]]
     assert names and not [n for n in names if " = " in n]
     assert "broadcast_multiply_fusion" in names
+
+
+PADDING = DATA / "tpu_corpus" / "padding"
+PADDING_DEFAULT = DATA / "diff_pairs" / "padding_default"
+
+
+def test_requested_padded_layouts_vs_xlas_defaults():
+    doc = diff(PADDING, PADDING_DEFAULT)
+    assert check_figures(doc, PADDING, PADDING_DEFAULT) >= 14
+    xa, xb = xla(PADDING), xla(PADDING_DEFAULT)
+    assert doc["figures"]["peak_memory_in_bytes"]["delta"] == \
+        xb["peak_memory_in_bytes"] - xa["peak_memory_in_bytes"]
+    # the requested row-major tiles pad the size-1 dimension: those layouts change
+    changed = {c["a"]["label"]: (c["a"]["shape"], c["b"]["shape"], c["delta"])
+               for c in doc["layouts_changed"]}
+    # s32[4096,1] row-major T(8,128): 4096 rows of 8x128 tiles / 8 = 2M; default {0,1:T(1,128)}: 16K
+    assert changed["ids.1"] == ("s32[4096,1]{1,0:T(8,128)}", "s32[4096,1]{0,1:T(1,128)}",
+                                16 * 1024 - 2 * 1024 * 1024)
+    assert changed["act.1"][0].startswith("f32[8,1,1280]{2,1,0:T(8,128)}")
+    r = run("memory", "diff", PADDING_DEFAULT / "dump", PADDING / "dump", "--max-growth", "5%")
+    assert r.returncode == 1
