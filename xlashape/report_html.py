@@ -145,7 +145,8 @@ def _ticks(top: int) -> List[int]:
 
 
 def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
-             peak_label: str = "", width: int = 1000, height: int = 250) -> str:
+             peak_label: str = "", width: int = 1000, height: int = 250,
+             ymax: Optional[int] = None) -> str:
     """An inline SVG of one heap over program order: the padded heap as a
     filled area, the unpadded heap as a line, the peak as a red line, and a
     hover title per column (positions, highest bytes, the instruction)."""
@@ -153,7 +154,7 @@ def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
     left, right, top, bottom = 78, 12, 24, 34
     pw, ph = width - left - right, height - top - bottom
     cols = _columns(padded, unpadded, CHART_COLUMNS)
-    ymax = max([c[2] for c in cols] + [1])
+    ymax = max([c[2] for c in cols] + [1, ymax or 0])
     ticks = _ticks(ymax)
     ymax = max(ticks[-1], 1)
     out = [f'<svg class="heap" width="{width}" height="{height}" '
@@ -710,29 +711,50 @@ def write_diff_html(f, d, a_path: str, b_path: str) -> None:
         out.append(f'<div class="verdict {"nofit" if y > x else "fits"}">{esc(name)}: {esc(_b(x))} -> '
                    f'{esc(_b(y))} ({"+" if y >= x else "-"}{esc(_b(abs(y - x)))}'
                    + (f", {100 * (y - x) / x:+.1f}%" if x else "") + ")</div>")
-    for label, m in (("A", d.a), ("B", d.b)):
-        pa = m.peak
-        if pa is None or not pa.heap:
-            continue
-        out.append(f"<h3>{label}: heap over program order</h3>")
-        for color in sorted(pa.heap):
-            h = pa.heap[color]
-            if not len(h["padded"]):
-                continue
-            out.append(f"<div>{esc(_space_name(color))}</div>")
-            out.append(heap_svg(h["padded"], h.get("unpadded", ()),
-                                schedule=getattr(pa, "schedule", None),
-                                peak_pos=pa.peak_time if color == pa.peak_memory_space else None,
-                                peak_label=f"peak at {pa.peak_time}: {pa.peak_instruction or '?'}",
-                                height=180))
+    n = lambda xs: sum(x.size for x in xs)  # noqa: E731
+    cost = sum(y.size - x.size for x, y in d.layouts)
+    items = [f"{len(d.layouts)} layouts changed ({'+' if cost >= 0 else '-'}{_b(abs(cost))})",
+             f"{len(d.donations_lost)} donations lost, {len(d.donations_gained)} gained",
+             f"{len(d.copies_added)} copies/transposes added ({_b(n(d.copies_added))}), "
+             f"{len(d.copies_removed)} removed",
+             f"{len(d.added)} buffers added ({_b(n(d.added))}), {len(d.removed)} removed "
+             f"({_b(n(d.removed))}), {len(d.changed)} resized, {len(d.moved)} in another kind "
+             "of allocation"]
+    out.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in items) + "</ul>")
+    _diff_rows("layouts changed", d.layouts, out)
     _diff_rows("buffers added in B", [(None, y) for y in d.added], out)
     _diff_rows("buffers removed from A", [(x, None) for x in d.removed], out)
     _diff_rows("buffers grown or shrunk", d.changed, out)
-    _diff_rows("layouts changed", d.layouts, out)
+    _diff_rows("buffers in another kind of allocation", d.moved, out)
     for title, xs in (("donations lost", d.donations_lost), ("donations gained", d.donations_gained)):
         if xs:
             out.append(f"<h3>{esc(title)}</h3><ul>" + "".join(
                 f"<li>parameter {p}: {esc(_b(n))}</li>" for p, n in xs) + "</ul>")
+    spaces = sorted(set((d.a.peak.heap if d.a.peak else {}))
+                    | set((d.b.peak.heap if d.b.peak else {})))
+    if spaces:
+        out.append("<h3>Heap over program order, A (left) and B (right), one scale per memory "
+                   "space</h3>")
+    for color in spaces:
+        sides = []
+        for m in (d.a, d.b):
+            pa = m.peak
+            h = pa.heap.get(color) if pa is not None else None
+            sides.append((pa, h))
+        top = max([max(h["padded"]) for _, h in sides if h is not None and len(h["padded"])]
+                  + [1])
+        out.append(f"<div><b>{esc(_space_name(color))}</b></div><div style=\"display:flex;gap:8px\">")
+        for (pa, h), name in zip(sides, ("A", "B")):
+            if h is None or not len(h["padded"]):
+                out.append(f'<div class="note" style="width:560px">{name}: nothing in this '
+                           'memory space</div>')
+                continue
+            at = pa.peak_time if color == pa.peak_memory_space else None
+            out.append(heap_svg(h["padded"], h.get("unpadded", ()),
+                                schedule=getattr(pa, "schedule", None), peak_pos=at,
+                                peak_label=f"{name}: XLA's peak at {at}" if at is not None else "",
+                                width=560, height=180, ymax=top))
+        out.append("</div>")
     _diff_rows("live at the peak only in B", [(None, y) for y in d.live_added], out)
     _diff_rows("live at the peak only in A", [(x, None) for x in d.live_removed], out)
     out.append(f"<script>{_JS}</script></body></html>\n")
