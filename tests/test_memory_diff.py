@@ -162,3 +162,9 @@ def test_requested_padded_layouts_vs_xlas_defaults():
     assert changed["act.1"][0].startswith("f32[8,1,1280]{2,1,0:T(8,128)}")
     r = run("memory", "diff", PADDING_DEFAULT / "dump", PADDING / "dump", "--max-growth", "5%")
     assert r.returncode == 1
+
+
+def test_diff_needs_two_inputs():
+    for args in ((), (SGD / "dump",), (SGD / "dump", SGD / "dump", SGD / "dump")):
+        r = run("memory", "diff", *args)
+        assert r.returncode == 2 and "takes two inputs" in r.stderr, r.stderr

@@ -140,8 +140,8 @@ def take_extra(args, extra) -> bool:
 
 
 def run(args) -> int:
-    if getattr(args, "diff", None) is not None:
-        from .memory_diff import run_diff
+    from .memory_diff import run_diff, wants_diff
+    if wants_diff(args):
         return run_diff(args)
     # sizes and device names are checked before anything is printed
     spec = _limit_of(args)

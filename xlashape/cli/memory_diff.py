@@ -18,11 +18,15 @@ from ..peak import parse_size
 
 def take_extra(args, extra) -> bool:
     """``memory diff A B``: argparse gives ``diff`` as PATH and A, B as extra."""
-    if args.path == "diff" and len(extra) == 2 and not any(x.startswith("-") and x != "-"
-                                                            for x in extra):
+    if args.path == "diff" and not any(x.startswith("-") and x != "-" for x in extra):
         args.diff = list(extra)
         return True
     return False
+
+
+def wants_diff(args) -> bool:
+    """``memory diff ...`` (a file or directory named ``diff`` is ``./diff``)."""
+    return getattr(args, "diff", None) is not None or args.path == "diff"
 
 
 def _pick(result, name, which):
@@ -47,7 +51,11 @@ def _growth_limit(text: str):
 
 
 def run_diff(args) -> int:
-    a_path, b_path = args.diff
+    paths = getattr(args, "diff", None) or []
+    if len(paths) != 2:
+        raise UsageError("memory diff takes two inputs: xlashape memory diff A B (dump "
+                         f"directories, HLO files or out-of-memory reports); got {len(paths)}")
+    a_path, b_path = paths
     kw = dict(top=args.top, chip=args.chip, platform=args.platform)
     ra, rb = analyze(a_path, **kw), analyze(b_path, **kw)
     a, b = _pick(ra, args.module, a_path), _pick(rb, args.module, b_path)
