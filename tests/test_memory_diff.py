@@ -168,3 +168,22 @@ def test_diff_needs_two_inputs():
     for args in ((), (SGD / "dump",), (SGD / "dump", SGD / "dump", SGD / "dump")):
         r = run("memory", "diff", *args)
         assert r.returncode == 2 and "takes two inputs" in r.stderr, r.stderr
+
+
+def test_the_diff_page_escapes_text_from_the_artifacts(tmp_path):
+    evil = "<script>alert(1)</script>"
+    sides = []
+    for n in (1024, 4096):
+        hlo = tmp_path / f"m{n}.hlo"
+        hlo.write_text(
+            f"HloModule jit_evil, entry_computation_layout={{(f32[{n}]{{0}})->f32[{n}]{{0}}}}\n\n"
+            f"ENTRY %main (p: f32[{n}]) -> f32[{n}] {{\n"
+            f"  %p = f32[{n}]{{0}} parameter(0)\n"
+            f'  ROOT %n = f32[{n}]{{0}} negate(%p), metadata={{op_name="{evil}"}}\n'
+            "}\n")
+        sides.append(hlo)
+    out = tmp_path / "d.html"
+    ok("memory", "diff", *sides, "--html", out)
+    page = out.read_text(encoding="utf-8")
+    assert "<script>alert" not in page and page.count("<script>") == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the op path, shown as text

@@ -89,6 +89,8 @@ def buffers_of(m) -> List[Buffer]:
     for a in allocs:
         for v in a.value_details:
             names.add(v.name)
+        if not a.value_details:
+            names.update(a.values[:1])
     locations = {}
     if names and m.path and m.source in ("dump", "hlo") and os.path.isfile(m.path):
         try:
@@ -112,7 +114,9 @@ def buffers_of(m) -> List[Buffer]:
                     (a.label or a.kind).split(" = ")[0].strip().lstrip("%"))
             if a.kind == "parameter" and a.parameter_number is not None:
                 name = f"parameter {a.parameter_number}"
-            out.append(Buffer(_key(name, name, a.op_name, a.shape), name, a.size_in_bytes or 0,
+            loc = locations.get(a.values[0]) if a.values else None
+            op = a.op_name or (loc.op_name if loc else None)
+            out.append(Buffer(_key(name, name, op, a.shape), name, a.size_in_bytes or 0,
                               a.unpadded_size_in_bytes, a.shape, a.kind, a.memory_space))
     return out
 
