@@ -94,8 +94,9 @@ def add_parser(subparsers):
                         "to a PNG file (needs matplotlib)")
     p.add_argument("--svg", metavar="FILE", help="the same picture as an SVG file")
     p.add_argument("--max-growth", metavar="PCT|SIZE",
-                   help="memory diff A B: exit with status 1 when B's peak is more than PCT "
-                        "(5%%) or SIZE above A's (for CI)")
+                   help="memory diff A B: exit with status 1 when B's peak or total "
+                        "(arguments + outputs + temporaries - aliased) is more than PCT (5%%) "
+                        "or SIZE above A's (for CI)")
     p.add_argument("--no-progress", action="store_true", help="never print progress")
     return p
 
