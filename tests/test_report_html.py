@@ -274,3 +274,15 @@ def test_every_corpus_dump_has_a_page_with_xlas_figures(prog):
             assert v == prog.memory_analysis[k], k
     assert "peak_memory_in_bytes" in page.cards or prog.platform == "cpu"
     assert page.tags["svg"] >= 1
+
+
+def test_a_cpu_page_does_not_call_the_heaps_top_xlas_peak(tmp_path):
+    out = tmp_path / "r.html"
+    ok("memory", DATA / "cpu_corpus" / "remat_scan" / "dump", "--html", out)
+    text = out.read_text(encoding="utf-8")
+    xla = json.loads((DATA / "cpu_corpus" / "remat_scan" / "memory_analysis.json").read_text()
+                     )["memory_analysis"]
+    # XLA:CPU's peak_memory_in_bytes leaves the temporaries out: the heap's top is not it
+    assert _parse(text).cards["peak_memory_in_bytes"] == xla["peak_memory_in_bytes"]
+    assert "XLA's peak is here" not in text
+    assert "XLA:CPU counts the buffers that live for the whole program only" in text

@@ -372,7 +372,8 @@ def _peak_section(m, out: List[str]) -> None:
         small = flat or 100 * hi < highest
         if color == pa.peak_memory_space and pa.peak_time is not None:
             pos = pa.peak_time
-            what = "XLA's peak is here"
+            what = ("XLA's peak is here" if pa.figures.get("peak_memory_in_bytes")
+                    == pa.live_at_peak_bytes else "highest")
         elif flat:
             pos = None
             what = ""
@@ -581,14 +582,20 @@ def _module_section(m, out: List[str], verdict) -> None:
         total = pa.live_at_peak_bytes
         fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
         xla = pa.figures.get("peak_memory_in_bytes")
-        name = "peak_memory_in_bytes" if xla == total else "the peak (xlashape's replay)"
+        name = "peak_memory_in_bytes" if xla == total else "the heap's highest point"
         at = ""
         if pa.peak_time is not None:
             at = (f", the temporaries' heap in {_space_name(pa.peak_memory_space)} highest at "
                   f"position {pa.peak_time} ({pa.peak_instruction or '?'})")
+        why = ""
+        if xla is not None and xla != total:
+            why = (f" XLA's peak_memory_in_bytes is {_b(xla)}: "
+                   + ("XLA:CPU counts the buffers that live for the whole program only, not "
+                      "the temporaries." if m.platform == "cpu" else
+                      "it counts otherwise (see the figures' reasons)."))
         out.append(f'<div class="headline"><b>{esc(name)} {esc(_b(total))}</b> = {esc(_b(fixed))} '
                    f'of parameters, outputs and constants (live for the whole program) + '
-                   f'{esc(_b(total - fixed))} of temporaries{esc(at)}.</div>')
+                   f'{esc(_b(total - fixed))} of temporaries{esc(at)}.{esc(why)}</div>')
     out.append('<div class="cards">')
     for k in _STATS:
         out.append(_card(k, getattr(m, k, None), m.reasons.get(k)))
