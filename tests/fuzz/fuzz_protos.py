@@ -20,7 +20,8 @@ goes to every reader that takes bytes:
 
 Each must return or raise an exception of xlashape's family
 (``XlaShapeError``); anything else is a failure, printed with the input's
-hex. Inputs run in child processes in batches; a batch whose process dies
+hex; an input that takes more than ``TIME_LIMIT`` seconds is reported as a
+hang, with where it was. Inputs run in child processes in batches; a batch whose process dies
 is run again (another job may have killed it) and, if it dies again, halved
 until the input that kills it is found.
 
@@ -265,14 +266,32 @@ def check(data):
     return failures
 
 
+#: Seconds one input may take in all the readers together before it is
+#: reported as a hang (and the batch goes on with the next input).
+TIME_LIMIT = 20
+
 _CHILD = r"""
-import json, sys
+import json, signal, sys, traceback
 sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
 import fuzz_protos as F
+class Hang(BaseException):
+    pass
+def alarm(*_):
+    raise Hang()
+signal.signal(signal.SIGALRM, alarm)
 n, seed, start, stop = map(int, sys.argv[1:5])
 bad = 0
 for k, (kind, data) in enumerate(F.inputs(stop, seed, start), start):
-    for name, err in F.check(data):
+    signal.alarm(F.TIME_LIMIT)
+    try:
+        found = F.check(data)
+    except Hang as e:
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if f.name != "alarm"][-3:]
+        found = [("HANG", " <- ".join(
+            f"{{f.filename.rsplit('/', 1)[-1]}}:{{f.lineno}} {{f.name}}" for f in reversed(frames)))]
+    finally:
+        signal.alarm(0)
+    for name, err in found:
         bad += 1
         print(json.dumps([k, name, err, data.hex()[:400]]), flush=True)
 print(json.dumps(["done", bad]), flush=True)
@@ -317,13 +336,18 @@ def main():
                 find_crashes(n, seed, start, stop, crashes)
         failures += bad
         print(f"{stop}/{n} inputs: {len(failures)} failures, {len(crashes)} crashes", flush=True)
+    hangs = [f for f in failures if f[1] == "HANG"]
+    failures = [f for f in failures if f[1] != "HANG"]
     for f in failures[:20]:
         print("FAILURE", f)
+    for h in hangs[:20]:
+        print("HANG", h)
     for c in crashes[:20]:
         print("CRASH", c)
     print(json.dumps({"inputs": n, "seed": seed, "seeds": len(seeds()),
-                      "failures": len(failures), "crashes": len(crashes)}))
-    return 1 if failures or crashes else 0
+                      "failures": len(failures), "hangs": len(hangs),
+                      "crashes": len(crashes)}))
+    return 1 if failures or crashes or hangs else 0
 
 
 if __name__ == "__main__":
