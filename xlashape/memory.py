@@ -69,8 +69,9 @@ from .oom_report import BREAKDOWN_HINT, looks_like_oom_report, read_oom_reports
 from .oom_report import parse_size as _parse_report_size
 from .shape_util import byte_size_of
 from .tiling import format_bytes, padding_report, physical_size_in_bytes
-from .xla_dump import (DumpModule, _number, find_dump_modules, iter_buffer_assignment,
-                       read_memory_usage_report)
+from .xla_dump import (BufferAllocation, BufferValue, DumpModule, MemorySpaceUsage, _number,
+                       find_dump_modules, iter_buffer_assignment, read_memory_usage_report)
+from .hlo_proto import module_from_proto
 from .layout import memory_space_name
 from .devices import TPU_ALIASES
 from . import protos
@@ -664,12 +665,24 @@ _SNIFF_BYTES = 1 << 16
 
 def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
-            progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
+            progress: Optional[Callable[[int, Optional[int]], None]] = None,
+            prefer: str = "text") -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
     text of one of those, or a JAX compiled object
     (``jax.jit(f).lower(...).compile()``: its ``as_text()`` is analysed and
     its ``memory_analysis()`` kept beside, in ``memory_analysis``).
+
+    XLA's protobufs too, as a path or bytes: a ``*.hlo.pb`` / ``.hlo.pb.gz``
+    (``--xla_dump_hlo_as_proto``: the module and its buffer assignment, the
+    peak from the heap simulator's traces), the bytes of
+    ``memory_analysis().serialized_buffer_assignment_proto`` (a
+    ``BufferAssignmentProto`` alone: the figures that need the module's
+    shapes or the traces are ``None`` with the reason), and a
+    ``*-memory-usage-report.pb`` (the ``.hlo.pb`` beside it is read when it
+    is there; alone, only its memory spaces' totals). A dump directory with
+    both the text files and the ``.hlo.pb`` is read from the text unless
+    ``prefer="proto"``; one with the protos only is read from them.
 
     ``top``: how many allocations to keep in each module's ``largest`` and
     ``padding_wasters``. ``chip``: the TPU generation (``v5e``, ``v6e:2x2``,
@@ -695,13 +708,20 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         if platform not in PLATFORMS:
             raise ShapeValueError(f"unknown platform {platform!r}: expected one of "
                                      + ", ".join(PLATFORMS))
+    if prefer not in ("text", "proto"):
+        raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
     ctx.platform = platform
     ctx.peak = peak
+    ctx.prefer = prefer
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
-    if isinstance(source, (bytes, bytearray)):
-        source = _decode(bytes(source), "the given bytes")
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        kind = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
+        if kind in _PROTO_KINDS:
+            return _analyze_proto(kind, data, None, ctx)
+        source = _decode(data, "the given bytes")
     if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
         path = os.fspath(source)
         if os.path.isdir(path):
@@ -732,6 +752,7 @@ class _Context:
         self.sizes: dict = {}
         self.platform: Optional[str] = None
         self.peak = True
+        self.prefer = "text"
 
     def warn(self, w) -> None:
         self.warnings.append(w)
@@ -746,8 +767,27 @@ def _decode(data: bytes, what: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _sniff_kind(head: str) -> Optional[str]:
-    """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
+def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = None
+                ) -> Optional[str]:
+    """The kind of input whose first bytes (or text) are ``head``: ``hlo``,
+    ``oom``, ``buffer-assignment``, ``memory-report`` (text), ``hlo-proto``,
+    ``buffer-assignment-proto``, ``memory-report-proto`` (XLA's protobufs,
+    told by the file ``name`` or, failing that, by parsing ``whole()``, the
+    whole input), or ``None``."""
+    if isinstance(head, (bytes, bytearray)):
+        base = name[: -len(".gz")] if name.endswith(".gz") else name
+        binary = b"\0" in head or base.endswith(".pb")
+        if not binary:
+            text_kind = _sniff_kind(head.decode("utf-8", "replace"))
+            if text_kind is not None:
+                return text_kind
+        if base.endswith(".hlo.pb"):
+            return "hlo-proto"
+        if base.endswith("memory-usage-report.pb"):
+            return "memory-report-proto"
+        if base.endswith("buffer-assignment.pb") or base.endswith("buffer_assignment.pb"):
+            return "buffer-assignment-proto"
+        return _proto_kind(whole()) if whole is not None else None
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -777,8 +817,18 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     if not raw.strip():
         raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
                                    "directory or a TPU out-of-memory report")
+
+    def whole() -> bytes:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        with open(path, "rb") as f:
+            return f.read()
+
+    kind = _sniff_kind(raw, os.path.basename(path), whole)
+    if kind in _PROTO_KINDS:
+        return _analyze_proto(kind, path, path, ctx)
     head = _decode(raw, path)
-    kind = _sniff_kind(head)
     if kind == "oom":
         with open_text(path) as f:
             return _analyze_oom(f, ctx, path)
@@ -1123,8 +1173,38 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 # -- dumps -------------------------------------------------------------------------
 
 
+def _dump_protos(path: str) -> Dict[Tuple[str, str], str]:
+    """The ``*after_optimizations.hlo.pb`` (or ``.gz``) files of a dump
+    directory: ``{(directory, key): path}``."""
+    found: Dict[Tuple[str, str], str] = {}
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            for suffix in _HLO_PB_SUFFIXES:
+                if name.endswith(suffix):
+                    found.setdefault((root, name[: -len(suffix)]), os.path.join(root, name))
+    return found
+
+
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
     modules = find_dump_modules(path)
+    pbs = _dump_protos(path)
+    if pbs and (ctx.prefer == "proto" or not modules):
+        # the proto route: each module's .hlo.pb, the text files for the
+        # modules that have none
+        result = MemoryAnalysis("dump", path)
+        done = set()
+        for (root, key), pb in sorted(pbs.items(), key=lambda kv: (_number(kv[0][1]) or 0, kv[1])):
+            rep = os.path.join(root, key + _MEMORY_REPORT_TXT)
+            result.modules.append(_module_from_proto(
+                protos.read_hlo_proto(pb), pb, ctx, key=key,
+                report=rep if os.path.exists(rep) else None))
+            done.add(os.path.join(root, key + "after_optimizations.txt"))
+        for dm in modules:
+            if dm.hlo_path not in done and dm.optimized:
+                result.modules.append(_module_from_dump(dm, ctx))
+        result.warnings = ctx.warnings
+        return result
     if not modules:
         try:
             with os.scandir(path) as it:
@@ -1195,23 +1275,41 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
     _finish_peak(bm, builder, dm.hlo_path if dm.optimized else None)
     src = getattr(mm, "_text_source", None)
     if src is not None:
-        # the module text's figures, with the tuple tables the buffer
-        # assignment showed, must agree with the buffer assignment's
-        again = ModuleMemory(mm.name, "hlo")
-        quiet = _Context(ctx.top, None, None, ctx.chip)
-        quiet.sizes = ctx.sizes
-        _text_figures(again, src[0], src[1], quiet, bm.chip)
-        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                  "host_argument_size_in_bytes", "host_output_size_in_bytes"):
-            if getattr(again, k) != getattr(bm, k):
-                bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
-                                   f"{getattr(again, k)} from the module text")
+        _check_text_figures(mm, bm, src, ctx)
     return bm
+
+
+def _check_text_figures(mm: ModuleMemory, bm: ModuleMemory, src, ctx: _Context) -> None:
+    """The module text's figures, with the tuple tables the buffer
+    assignment showed, must agree with the buffer assignment's."""
+    again = ModuleMemory(mm.name, "hlo")
+    quiet = _Context(ctx.top, None, None, ctx.chip)
+    quiet.sizes = ctx.sizes
+    _text_figures(again, src[0], src[1], quiet, bm.chip)
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes"):
+        if getattr(again, k) != getattr(bm, k):
+            bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
+                               f"{getattr(again, k)} from the module text")
+
+
+def _check_report(mm: ModuleMemory, spaces: Iterable[MemorySpaceUsage]) -> None:
+    """The memory-usage report's totals per memory space, checked against
+    the buffer assignment's."""
+    for sp in spaces:
+        t = mm.space(sp.color)
+        t.name = sp.name
+        t.reported_total = sp.total_bytes
+        if sp.total_bytes != t.total:
+            mm.warnings.append(f"memory space {sp.name} (color {sp.color}): the memory-usage "
+                               f"report says {sp.total_bytes} bytes, the buffer assignment's "
+                               f"allocations add up to {t.total}")
 
 
 _LIVE_RANGE_SUFFIX = "-live-range.txt"
 _VALUES_SUFFIX = "-buffer-assignment-values.txt"
 _BA_SUFFIX = "-buffer-assignment.txt"
+_MEMORY_REPORT_TXT = "after_optimizations-memory-usage-report.txt"
 
 
 def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
@@ -1273,35 +1371,7 @@ def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalys
     """The peak figures from a ``.hlo.pb`` (path or bytes; the heap
     simulator's own traces): :func:`xlashape.peak.peak_from_hlo_proto` with
     unpadded sizes from xlashape's size model of each buffer's shape."""
-    hlo = protos.read_hlo_proto(source)
-    shapes = {}
-    for comp in hlo.hlo_module.computations:
-        for ins in comp.instructions:
-            shapes[ins.id] = ins.shape
-    cache: dict = {}
-    sizes: dict = {}
-
-    def unpadded(lb):
-        sp = shapes.get(lb.defined_at.instruction_id)
-        if sp is None:
-            return lb.size
-        for i in lb.defined_at.shape_index:
-            if i >= len(sp.tuple_shapes):
-                return lb.size
-            sp = sp.tuple_shapes[i]
-        if len(sp.tuple_shapes):
-            return 8 * len(sp.tuple_shapes)
-        key = (sp.SerializeToString(deterministic=True), lb.size)
-        got = cache.get(key)
-        if got is None:
-            try:
-                got = _sizes_cached(sizes, Shape.from_proto(sp), platform, chip)[1]
-            except XlaShapeError:
-                got = None
-            cache[key] = got = lb.size if got is None else min(got, lb.size)
-        return got
-
-    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
+    return _peak_of_proto(protos.read_hlo_proto(source), None, platform, chip)
 
 
 def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
@@ -1372,8 +1442,11 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 
 
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
-                                   path: Optional[str], peak: Optional[PeakBuilder] = None
+                                   path: Optional[str], peak: Optional[PeakBuilder] = None,
+                                   records: Optional[Callable[[], Iterator[BufferAllocation]]] = None
                                    ) -> ModuleMemory:
+    """The figures of a buffer assignment: ``open_ba()`` opens its text, or
+    ``records()`` yields its allocations (the proto route)."""
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
         mm.warnings.extend(text_mm.warnings)
@@ -1398,6 +1471,13 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
 
     ba_name = getattr(open_ba, "name", None)
 
+    def allocations(on_warning=None) -> Iterator[BufferAllocation]:
+        if records is not None:
+            yield from records()
+            return
+        with open_ba() as f:
+            yield from iter_buffer_assignment(f, on_warning=on_warning)
+
     def warn(w):
         if ba_name:
             # several files are read for a dump: say which one the line is in
@@ -1405,86 +1485,85 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         ba_warnings.append(w)
         ctx.warn(w)
 
-    with open_ba() as f:
-        for a in iter_buffer_assignment(f, on_warning=warn):
-            if peak is not None:
-                peak.add(a)
-            mm.allocation_count += 1
-            mm.value_count += len(a.values)
-            if not tiled_seen and platform is None:
-                for v in a.values:
-                    if v.shape is not None and _platform_of([v.shape]) == _TPU:
-                        platform = mm.platform = _TPU
-                        tiled_seen = True
-                        break
-            host = a.color == HOST_MEMORY_SPACE
-            t = mm.space(a.color)
-            t.total += a.size
-            if a.parameter_number is not None:
-                t.arguments += a.size
-                if host:
-                    mm.host_argument_size_in_bytes += a.size
-                else:
-                    mm.argument_size_in_bytes += a.size
-                if a.maybe_live_out:
-                    t.aliased += a.size
-                    if host:
-                        mm.host_alias_size_in_bytes += a.size
-                    else:
-                        mm.alias_size_in_bytes += a.size
-            if a.maybe_live_out:
-                t.outputs += a.size
-                if host:
-                    mm.host_output_size_in_bytes += a.size
-                else:
-                    mm.output_size_in_bytes += a.size
-            if a.is_preallocated_temp:
-                t.temporaries += a.size
-                if host:
-                    mm.host_temp_size_in_bytes += a.size
-                else:
-                    mm.temp_size_in_bytes += a.size
-            elif a.is_thread_local:
-                t.thread_local += a.size
-            elif a.is_constant:
-                t.constants += a.size
-            elif a.parameter_number is None and not a.maybe_live_out:
-                t.other += a.size
-            # each value's size against xlashape's size of its shape
+    for a in allocations(warn):
+        if peak is not None:
+            peak.add(a)
+        mm.allocation_count += 1
+        mm.value_count += len(a.values)
+        if not tiled_seen and platform is None:
             for v in a.values:
-                if v.shape is None:
-                    continue
-                if chip is None and platform == _TPU and v.shape.is_tuple:
-                    # the table's size shows which rounding this chip uses
-                    n = len(v.shape.tuple_shapes)
-                    for g in (512, 32):
-                        if v.size == tuple_table_size(n, _TPU, g) != tuple_table_size(
-                                n, _TPU, 544 - g):
-                            chip = mm.chip = g
-                            mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
-                                            "assignment (" + ("TPU v4/v5e" if g == 512 else
-                                                              "TPU v5p/v6e") + ")")
-                size, _, problem = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
-                if problem is not None or size != v.size:
-                    rec = mismatches.get(v.shape_text)
-                    if rec is None:
-                        mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
-                    else:
-                        rec[5] += 1
-            alloc = _allocation_from_ba(a, platform, sizes, chip)
-            t.padding += alloc.padding_in_bytes
-            seq += 1
-            item = (alloc.size_in_bytes or 0, -seq, alloc)
-            if len(largest) < top:
-                heapq.heappush(largest, item)
-            elif top and item > largest[0]:
-                heapq.heapreplace(largest, item)
-            if alloc.padding_in_bytes > 0:
-                item = (alloc.padding_in_bytes, -seq, alloc)
-                if len(wasters) < top:
-                    heapq.heappush(wasters, item)
-                elif top and item > wasters[0]:
-                    heapq.heapreplace(wasters, item)
+                if v.shape is not None and _platform_of([v.shape]) == _TPU:
+                    platform = mm.platform = _TPU
+                    tiled_seen = True
+                    break
+        host = a.color == HOST_MEMORY_SPACE
+        t = mm.space(a.color)
+        t.total += a.size
+        if a.parameter_number is not None:
+            t.arguments += a.size
+            if host:
+                mm.host_argument_size_in_bytes += a.size
+            else:
+                mm.argument_size_in_bytes += a.size
+            if a.maybe_live_out:
+                t.aliased += a.size
+                if host:
+                    mm.host_alias_size_in_bytes += a.size
+                else:
+                    mm.alias_size_in_bytes += a.size
+        if a.maybe_live_out:
+            t.outputs += a.size
+            if host:
+                mm.host_output_size_in_bytes += a.size
+            else:
+                mm.output_size_in_bytes += a.size
+        if a.is_preallocated_temp:
+            t.temporaries += a.size
+            if host:
+                mm.host_temp_size_in_bytes += a.size
+            else:
+                mm.temp_size_in_bytes += a.size
+        elif a.is_thread_local:
+            t.thread_local += a.size
+        elif a.is_constant:
+            t.constants += a.size
+        elif a.parameter_number is None and not a.maybe_live_out:
+            t.other += a.size
+        # each value's size against xlashape's size of its shape
+        for v in a.values:
+            if v.shape is None:
+                continue
+            if chip is None and platform == _TPU and v.shape.is_tuple:
+                # the table's size shows which rounding this chip uses
+                n = len(v.shape.tuple_shapes)
+                for g in (512, 32):
+                    if v.size == tuple_table_size(n, _TPU, g) != tuple_table_size(
+                            n, _TPU, 544 - g):
+                        chip = mm.chip = g
+                        mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
+                                        "assignment (" + ("TPU v4/v5e" if g == 512 else
+                                                          "TPU v5p/v6e") + ")")
+            size, _, problem = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
+            if problem is not None or size != v.size:
+                rec = mismatches.get(v.shape_text)
+                if rec is None:
+                    mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
+                else:
+                    rec[5] += 1
+        alloc = _allocation_from_ba(a, platform, sizes, chip)
+        t.padding += alloc.padding_in_bytes
+        seq += 1
+        item = (alloc.size_in_bytes or 0, -seq, alloc)
+        if len(largest) < top:
+            heapq.heappush(largest, item)
+        elif top and item > largest[0]:
+            heapq.heapreplace(largest, item)
+        if alloc.padding_in_bytes > 0:
+            item = (alloc.padding_in_bytes, -seq, alloc)
+            if len(wasters) < top:
+                heapq.heappush(wasters, item)
+            elif top and item > wasters[0]:
+                heapq.heapreplace(wasters, item)
     if text_mm is not None:
         mm.notes[:0] = [n for n in text_mm.notes if not n.startswith("tuple tables sized")]
     if mm.platform == _TPU:
@@ -1522,24 +1601,285 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                                "(a layout feature xlashape does not model, or a bug)")
     if report_path is not None:
         try:
-            for sp in read_memory_usage_report(report_path):
-                t = mm.space(sp.color)
-                t.name = sp.name
-                t.reported_total = sp.total_bytes
-                if sp.total_bytes != t.total:
-                    mm.warnings.append(f"memory space {sp.name} (color {sp.color}): the memory-usage "
-                                       f"report says {sp.total_bytes} bytes, the buffer assignment's "
-                                       f"allocations add up to {t.total}")
+            _check_report(mm, read_memory_usage_report(report_path))
         except OSError as e:
             mm.warnings.append(f"the memory-usage report could not be read: {e}")
 
     def reread():
-        with open_ba() as f:
-            for a in iter_buffer_assignment(f):
-                yield _allocation_from_ba(a, platform, sizes, mm.chip)
+        for a in allocations():
+            yield _allocation_from_ba(a, platform, sizes, mm.chip)
 
     mm._reread = reread
     return mm
+
+
+# -- protobuf inputs (--xla_dump_hlo_as_proto, serialized_buffer_assignment_proto) ----
+
+_PROTO_KINDS = ("hlo-proto", "buffer-assignment-proto", "memory-report-proto")
+_HLO_PB_SUFFIXES = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.gz")
+
+
+def _proto_kind(data: bytes) -> Optional[str]:
+    """Which of XLA's messages ``data`` (the whole, gunzipped) parses as, with
+    the field that message cannot be without; ``None`` if none."""
+    try:
+        comps = protos.read_hlo_proto(data).hlo_module.computations
+        # protobuf keeps fields of the wrong wire type as unknown ones, so
+        # other messages can parse as a module: require instructions with opcodes
+        if len(comps) and all(len(c.instructions) and all(i.opcode for i in c.instructions)
+                              for c in comps):
+            return "hlo-proto"
+    except XlaShapeError:
+        pass
+    try:
+        if len(protos.read_buffer_assignment(data).buffer_allocations):
+            return "buffer-assignment-proto"
+    except XlaShapeError:
+        pass
+    try:
+        if len(protos.read_memory_usage_report(data).memory_space_allocation_entries):
+            return "memory-report-proto"
+    except XlaShapeError:
+        pass
+    return None
+
+
+def _proto_allocations(ba, module, platform) -> Callable[[], Iterator[BufferAllocation]]:
+    """The allocations of a ``BufferAssignmentProto`` as the records the text
+    route reads from ``*-buffer-assignment.txt``: each logical buffer a value,
+    named, shaped and labelled from ``module`` (an
+    :class:`~xlashape.hlo_proto.HloProtoModule`; ``None``: ids only, no shapes)."""
+    shapes: Dict[str, Shape] = {}
+    params: Dict[int, Shape] = {}
+    names: Dict[int, str] = {}
+    if module is not None:
+        names = module.instruction_ids
+        for comp in module.computations:
+            for ins in comp.instructions:
+                shapes[ins.name] = ins.shape
+                if comp.is_entry and ins.opcode == "parameter" and ins.parameter_number is not None:
+                    params[ins.parameter_number] = ins.shape
+    logical = {lb.id: lb for lb in ba.logical_buffers}
+    texts: Dict[int, str] = {}
+
+    def value(a, assigned) -> BufferValue:
+        lb = logical.get(assigned.logical_buffer_id)
+        loc = lb.defined_at if lb is not None else None
+        name = (names.get(loc.instruction_id) or loc.instruction_name) if loc is not None else ""
+        name = name or f"buffer.{assigned.logical_buffer_id}"
+        index = tuple(loc.shape_index) if loc is not None else ()
+        shape = whole = shapes.get(name)
+        try:
+            for i in index:
+                shape = shape.tuple_shapes[i] if shape is not None else None
+        except (IndexError, AttributeError):
+            shape = None
+        text = ""
+        if shape is not None:
+            text = texts.get(id(shape))
+            if text is None:
+                text = texts[id(shape)] = str(shape)
+        label = name + ("{" + ",".join(map(str, index)) + "}"
+                        if whole is not None and whole.is_tuple else "")
+        return BufferValue(assigned.logical_buffer_id, name, index, False,
+                           lb.color if lb is not None else a.color, assigned.size,
+                           assigned.offset, text, shape, 0, label)
+
+    def records() -> Iterator[BufferAllocation]:
+        for a in ba.buffer_allocations:
+            r = BufferAllocation(a.index, a.size, "")
+            r.color = a.color
+            r.maybe_live_out = a.maybe_live_out
+            r.is_thread_local = a.is_thread_local
+            r.is_constant = a.is_constant
+            r.parameter_number = a.parameter_number if a.is_entry_computation_parameter else None
+            r.parameter_index = tuple(a.parameter_shape_index)
+            p = params.get(a.parameter_number) if a.is_entry_computation_parameter else None
+            r.parameter_shape = str(p) if p is not None else None
+            # BufferAllocation::IsPreallocatedTempBuffer
+            r.is_preallocated_temp = not (a.is_entry_computation_parameter or a.maybe_live_out
+                                          or a.is_thread_local or a.is_constant)
+            r.kind = ("parameter" if r.parameter_number is not None else
+                      "temp" if r.is_preallocated_temp else
+                      "thread-local" if a.is_thread_local else
+                      "constant" if a.is_constant else "output")
+            r.values = [value(a, x) for x in a.assigned]
+            yield r
+
+    return records
+
+
+def _report_spaces(report) -> List[MemorySpaceUsage]:
+    return [MemorySpaceUsage(space_label(e.memory_space_color), e.memory_space_color,
+                             e.total_bytes) for e in report.memory_space_allocation_entries]
+
+
+def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = "",
+                       report=None, optimized: bool = True) -> ModuleMemory:
+    """A module's figures from an ``HloProto``: the text figures from its
+    module, the allocations from its buffer assignment, the peak from its heap
+    simulator traces. ``report``: the memory-usage report's path (text) or
+    ``MemoryUsageReportProto``."""
+    try:
+        module = module_from_proto(hlo)
+    except XlaShapeError as e:
+        raise UnreadableInputError(f"{path or 'the HLO proto'}: {e}") from None
+    mm = _module_from_lines(module.to_text().splitlines(), ctx, "dump", path)
+    mm.optimized = optimized
+    platform = _platform_from_key(key) if key else None
+    if platform is not None:
+        mm.platform = platform
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
+    if not hlo.HasField("buffer_assignment"):
+        mm.source = "hlo-proto"
+        mm.warnings.append("the HLO proto holds no buffer assignment (XLA writes one into the "
+                           "module after optimizations): figures from its module only")
+        return mm
+    ba = hlo.buffer_assignment
+    records = _proto_allocations(ba, module, mm.platform)
+    bm = _module_from_buffer_assignment(None, report if isinstance(report, str) else None, ctx,
+                                        mm, path, None, records=records)
+    bm.source = "hlo-proto"
+    if report is not None and not isinstance(report, str):
+        _check_report(bm, _report_spaces(report))
+    if ctx.peak:
+        bm.peak = _peak_of_proto(hlo, module, bm.platform, bm.chip)
+        bm.peak.schedule = None
+    src = getattr(mm, "_text_source", None)
+    if src is not None:
+        _check_text_figures(mm, bm, src, ctx)
+    return bm
+
+
+def _analyze_proto(kind: str, source, path: Optional[str], ctx: _Context) -> MemoryAnalysis:
+    """``.hlo.pb`` / ``.hlo.pb.gz``, ``serialized_buffer_assignment_proto``
+    or ``*-memory-usage-report.pb`` (a path or the bytes)."""
+    result = MemoryAnalysis("dump", path)
+    where = path or "the given bytes"
+    if kind == "hlo-proto":
+        hlo = protos.read_hlo_proto(source)
+        key = report = None
+        if path is not None:
+            base = os.path.basename(path)
+            for suffix in _HLO_PB_SUFFIXES:
+                if base.endswith(suffix):
+                    key = base[: -len(suffix)]
+                    rep = os.path.join(os.path.dirname(path), key + _MEMORY_REPORT_TXT)
+                    report = rep if os.path.exists(rep) else None
+        result.modules.append(_module_from_proto(hlo, path, ctx, key=key or "", report=report))
+    elif kind == "memory-report-proto":
+        if path is not None:
+            base = os.path.basename(path)
+            stem = base[: -len(".gz")] if base.endswith(".gz") else base
+            if stem.endswith("-memory-usage-report.pb"):
+                hlo_pb = os.path.join(os.path.dirname(path),
+                                      stem[: -len("-memory-usage-report.pb")] + ".hlo.pb")
+                if os.path.exists(hlo_pb) and hlo_pb.endswith(_HLO_PB_SUFFIXES[0]):
+                    key = os.path.basename(hlo_pb)[: -len(_HLO_PB_SUFFIXES[0])]
+                    mm = _module_from_proto(protos.read_hlo_proto(hlo_pb), hlo_pb, ctx, key=key,
+                                            report=protos.read_memory_usage_report(source))
+                    result.modules.append(mm)
+                    result.warnings = ctx.warnings
+                    return result
+        result.modules.append(_module_from_memory_report(protos.read_memory_usage_report(source),
+                                                          where, ctx))
+    else:
+        ba = protos.read_buffer_assignment(source)
+        if not len(ba.buffer_allocations):
+            raise UnreadableInputError(f"{where}: a BufferAssignmentProto without allocations")
+        mm = ModuleMemory(None, "buffer-assignment-proto", path)
+        mm.platform = ctx.platform
+        bm = _module_from_buffer_assignment(None, None, ctx, mm, path, None,
+                                            records=_proto_allocations(ba, None, ctx.platform))
+        bm.source = "buffer-assignment-proto"
+        need = ("the buffer assignment alone names no instructions or shapes: give the "
+                "dump's .hlo.pb (--xla_dump_hlo_as_proto), which holds the module too")
+        if bm.platform is None and bm.temp_size_in_bytes is not None:
+            bm.hbm_temp_allocation_bytes = bm.temp_size_in_bytes
+            bm.temp_size_in_bytes = None
+            bm.reasons["temp_size_in_bytes"] = (
+                "the platform is not known (say platform=/--platform): on TPU XLA takes it from "
+                "libtpu's allocator, not from the buffer assignment; its temporaries are "
+                "hbm_temp_allocation_bytes")
+        if ctx.peak:
+            hlo = protos.HloProto()
+            hlo.buffer_assignment.CopyFrom(ba)
+            pa = peak_from_hlo_proto(hlo, bm.platform)
+            for k in ("peak_memory_in_bytes", "peak_unpadded_heap_bytes"):
+                if k == "peak_memory_in_bytes" and bm.platform == "cpu":
+                    continue  # XLA:CPU: the whole-program buffers alone
+                if k in pa.figures or k in pa.reasons:
+                    pa.figures[k] = None
+                    pa.reasons[k] = (
+                        ("no heap simulator traces in this buffer assignment "
+                         "(serialized_buffer_assignment_proto carries none): " if
+                         k == "peak_memory_in_bytes" else
+                         "the unpadded sizes need the buffers' shapes: ") + need)
+            bm.peak = pa
+        result.modules.append(bm)
+    result.warnings = ctx.warnings
+    return result
+
+
+def _module_from_memory_report(report, where: str, ctx: _Context) -> ModuleMemory:
+    """A ``*-memory-usage-report.pb`` alone: its memory spaces' totals and
+    allocations by size; which allocation is an argument, an output or a
+    temporary it does not say."""
+    mm = ModuleMemory(None, "memory-report-proto", where)
+    mm.platform = ctx.platform
+    allocs = []
+    for e in report.memory_space_allocation_entries:
+        t = mm.space(e.memory_space_color)
+        t.reported_total = t.total = e.total_bytes
+        for x in e.allocation_entries:
+            allocs.append(Allocation("other", x.size, None, e.memory_space_color, None,
+                                     list(x.defining_positions), index=x.index))
+    mm.allocation_count = len(allocs)
+    why = ("the memory-usage report lists allocations by size only, not which hold arguments, "
+           "outputs or temporaries: give the dump's .hlo.pb or directory")
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+              "host_alias_size_in_bytes", "host_temp_size_in_bytes"):
+        setattr(mm, k, None)
+        mm.reasons[k] = why
+    _rank(mm, allocs, ctx.top)
+    return mm
+
+
+def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnalysis:
+    """:func:`~xlashape.peak.peak_from_hlo_proto` with unpadded sizes from
+    xlashape's size model of each logical buffer's shape (``module``: the
+    :class:`~xlashape.hlo_proto.HloProtoModule`, or ``None`` to read the
+    shapes from the proto)."""
+    shapes = {}
+    for comp in hlo.hlo_module.computations:
+        for ins in comp.instructions:
+            shapes[ins.id] = ins.shape
+    cache: dict = {}
+    sizes: dict = {}
+
+    def unpadded(lb):
+        sp = shapes.get(lb.defined_at.instruction_id)
+        if sp is None:
+            return lb.size
+        for i in lb.defined_at.shape_index:
+            if i >= len(sp.tuple_shapes):
+                return lb.size
+            sp = sp.tuple_shapes[i]
+        if len(sp.tuple_shapes):
+            return 8 * len(sp.tuple_shapes)
+        key = (sp.SerializeToString(deterministic=True), lb.size)
+        got = cache.get(key)
+        if got is None:
+            try:
+                got = _sizes_cached(sizes, Shape.from_proto(sp), platform, chip)[1]
+            except XlaShapeError:
+                got = None
+            cache[key] = got = lb.size if got is None else min(got, lb.size)
+        return got
+
+    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
 
 
 # -- out-of-memory reports -----------------------------------------------------------
