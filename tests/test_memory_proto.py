@@ -54,9 +54,9 @@ def test_hlo_pb_equals_text_route_and_xla(prog):
     pb = memory.analyze(str(prog.hlo_proto), chip=prog.chip)
     assert len(pb.modules) == 1
     pm = pb.modules[0]
-    assert pm.source == "hlo-proto"
+    assert pm.source == "dump" and pm.from_proto
     tm = _final(memory.analyze(str(prog.dump_dir), chip=prog.chip), prog)
-    assert tm.source == "dump"
+    assert tm.source == "dump" and not tm.from_proto
     fp, ft = _figures(pm), _figures(tm)
     assert {k: fp[k] for k in FIELDS} == {k: ft[k] for k in FIELDS}
     assert _allocations(pm) == _allocations(tm)
@@ -74,7 +74,7 @@ def test_hlo_pb_equals_text_route_and_xla(prog):
 def test_dump_dir_prefer_proto(prog):
     via_proto = _final(memory.analyze(str(prog.dump_dir), chip=prog.chip, prefer="proto"), prog)
     via_text = _final(memory.analyze(str(prog.dump_dir), chip=prog.chip), prog)
-    assert via_proto.source == "hlo-proto" and via_text.source == "dump"
+    assert via_proto.from_proto and not via_text.from_proto
     assert ({k: _figures(via_proto)[k] for k in FIELDS}
             == {k: _figures(via_text)[k] for k in FIELDS})
 
@@ -99,7 +99,7 @@ def test_dump_dir_with_protos_only(tmp_path):
             shutil.copy(f, tmp_path / f.name)
     got = memory.analyze(str(tmp_path))
     mm = _final(got, prog)
-    assert mm.source == "hlo-proto"
+    assert mm.from_proto
     for k in SIZE_FIELDS:
         assert getattr(mm, k) == prog.memory_analysis[k], k
 
@@ -121,7 +121,7 @@ def test_hlo_pb_gz_and_bytes(tmp_path):
 def test_serialized_buffer_assignment_proto(prog):
     data = prog.buffer_assignment_proto.read_bytes()
     mm = memory.analyze(data, platform=prog.platform).modules[0]
-    assert mm.source == "buffer-assignment-proto"
+    assert mm.source == "dump" and mm.from_proto
     for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes"):
         assert getattr(mm, k) == prog.memory_analysis[k], k
     if prog.platform != "tpu":
@@ -147,7 +147,7 @@ def test_memory_usage_report_pb():
     assert mm.argument_size_in_bytes == prog.memory_analysis["argument_size_in_bytes"]
     # alone (bytes): the memory spaces' totals; the XLA fields None with the reason
     alone = memory.analyze(prog.memory_usage_report_proto.read_bytes()).modules[0]
-    assert alone.source == "memory-report-proto"
+    assert alone.source == "memory-report" and alone.from_proto
     assert alone.argument_size_in_bytes is None
     assert "hlo.pb" in alone.reasons["argument_size_in_bytes"]
     assert alone.space(0).reported_total == mm.space(0).reported_total == mm.space(0).total
@@ -177,3 +177,61 @@ def test_truncated_hlo_pb(tmp_path):
 def test_prefer_checked():
     with pytest.raises(ValueError):
         memory.analyze(str(WITH_PB[0].hlo_proto), prefer="binary")
+
+
+@pytest.mark.parametrize("prog", WITH_PB, ids=corpora.program_id)
+def test_live_at_peak_from_traces(prog):
+    """The buffers live at the peak, from the heap simulator's trace, make
+    the same bytes as the text route's replay of the live ranges (which value
+    of a shared buffer names it can differ), with op paths from the proto's
+    metadata."""
+    pm = memory.analyze(str(prog.hlo_proto), chip=prog.chip).modules[0]
+    tm = _final(memory.analyze(str(prog.dump_dir), chip=prog.chip), prog)
+    assert pm.peak.live_at_peak_bytes == tm.peak.live_at_peak_bytes
+    assert (sum(b.unpadded_size for b in pm.peak.live_at_peak)
+            == sum(b.unpadded_size for b in tm.peak.live_at_peak))
+    with_op = [b for b in tm.peak.live_at_peak if b.op_name]
+    if with_op:
+        assert any(b.op_name for b in pm.peak.live_at_peak)
+
+
+# -- the CLI -----------------------------------------------------------------------
+
+def _gpu_prog():
+    return next(p for p in WITH_PB if p.platform == "gpu" and p.name == "dev_fori_cumulative")
+
+
+def test_cli_memory_hlo_pb_json():
+    import json
+    from cli_util import ok
+    prog = _gpu_prog()
+    doc = json.loads(ok("memory", str(prog.hlo_proto), "--json").stdout)
+    (m,) = doc["modules"]
+    assert m["from_proto"] is True
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes"):
+        assert m[k] == prog.memory_analysis[k]
+    assert m["peak"]["peak_memory_in_bytes"] == prog.memory_analysis["peak_memory_in_bytes"]
+    assert m["peak"]["live_at_peak"]
+    text = ok("memory", str(prog.hlo_proto)).stdout
+    assert "read from XLA's protobuf" in text
+    assert "of the heap simulator's trace" in text   # not a program position
+
+
+def test_cli_memory_proto_flag_html_and_diff(tmp_path):
+    import json
+    from cli_util import fails, ok
+    prog = _gpu_prog()
+    page = tmp_path / "m.html"
+    text = ok("memory", str(prog.dump_dir), "--proto", "--html", str(page)).stdout
+    assert "read from XLA's protobuf" in text
+    assert "heap simulator" in page.read_text()
+    doc = json.loads(ok("memory", "diff", str(prog.hlo_proto), str(prog.dump_dir),
+                        "--json").stdout)
+    assert len(doc["figures"]) >= 10
+    for name, f in doc["figures"].items():
+        assert f["a"] == f["b"], name
+    assert doc["buffers_added"] == doc["buffers_removed"] == doc["buffers_changed"] == []
+    bad = tmp_path / "x.hlo.pb"
+    bad.write_bytes(b"\x0a\xff\xff\xff\x0f")
+    r = fails("memory", str(bad))
+    assert "x.hlo.pb" in r.stderr

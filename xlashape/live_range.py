@@ -23,10 +23,12 @@ the number of values / instructions, not to the file's size) and never raise
 on a malformed line: it is skipped.
 """
 
+import os
 import re
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .hlo_module import open_text
+from .hlo_proto import read_hlo_proto_module
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands", "reads"]
 
@@ -181,8 +183,12 @@ def read_locations(source, names=None) -> Dict[str, Location]:
     text (a path, or an iterable of lines) that has ``op_name`` or a source
     position -- only those in ``names`` when it is given (memory then stays
     proportional to ``names``); ``stack_frame_id`` is resolved through the
-    module's ``StackFrames`` tables."""
+    module's ``StackFrames`` tables. A ``*.hlo.pb`` / ``.hlo.pb.gz`` path is
+    read through :mod:`xlashape.hlo_proto`."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        path = os.fsdecode(source)
+        if path.endswith((".hlo.pb", ".hlo.pb.gz")):
+            return _read_locations(read_hlo_proto_module(path).to_text().splitlines(), names)
         with open_text(source) as f:
             return _read_locations(f, names)
     return _read_locations(source, names)

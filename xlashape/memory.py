@@ -554,6 +554,9 @@ class ModuleMemory:
         self.value_count = 0
         self._allocations: Optional[List[Allocation]] = None
         self._text_source = None
+        #: read from XLA's protobuf (a ``.hlo.pb``, a serialized buffer
+        #: assignment or memory-usage report) rather than its text files
+        self.from_proto = False
         self._reread: Optional[Callable[[], Iterator[Allocation]]] = None
         #: the peak and what is live at it (:class:`~xlashape.peak.PeakAnalysis`),
         #: for a dump with a buffer assignment; else ``None``
@@ -594,7 +597,8 @@ class ModuleMemory:
         return d
 
     def extra_json(self) -> dict:
-        d = {"source": self.source, "platform": self.platform, "notes": list(self.notes),
+        d = {"source": self.source, "from_proto": self.from_proto, "platform": self.platform,
+             "notes": list(self.notes),
              "reasons": dict(self.reasons),
              "hbm_temp_allocation_bytes": self.hbm_temp_allocation_bytes,
              "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
@@ -1731,8 +1735,8 @@ def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = ""
         mm.platform = platform
     if ctx.platform is not None:
         mm.platform = ctx.platform
+    mm.from_proto = True
     if not hlo.HasField("buffer_assignment"):
-        mm.source = "hlo-proto"
         mm.warnings.append("the HLO proto holds no buffer assignment (XLA writes one into the "
                            "module after optimizations): figures from its module only")
         return mm
@@ -1740,12 +1744,17 @@ def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = ""
     records = _proto_allocations(ba, module, mm.platform)
     bm = _module_from_buffer_assignment(None, report if isinstance(report, str) else None, ctx,
                                         mm, path, None, records=records)
-    bm.source = "hlo-proto"
+    bm.from_proto = True
     if report is not None and not isinstance(report, str):
         _check_report(bm, _report_spaces(report))
     if ctx.peak:
         bm.peak = _peak_of_proto(hlo, module, bm.platform, bm.chip)
         bm.peak.schedule = None
+        if path is not None and optimized:
+            try:
+                add_locations(bm.peak, path)
+            except (OSError, XlaShapeError) as e:
+                bm.warnings.append(f"op paths and source lines could not be read: {e}")
     src = getattr(mm, "_text_source", None)
     if src is not None:
         _check_text_figures(mm, bm, src, ctx)
@@ -1788,11 +1797,14 @@ def _analyze_proto(kind: str, source, path: Optional[str], ctx: _Context) -> Mem
         ba = protos.read_buffer_assignment(source)
         if not len(ba.buffer_allocations):
             raise UnreadableInputError(f"{where}: a BufferAssignmentProto without allocations")
-        mm = ModuleMemory(None, "buffer-assignment-proto", path)
+        mm = ModuleMemory(None, "dump", path)
         mm.platform = ctx.platform
+        mm.from_proto = True
         bm = _module_from_buffer_assignment(None, None, ctx, mm, path, None,
                                             records=_proto_allocations(ba, None, ctx.platform))
-        bm.source = "buffer-assignment-proto"
+        bm.from_proto = True
+        bm.notes.append("a BufferAssignmentProto alone (memory_analysis()."
+                        "serialized_buffer_assignment_proto): no module, so no names or shapes")
         need = ("the buffer assignment alone names no instructions or shapes: give the "
                 "dump's .hlo.pb (--xla_dump_hlo_as_proto), which holds the module too")
         if bm.platform is None and bm.temp_size_in_bytes is not None:
@@ -1826,8 +1838,9 @@ def _module_from_memory_report(report, where: str, ctx: _Context) -> ModuleMemor
     """A ``*-memory-usage-report.pb`` alone: its memory spaces' totals and
     allocations by size; which allocation is an argument, an output or a
     temporary it does not say."""
-    mm = ModuleMemory(None, "memory-report-proto", where)
+    mm = ModuleMemory(None, "memory-report", where)
     mm.platform = ctx.platform
+    mm.from_proto = True
     allocs = []
     for e in report.memory_space_allocation_entries:
         t = mm.space(e.memory_space_color)
@@ -1879,7 +1892,31 @@ def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnaly
             cache[key] = got = lb.size if got is None else min(got, lb.size)
         return got
 
-    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
+    describe = None
+    if module is not None:
+        names = module.instruction_ids
+        by_name = {i.name: i.shape for c in module.computations for i in c.instructions}
+        texts: dict = {}
+
+        def describe(lb):
+            loc = lb.defined_at
+            name = names.get(loc.instruction_id) or loc.instruction_name
+            whole = shape = by_name.get(name)
+            try:
+                for i in loc.shape_index:
+                    shape = shape.tuple_shapes[i] if shape is not None else None
+            except (IndexError, AttributeError):
+                shape = None
+            label = name + ("{" + ",".join(map(str, loc.shape_index)) + "}"
+                            if whole is not None and whole.is_tuple else "")
+            text = ""
+            if shape is not None:
+                text = texts.get(id(shape))
+                if text is None:
+                    text = texts[id(shape)] = str(shape)
+            return name, label, text
+
+    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded, describe=describe)
 
 
 # -- out-of-memory reports -----------------------------------------------------------

@@ -183,6 +183,9 @@ class PeakAnalysis:
         self.computed: Dict[str, Optional[int]] = {k: None for k in PEAK_FIELDS}
         self.heap: Dict[int, Dict[str, list]] = {}
         self.peak_time: Optional[int] = None
+        #: what ``peak_time`` and ``heap`` count: ``"program order"`` (the
+        #: schedule's positions) or ``"trace events"`` (the proto route)
+        self.time_axis = "program order"
         self.peak_instruction: Optional[str] = None
         self.peak_memory_space: Optional[int] = None
         self.live_at_peak: List[PeakBuffer] = []
@@ -635,8 +638,16 @@ class _Replay:
         self.timeline.append(self.padded)
         return self
 
+    def live_after(self, events, stop: int) -> List[int]:
+        """The canonical buffers live just after event ``stop`` (a fresh
+        replay up to it)."""
+        again = _Replay(self.sizes)
+        again.run(events[: stop + 1])
+        return [b for b, n in again.refs.items() if n > 0]
 
-def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakAnalysis:
+
+def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
+                        describe=None) -> PeakAnalysis:
     """The same figures as :func:`analyze_peak`, from an ``HloProto`` (the
     ``.hlo.pb`` XLA writes with ``--xla_dump_hlo_as_proto``; read it with
     :func:`xlashape.protos.read_hlo_proto`): the buffer assignment's
@@ -645,8 +656,13 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
 
     ``heap`` holds, per memory space, the heap over the trace's events (not
     program positions); ``peak_time`` / ``peak_instruction`` are the event
-    where the highest heap peaks (its index in the trace, its instruction)."""
+    where the highest heap peaks (its index in the trace, its instruction).
+    ``live_at_peak``: the whole-program buffers and the buffers of that trace
+    live at that event; ``describe(logical buffer proto) -> (instruction,
+    label, shape text)`` names them (default: the instruction from the
+    module's ids, no shape)."""
     pa = PeakAnalysis(platform)
+    pa.time_axis = "trace events"
     ba = hlo.buffer_assignment
     sizes: Dict[int, Tuple[int, int]] = {}
     color_of: Dict[int, int] = {}
@@ -654,8 +670,29 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
         u = unpadded(lb) if unpadded else lb.size
         sizes[lb.id] = (lb.size, u)
         color_of[lb.id] = lb.color
+    if describe is None:
+        ids = {i.id: i.name for c in hlo.hlo_module.computations for i in c.instructions}
+
+        def describe(lb):
+            name = ids.get(lb.defined_at.instruction_id) or lb.defined_at.instruction_name
+            return name, name + "{" + ",".join(map(str, lb.defined_at.shape_index)) + "}", ""
+    logical = {lb.id: lb for lb in ba.logical_buffers}
+    placed: Dict[int, Tuple[object, int]] = {}
+    for a in ba.buffer_allocations:
+        for x in a.assigned:
+            placed[x.logical_buffer_id] = (a, x.offset)
+
+    def buffer(lb_id: int, a, offset: int) -> PeakBuffer:
+        p, u = sizes.get(lb_id, (0, 0))
+        lb = logical.get(lb_id)
+        name, label, shape = describe(lb) if lb is not None else (str(lb_id), str(lb_id), "")
+        return PeakBuffer(label, name, a.index if a is not None else -1,
+                          a.color if a is not None else 0, p, u, offset, None, None,
+                          category(a) if a is not None else "temporary", shape, None, None)
+
     total0 = indefinite0 = fixed = fixed_unpadded = 0
     fixed_by_color: Dict[int, int] = {}
+    live_now: List[PeakBuffer] = []
     for a in ba.buffer_allocations:
         if a.color == 0:
             total0 += a.size
@@ -667,6 +704,7 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
             fixed += p
             fixed_unpadded += u
             fixed_by_color[a.color] = fixed_by_color.get(a.color, 0) + p
+            live_now.append(buffer(best.logical_buffer_id, a, best.offset))
     heap_peak = heap_peak_unpadded = 0
     device_best = None
     for trace in ba.heap_simulator_traces:
@@ -680,10 +718,16 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None) -> PeakA
         pa.heap.setdefault(color, {"padded": [base + x for x in r.timeline], "unpadded": []})
         if device_best is None or r.peak > device_best[0]:
             device_best = (r.peak, r.peak_event, trace.events[r.peak_event].instruction_name
-                           if r.peak_event >= 0 else None, color)
+                           if r.peak_event >= 0 else None, color, r, trace)
     if device_best is not None:
         pa.peak_time, pa.peak_instruction = device_best[1], device_best[2]
         pa.peak_memory_space = device_best[3]
+        if device_best[1] >= 0:
+            for b in device_best[4].live_after(device_best[5].events, device_best[1]):
+                a, offset = placed.get(b, (None, 0))
+                live_now.append(buffer(b, a, offset))
+    live_now.sort(key=lambda b: (-b.size, b.label))
+    pa.live_at_peak = live_now
     pa.computed["total_allocation_bytes"] = total0
     pa.computed["indefinite_allocations"] = indefinite0
     if platform == "cpu":

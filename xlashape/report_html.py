@@ -60,6 +60,14 @@ _STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes
           "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes")
 
 
+
+def _when(pa) -> str:
+    """Where the peak is: a position in program order, or (the proto route)
+    an event of the heap simulator's trace."""
+    if getattr(pa, "time_axis", "") == "trace events":
+        return f"event {pa.peak_time} of the heap simulator's trace"
+    return f"position {pa.peak_time}"
+
 def esc(text) -> str:
     """``text`` made safe for HTML text and attribute values."""
     return html.escape("" if text is None else str(text), quote=True)
@@ -403,7 +411,7 @@ def _peak_section(m, out: List[str]) -> None:
     where = ""
     if pa.peak_time is not None:
         where = (f" &mdash; the temporaries' heap in {esc(_space_name(pa.peak_memory_space))} is "
-                 f"highest at position {pa.peak_time}: <code>{esc(pa.peak_instruction or '?')}</code>")
+                 f"highest at {_when(pa)}: <code>{esc(pa.peak_instruction or '?')}</code>")
     out.append(f'<h3>Live at the peak: {len(live):,} buffers, {esc(_b(total))}</h3>')
     out.append(f'<div class="note">{esc(_b(fixed))} lives for the whole program (parameters, '
                f'outputs, constants) + {esc(_b(total - fixed))} of temporaries{where}. '
@@ -586,7 +594,7 @@ def _module_section(m, out: List[str], verdict) -> None:
         at = ""
         if pa.peak_time is not None:
             at = (f", the temporaries' heap in {_space_name(pa.peak_memory_space)} highest at "
-                  f"position {pa.peak_time} ({pa.peak_instruction or '?'})")
+                  f"{_when(pa)} ({pa.peak_instruction or '?'})")
         why = ""
         if xla is not None and xla != total:
             why = (f" XLA's peak_memory_in_bytes is {_b(xla)}: "

@@ -82,6 +82,10 @@ def add_parser(subparsers):
     p.add_argument("--platform", choices=("cpu", "gpu", "tpu"),
                    help="the platform the dump was compiled for, when its file names do not say "
                         "(XLA counts the peak and host memory differently on each)")
+    p.add_argument("--proto", action="store_true",
+                   help="read a dump directory through its .hlo.pb files (--xla_dump_hlo_as_proto: "
+                        "the module, its buffer assignment and the heap simulator's traces) "
+                        "rather than its text files (the default when both are there)")
     p.add_argument("--module", metavar="NAME",
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
@@ -194,6 +198,7 @@ def run(args) -> int:
         progress = _Progress(not args.no_progress and big and sys.stderr.isatty())
         try:
             result = analyze(path, top=args.top, chip=args.chip, platform=args.platform,
+                             prefer="proto" if args.proto else "text",
                              on_warning=on_warning, progress=progress)
         finally:
             progress.done()
@@ -375,8 +380,11 @@ def _peak_text(m, top: int) -> List[str]:
                    "temporaries")
         if pa.peak_time is not None:
             out.append(f"  the temporaries' heap, S({pa.peak_memory_space}) "
-                       f"{space_label(pa.peak_memory_space)}, is highest at position "
-                       f"{pa.peak_time} in program order: {pa.peak_instruction or '?'}")
+                       f"{space_label(pa.peak_memory_space)}, is highest at "
+                       + (f"event {pa.peak_time} of the heap simulator's trace"
+                          if getattr(pa, "time_axis", "") == "trace events" else
+                          f"position {pa.peak_time} in program order")
+                       + f": {pa.peak_instruction or '?'}")
         if m.platform == "cpu":
             out.append("  (XLA:CPU's peak_memory_in_bytes leaves the temporaries out: its "
                        "executable keeps no heap traces)")
@@ -444,6 +452,8 @@ def _module_text(m, top: int) -> List[str]:
                     else "no buffer assignment: figures from the module text")
         if not m.optimized:
             bits.append("before optimizations")
+    if getattr(m, "from_proto", False):
+        bits.append("read from XLA's protobuf")
     platform = {"tpu": "TPU (tiled layouts)", "cpu": "CPU", "gpu": "GPU"}.get(m.platform or "")
     if platform:
         bits.append(platform)
@@ -463,6 +473,9 @@ def _module_text(m, top: int) -> List[str]:
     if m.source == "dump":
         out.append("  (outputs include parameters the outputs reuse; other: thread-local and "
                    "constant allocations)")
+    elif m.source == "memory-report":
+        out.append("  (a memory-usage report alone: each memory space's total and its allocations "
+                   "by size; what each holds needs the .hlo.pb or the dump directory)")
     else:
         out.append("  (from the module text alone: entry parameters and outputs; temporaries "
                    "need the buffer assignment of a dump)")

@@ -56,7 +56,8 @@ def run_diff(args) -> int:
         raise UsageError("memory diff takes two inputs: xlashape memory diff A B (dump "
                          f"directories, HLO files or out-of-memory reports); got {len(paths)}")
     a_path, b_path = paths
-    kw = dict(top=args.top, chip=args.chip, platform=args.platform)
+    kw = dict(top=args.top, chip=args.chip, platform=args.platform,
+              prefer="proto" if getattr(args, "proto", False) else "text")
     ra, rb = analyze(a_path, **kw), analyze(b_path, **kw)
     a, b = _pick(ra, args.module, a_path), _pick(rb, args.module, b_path)
     d = diff_modules(a, b)
