@@ -235,3 +235,29 @@ def test_cli_memory_proto_flag_html_and_diff(tmp_path):
     bad.write_bytes(b"\x0a\xff\xff\xff\x0f")
     r = fails("memory", str(bad))
     assert "x.hlo.pb" in r.stderr
+
+
+def test_mutated_hlo_pb_bytes():
+    """Bit flips, cuts and insertions in a real .hlo.pb: a result or an
+    error of the XlaShapeError family, never another exception."""
+    import random
+    rng = random.Random(19)
+    originals = [p.hlo_proto.read_bytes() for p in WITH_PB[:6]]
+    outcomes = set()
+    for _ in range(300):
+        data = bytearray(rng.choice(originals))
+        how = rng.randrange(3)
+        if how == 0:
+            for _ in range(rng.randrange(1, 5)):
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        elif how == 1:
+            del data[rng.randrange(len(data)):]
+        else:
+            i = rng.randrange(len(data))
+            data[i:i] = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 8)))
+        try:
+            memory.analyze(bytes(data))
+            outcomes.add("read")
+        except XlaShapeError:
+            outcomes.add("error")
+    assert outcomes == {"read", "error"}

@@ -766,8 +766,10 @@ class _Context:
 
 def _decode(data: bytes, what: str) -> str:
     if b"\0" in data[:_SNIFF_BYTES]:
-        raise UnreadableInputError(f"{what} is a binary file, not text: expected an HLO module, "
-                                   "a buffer assignment or an out-of-memory report")
+        raise UnreadableInputError(f"{what} is binary but none of XLA's protobufs xlashape reads "
+                                   "(HloProto, BufferAssignmentProto, MemoryUsageReportProto), "
+                                   "nor text: expected an HLO module, a buffer assignment or an "
+                                   "out-of-memory report")
     return data.decode("utf-8", "replace")
 
 
