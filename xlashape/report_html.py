@@ -61,6 +61,16 @@ _STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes
 
 
 
+def _axis(pa) -> str:
+    if getattr(pa, "time_axis", "") == "trace events":
+        return "event of the heap simulator's trace (the .hlo.pb)"
+    return "position in program order (the schedule)"
+
+
+def _steps(pa) -> str:
+    return "trace events" if getattr(pa, "time_axis", "") == "trace events" else "positions"
+
+
 def _when(pa) -> str:
     """Where the peak is: a position in program order, or (the proto route)
     an event of the heap simulator's trace."""
@@ -154,10 +164,13 @@ def _ticks(top: int) -> List[int]:
 
 def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
              peak_label: str = "", width: int = 1000, height: int = 250,
-             ymax: Optional[int] = None) -> str:
-    """An inline SVG of one heap over program order: the padded heap as a
-    filled area, the unpadded heap as a line, the peak as a red line, and a
-    hover title per column (positions, highest bytes, the instruction)."""
+             ymax: Optional[int] = None, axis: str = "position in program order (the schedule)"
+             ) -> str:
+    """An inline SVG of one heap over program order (``axis`` names the x
+    axis: the proto route's heap is over the heap simulator's trace events):
+    the padded heap as a filled area, the unpadded heap as a line, the peak as
+    a red line, and a hover title per column (positions, highest bytes, the
+    instruction)."""
     n = len(padded)
     left, right, top, bottom = 78, 12, 24, 34
     pw, ph = width - left - right, height - top - bottom
@@ -177,7 +190,7 @@ def heap_svg(padded, unpadded, *, schedule=None, peak_pos: Optional[int] = None,
         x = left + pw * (pos + 0.5) / max(n, 1)
         out.append(f'<text x="{x:.1f}" y="{top + ph + 16}" text-anchor="middle">{pos}</text>')
     out.append(f'<text x="{left + pw / 2:.0f}" y="{height - 3}" text-anchor="middle" '
-               'fill="#57606a">position in program order (the schedule)</text>')
+               f'fill="#57606a">{esc(axis)}</text>')
     out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" stroke="#8c959f"/>')
     out.append(f'<line x1="{left}" x2="{left + pw}" y1="{top + ph}" y2="{top + ph}" stroke="#8c959f"/>')
     if cols:
@@ -398,9 +411,9 @@ def _peak_section(m, out: List[str]) -> None:
         note = (" &mdash; flat: only buffers that live for the whole program" if flat else "")
         out.append(f'<div class="space" data-color="{color}"><div><b>{esc(_space_name(color))}</b>'
                    f' &mdash; highest <span class="hi" data-bytes="{int(hi)}">{esc(_b(hi))}</span>'
-                   f' ({int(hi):,} bytes) over {len(padded):,} positions{note}</div>')
+                   f' ({int(hi):,} bytes) over {len(padded):,} {_steps(pa)}{note}</div>')
         out.append(heap_svg(padded, h.get("unpadded", ()), schedule=schedule, peak_pos=pos,
-                            peak_label=label, height=110 if small else 250))
+                            peak_label=label, height=110 if small else 250, axis=_axis(pa)))
         out.append("</div>")
     # live at the peak
     live = pa.live_at_peak
@@ -768,7 +781,7 @@ def write_diff_html(f, d, a_path: str, b_path: str) -> None:
             out.append(heap_svg(h["padded"], h.get("unpadded", ()),
                                 schedule=getattr(pa, "schedule", None), peak_pos=at,
                                 peak_label=f"{name}: XLA's peak at {at}" if at is not None else "",
-                                width=560, height=180, ymax=top))
+                                width=560, height=180, ymax=top, axis=_axis(pa)))
         out.append("</div>")
     _diff_rows("live at the peak only in B", [(None, y) for y in d.live_added], out)
     _diff_rows("live at the peak only in A", [(x, None) for x in d.live_removed], out)
