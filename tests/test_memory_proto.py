@@ -261,3 +261,19 @@ def test_mutated_hlo_pb_bytes():
         except XlaShapeError:
             outcomes.add("error")
     assert outcomes == {"read", "error"}
+
+
+def test_hlo_proto_without_buffer_assignment():
+    """A module before optimizations (or as_serialized_hlo_module_proto()'s
+    bare HloModuleProto) has no buffer assignment: the text figures of its
+    entry, temporaries null, and a warning that says why."""
+    from xlashape import protos
+    prog = _gpu_prog()
+    hlo = protos.read_hlo_proto(str(prog.hlo_proto))
+    hlo.ClearField("buffer_assignment")
+    for data in (hlo.SerializeToString(), hlo.hlo_module.SerializeToString()):
+        mm = memory.analyze(data).modules[0]
+        assert mm.from_proto and mm.allocation_count == 0
+        assert mm.argument_size_in_bytes == prog.memory_analysis["argument_size_in_bytes"]
+        assert mm.temp_size_in_bytes is None
+        assert any("no buffer assignment" in w for w in mm.warnings)
