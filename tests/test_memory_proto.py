@@ -273,7 +273,7 @@ def test_hlo_proto_without_buffer_assignment():
     hlo.ClearField("buffer_assignment")
     for data in (hlo.SerializeToString(), hlo.hlo_module.SerializeToString()):
         mm = memory.analyze(data).modules[0]
-        assert mm.from_proto and mm.allocation_count == 0
+        assert mm.from_proto
         assert mm.argument_size_in_bytes == prog.memory_analysis["argument_size_in_bytes"]
         assert mm.temp_size_in_bytes is None
         assert any("no buffer assignment" in w for w in mm.warnings)
