@@ -229,6 +229,7 @@ class PeakAnalysis:
             "reasons": dict(self.reasons),
             "computed": dict(self.computed),
             "peak_time": self.peak_time,
+            "time_axis": self.time_axis,
             "peak_instruction": self.peak_instruction,
             "peak_memory_space": self.peak_memory_space,
             "live_at_peak_bytes": self.live_at_peak_bytes,
