@@ -75,7 +75,7 @@ from .hlo_proto import module_from_proto
 from .layout import memory_space_name
 from .devices import TPU_ALIASES
 from . import protos
-from .live_range import read_live_ranges, read_value_operands
+from .live_range import read_live_ranges, read_locations, read_value_operands
 from .peak import PEAK_FIELDS, PeakAnalysis, PeakBuilder, add_locations, peak_from_hlo_proto
 from .shape import Shape
 
@@ -1730,7 +1730,8 @@ def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = ""
         module = module_from_proto(hlo)
     except XlaShapeError as e:
         raise UnreadableInputError(f"{path or 'the HLO proto'}: {e}") from None
-    mm = _module_from_lines(module.to_text().splitlines(), ctx, "dump", path)
+    lines = module.to_text().splitlines()
+    mm = _module_from_lines(lines, ctx, "dump", path)
     mm.optimized = optimized
     platform = _platform_from_key(key) if key else None
     if platform is not None:
@@ -1752,11 +1753,14 @@ def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = ""
     if ctx.peak:
         bm.peak = _peak_of_proto(hlo, module, bm.platform, bm.chip)
         bm.peak.schedule = None
-        if path is not None and optimized:
-            try:
-                add_locations(bm.peak, path)
-            except (OSError, XlaShapeError) as e:
-                bm.warnings.append(f"op paths and source lines could not be read: {e}")
+        if bm.peak.live_at_peak:
+            # op paths and source lines, from the module text made above
+            names = {b.instruction for b in bm.peak.live_at_peak}
+            found = read_locations(lines, names=names)
+            bm.peak.live_at_peak = [b._replace(op_name=found[b.instruction].op_name,
+                                               source=found[b.instruction].source)
+                                    if b.instruction in found else b
+                                    for b in bm.peak.live_at_peak]
     src = getattr(mm, "_text_source", None)
     if src is not None:
         _check_text_figures(mm, bm, src, ctx)
