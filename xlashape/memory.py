@@ -15,8 +15,12 @@ XLA reports for it, computed the way XLA computes them:
 - from a dump directory, in addition, every allocation of XLA's buffer
   assignment with its padded and unpadded bytes and the values in it,
   ``temp_size_in_bytes`` as the buffer assignment gives it (the
-  ``preallocated-temp`` allocations), totals per memory space, and a warning
-  for any value whose size differs from xlashape's size of its shape;
+  ``preallocated-temp`` allocations) on CPU and GPU -- on TPU it is ``None``:
+  libtpu's allocator decides it after the buffer assignment; the device-memory
+  (color 0) temporaries are ``hbm_temp_allocation_bytes`` there --, totals
+  per memory space, the peak and what is live at it (:mod:`xlashape.peak`,
+  in :attr:`ModuleMemory.peak`), and a warning for any value whose size
+  differs from xlashape's size of its shape;
 - from an out-of-memory report, the limit, the excess, the listed
   allocations, and whether the program would fit without padding.
 
@@ -42,14 +46,17 @@ says; the tuple's table of two pointers takes 512 bytes on TPU.)
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import io
 import os
 import pathlib
+import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
-from .errors import HloParseError, UnreadableInputError, XlaShapeError
+from .errors import HloParseError, ShapeTypeError, ShapeValueError, UnreadableInputError, XlaShapeError
 from .hlo_module import (
+    EntryBlocks,
     HloReader,
     HloWarning,
     WarningList,
@@ -61,7 +68,19 @@ from .hlo_module import (
     shape_text,
     source_kind,
 )
+from .hlo_text import parse_shape
+from .oom_report import BREAKDOWN_HINT, looks_like_oom_report, read_oom_reports
+from .oom_report import parse_size as _parse_report_size
+from .shape_util import byte_size_of
+from .tiling import format_bytes, padding_report, physical_size_in_bytes
+from .xla_dump import (BufferAllocation, BufferValue, DumpModule, MemorySpaceUsage, _number,
+                       find_dump_modules, iter_buffer_assignment, read_memory_usage_report)
+from .hlo_proto import module_from_proto
 from .layout import memory_space_name
+from .devices import TPU_ALIASES
+from . import protos
+from .live_range import read_live_ranges, read_locations, read_value_operands
+from .peak import PEAK_FIELDS, PeakAnalysis, PeakBuilder, add_locations, peak_from_hlo_proto
 from .shape import Shape
 
 __all__ = [
@@ -90,6 +109,8 @@ HOST_MEMORY_SPACE = 5
 EXAMPLE_DUMP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples", "tpu_dump")
 
 _TPU = "tpu"
+#: the platforms whose counting rules xlashape knows
+PLATFORMS = ("cpu", "gpu", "tpu")
 
 
 # -- sizes ---------------------------------------------------------------------
@@ -98,8 +119,23 @@ _TPU = "tpu"
 #: Chips whose tuple tables are rounded up to 32 bytes (else 512), as
 #: ``memory_analysis()`` shows: v5p and v6e (v4 and v5e round to 512).
 _SMALL_TABLE_CHIPS = ("v5p", "v6e")
-_CHIP_NAMES = {"tpu v4": "v4", "tpu v5 lite": "v5e", "tpu v5e": "v5e", "tpu v5": "v5p",
-               "tpu v5p": "v5p", "tpu v6 lite": "v6e", "tpu v6e": "v6e", "tpu7x": "v7x"}
+_CHIP_NAMES = TPU_ALIASES  # one table of names: xlashape.devices
+
+
+#: one name per memory space, in every command and view (``S(n)``)
+SPACE_LABELS = {0: "device memory", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
+                5: "host memory"}
+
+
+def space_label(color: int, reported: Optional[str] = None) -> str:
+    """The name of memory space ``S(color)`` (one table for every view), with
+    the name XLA's memory-usage report gives it when that differs (XLA:TPU
+    calls host memory ``cmem``)."""
+    base = SPACE_LABELS.get(color) or (reported if reported and reported != "default"
+                                       else f"memory space {color}")
+    if reported and reported != "default" and reported.lower() not in base.lower():
+        return f"{base}, '{reported}' in XLA's report"
+    return base
 
 
 def normalize_chip(chip: Optional[str]) -> Optional[str]:
@@ -155,10 +191,8 @@ def buffer_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[in
     >>> buffer_size("f32[8,1,1024]{1,2,0:T(8,128)}"), buffer_size("(f32[2]{0}, s32[])")
     (4194304, 512)
     """
-    from .tiling import physical_size_in_bytes
 
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
 
         shape = parse_shape(shape)
     if shape.is_tuple:
@@ -176,10 +210,8 @@ def unpadded_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[
     """Bytes of one buffer of ``shape`` without padding: an array's logical
     bytes (XLA's ``ShapeUtil::ByteSizeOf``, "Unpadded size" in the
     out-of-memory report), a tuple's table (never padded)."""
-    from .shape_util import byte_size_of
 
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
 
         shape = parse_shape(shape)
     if shape.is_tuple:
@@ -211,6 +243,25 @@ def _buffers(shape: Shape, index: Tuple[int, ...] = ()) -> Iterator[Tuple[Tuple[
         return
     else:
         yield index, shape
+
+
+def _sizes_by_text(cache: dict, text: str, shape: Shape, platform, chip=None
+                   ) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    """:func:`_sizes_cached` keyed by the shape's text: a buffer assignment
+    parses every value's shape anew, and keeping those objects alive in the
+    cache would hold memory in proportion to the file."""
+    key = (text, platform, chip)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        value = (buffer_size(shape, platform, chip), unpadded_size(shape, platform, chip), None)
+    except XlaShapeError as e:
+        value = (None, None, str(e).splitlines()[0])
+    if len(cache) > 1 << 16:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def _sizes_cached(cache: dict, shape: Shape, platform, chip=None
@@ -248,7 +299,6 @@ _EXPLAINED: Dict[str, Optional[PaddingExplanation]] = {}
 def explain_padding(shape) -> Optional[PaddingExplanation]:
     """:class:`PaddingExplanation` for an array shape with padding, else
     ``None`` (no padding, not an array, or a layout xlashape cannot plan)."""
-    from .tiling import padding_report
 
     key = shape if isinstance(shape, str) else shape_text(shape)
     if key in _EXPLAINED:
@@ -256,7 +306,6 @@ def explain_padding(shape) -> Optional[PaddingExplanation]:
     result = None
     try:
         if isinstance(shape, str):
-            from .hlo_text import parse_shape
 
             shape = parse_shape(shape)
         if shape.is_buffer:
@@ -485,6 +534,14 @@ class ModuleMemory:
         self.host_output_size_in_bytes: Optional[int] = 0
         self.host_alias_size_in_bytes: Optional[int] = 0
         self.host_temp_size_in_bytes: Optional[int] = None
+        #: TPU: the buffer assignment's preallocated temporaries in device
+        #: memory (color 0) -- xlashape's figure, not XLA's temp_size_in_bytes
+        self.hbm_temp_allocation_bytes: Optional[int] = None
+        #: why a field of XLA's is None (field name -> sentence)
+        self.reasons: Dict[str, str] = {}
+        #: an out-of-memory report that a later report of the same log replaces
+        #: (libtpu logs one per allocation it tries; the last is where it gave up)
+        self.superseded = False
         self.memory_used_bytes: Optional[int] = None
         self.memory_limit_bytes: Optional[int] = None
         self.platform: Optional[str] = None
@@ -501,7 +558,13 @@ class ModuleMemory:
         self.value_count = 0
         self._allocations: Optional[List[Allocation]] = None
         self._text_source = None
+        #: read from XLA's protobuf (a ``.hlo.pb``, a serialized buffer
+        #: assignment or memory-usage report) rather than its text files
+        self.from_proto = False
         self._reread: Optional[Callable[[], Iterator[Allocation]]] = None
+        #: the peak and what is live at it (:class:`~xlashape.peak.PeakAnalysis`),
+        #: for a dump with a buffer assignment; else ``None``
+        self.peak = None
 
     @property
     def allocations(self) -> List[Allocation]:
@@ -538,15 +601,21 @@ class ModuleMemory:
         return d
 
     def extra_json(self) -> dict:
-        d = {"source": self.source, "platform": self.platform, "notes": list(self.notes),
+        d = {"source": self.source, "from_proto": self.from_proto, "platform": self.platform,
+             "notes": list(self.notes),
+             "reasons": dict(self.reasons),
+             "hbm_temp_allocation_bytes": self.hbm_temp_allocation_bytes,
              "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
              "warnings": list(self.warnings)}
         if self.path is not None:
             d["path"] = self.path
         if self.oom is not None:
             d["oom"] = self.oom.to_json()
+            d["superseded"] = self.superseded
         if self.memory_analysis is not None:
             d["memory_analysis"] = dict(self.memory_analysis)
+        if self.peak is not None:
+            d["peak"] = self.peak.to_json()
         return d
 
     def to_json(self) -> dict:
@@ -604,21 +673,38 @@ class MemoryAnalysis:
 _SNIFF_BYTES = 1 << 16
 
 
-def analyze(source, *, top: int = 10, chip: Optional[str] = None,
-            on_warning: Optional[Callable[[HloWarning], None]] = None,
-            progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
+def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
+            peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
+            progress: Optional[Callable[[int, Optional[int]], None]] = None,
+            prefer: str = "text") -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
     text of one of those, or a JAX compiled object
     (``jax.jit(f).lower(...).compile()``: its ``as_text()`` is analysed and
     its ``memory_analysis()`` kept beside, in ``memory_analysis``).
 
+    XLA's protobufs too, as a path or bytes: a ``*.hlo.pb`` / ``.hlo.pb.gz``
+    (``--xla_dump_hlo_as_proto``: the module and its buffer assignment, the
+    peak from the heap simulator's traces), the bytes of
+    ``memory_analysis().serialized_buffer_assignment_proto`` (a
+    ``BufferAssignmentProto`` alone: the figures that need the module's
+    shapes or the traces are ``None`` with the reason), and a
+    ``*-memory-usage-report.pb`` (the ``.hlo.pb`` beside it is read when it
+    is there; alone, only its memory spaces' totals). A dump directory with
+    both the text files and the ``.hlo.pb`` is read from the text unless
+    ``prefer="proto"``; one with the protos only is read from them.
+
     ``top``: how many allocations to keep in each module's ``largest`` and
     ``padding_wasters``. ``chip``: the TPU generation (``v5e``, ``v6e:2x2``,
     ``TPU v5 lite``, ...), which the text does not say but which sets the
     size of a tuple's table of pointers (:func:`tuple_table_size`); without
     it, v4/v5e sizes are assumed for HLO text, and a dump's buffer assignment
-    shows which applies. ``on_warning`` receives each
+    shows which applies. ``platform`` (``cpu``, ``gpu``, ``tpu``) overrides
+    the platform read from the dump's file names and the layouts: XLA counts
+    the peak and host memory differently on each. ``peak=False`` skips the
+    peak and what is live at it (:attr:`ModuleMemory.peak` stays ``None``),
+    which reads the dump's buffer assignment, live ranges and values once
+    more. ``on_warning`` receives each
     :class:`~xlashape.hlo_module.HloWarning` (lines that could not be read);
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
@@ -631,12 +717,26 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
     be read.
     """
+    if platform is not None:
+        platform = platform.lower()
+        if platform not in PLATFORMS:
+            raise ShapeValueError(f"unknown platform {platform!r}: expected one of "
+                                     + ", ".join(PLATFORMS))
+    if prefer not in ("text", "proto"):
+        raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
+    ctx.platform = platform
+    ctx.peak = peak
+    ctx.prefer = prefer
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
+        if sniffed in _PROTO_KINDS:
+            return _analyze_proto(sniffed, data, None, ctx)
+        source = _decode(data, "the given bytes")
     kind = source_kind(source)
-    if isinstance(source, (bytes, bytearray)):
-        source = _decode(bytes(source), "the given bytes")
     if kind == "path":
         path = os.fspath(source)
         if os.path.isdir(path):
@@ -644,7 +744,7 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
         return _analyze_file(check_regular_file(path), ctx)
     if kind == "text":
         return _analyze_text(source, ctx, None)
-    raise TypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
+    raise ShapeTypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
                     f"not {type(source).__name__}")
 
 
@@ -656,6 +756,9 @@ class _Context:
         self.progress = progress
         self.warnings: List = WarningList()    # the first ones, and warnings.total
         self.sizes: dict = {}
+        self.platform: Optional[str] = None
+        self.peak = True
+        self.prefer = "text"
 
     def warn(self, w) -> None:
         self.warnings.append(w)
@@ -665,15 +768,34 @@ class _Context:
 
 def _decode(data: bytes, what: str) -> str:
     if b"\0" in data[:_SNIFF_BYTES]:
-        raise UnreadableInputError(f"{what} is a binary file, not text: expected an HLO module, "
-                                   "a buffer assignment or an out-of-memory report")
+        raise UnreadableInputError(f"{what} is binary but none of XLA's protobufs xlashape reads "
+                                   "(HloProto, BufferAssignmentProto, MemoryUsageReportProto), "
+                                   "nor text: expected an HLO module, a buffer assignment or an "
+                                   "out-of-memory report")
     return data.decode("utf-8", "replace")
 
 
-def _sniff_kind(head: str) -> Optional[str]:
-    """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
-    from .oom_report import looks_like_oom_report
-
+def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = None
+                ) -> Optional[str]:
+    """The kind of input whose first bytes (or text) are ``head``: ``hlo``,
+    ``oom``, ``buffer-assignment``, ``memory-report`` (text), ``hlo-proto``,
+    ``buffer-assignment-proto``, ``memory-report-proto`` (XLA's protobufs,
+    told by the file ``name`` or, failing that, by parsing ``whole()``, the
+    whole input), or ``None``."""
+    if isinstance(head, (bytes, bytearray)):
+        base = name[: -len(".gz")] if name.endswith(".gz") else name
+        binary = b"\0" in head or base.endswith(".pb")
+        if not binary:
+            text_kind = _sniff_kind(head.decode("utf-8", "replace"))
+            if text_kind is not None:
+                return text_kind
+        if base.endswith(".hlo.pb"):
+            return "hlo-proto"
+        if base.endswith("memory-usage-report.pb"):
+            return "memory-report-proto"
+        if base.endswith("buffer-assignment.pb") or base.endswith("buffer_assignment.pb"):
+            return "buffer-assignment-proto"
+        return _proto_kind(whole()) if whole is not None else None
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -683,7 +805,6 @@ def _sniff_kind(head: str) -> Optional[str]:
         return "memory-report"
     if "HloModule" in head or "ENTRY" in head:
         return "hlo"
-    import re
 
     if re.search(r"(?m)^\s*(ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*[(a-z]", head):
         return "hlo"
@@ -695,7 +816,6 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if path.endswith(".gz"):
-        import gzip
 
         try:
             with gzip.open(path, "rb") as f:
@@ -705,8 +825,18 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     if not raw.strip():
         raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
                                    "directory or a TPU out-of-memory report")
+
+    def whole() -> bytes:
+        if path.endswith(".gz"):
+            with gzip.open(path, "rb") as f:
+                return f.read()
+        with open(path, "rb") as f:
+            return f.read()
+
+    kind = _sniff_kind(raw, os.path.basename(path), whole)
+    if kind in _PROTO_KINDS:
+        return _analyze_proto(kind, path, path, ctx)
     head = _decode(raw, path)
-    kind = _sniff_kind(head)
     if kind == "oom":
         with open_text(path) as f:
             return _analyze_oom(f, ctx, path)
@@ -756,8 +886,6 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
 
 
 def _entry_blocks(stream, total: Optional[int], ctx: _Context):
-    from .hlo_module import EntryBlocks
-
     progress = None
     if ctx.progress is not None:
         def progress(done):
@@ -795,6 +923,8 @@ class _EntryInfo:
         self.last = None
         self.tiled = False
         self.instructions = 0
+        self.platform_hint: Optional[str] = None
+        self.hint_checks = 0
 
 
 def _entry_only(lines: Iterable[str]) -> Iterator[str]:
@@ -835,7 +965,6 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     reader = HloReader(warn, call_kinds={}, streaming=True)
     info = _EntryInfo()
     loose = _EntryInfo()      # instructions outside any computation (a fragment)
-    from .hlo_module import EntryBlocks
 
     if not isinstance(lines, EntryBlocks):
         lines = _entry_only(lines)
@@ -852,6 +981,10 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
             n = ins.parameter_number
             if n is not None:
                 target.params[n] = (ins.name, ins.shape)
+        elif (target.platform_hint is None and target.hint_checks < 256
+              and ins.opcode in ("fusion", "custom-call")):
+            target.hint_checks += 1
+            target.platform_hint = _platform_hint(ins.attributes_text)
         if ins.is_root:
             target.root = (ins.name, ins.opcode, ins.shape, ins.operand_names if ins.opcode == "tuple" else ())
         target.last = ins
@@ -872,6 +1005,35 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     mm._text_source = (dict(reader.module_attributes), entry)
     _text_figures(mm, reader.module_attributes, entry, ctx, ctx.chip)
     return mm
+
+
+# what XLA:GPU and XLA:CPU write into their modules' custom-call targets and
+# backend configs (the compiled text of the corpora: cuBLAS/cuDNN/cuSOLVER
+# calls and the stream a GPU op runs on; XLA:CPU's LAPACK calls, its loop
+# partitions and its YNNPACK/oneDNN fusions)
+_GPU_MARKS = ("operation_queue_id", "__cublas", "__cudnn", "cusolver", "xla.gpu.", "__triton")
+_CPU_MARKS = ("outer_dimension_partitions", "lapack_", "__ynn", "__onednn", "xla.cpu.")
+
+
+def _platform_hint(attributes: str) -> Optional[str]:
+    if any(m in attributes for m in _GPU_MARKS):
+        return "gpu"
+    if any(m in attributes for m in _CPU_MARKS):
+        return "cpu"
+    return None
+
+
+def _host_space_dropped(params, entry) -> bool:
+    """The entry layout puts a parameter in host memory (``S(5)``) but the
+    compiled parameter instruction has no memory space: XLA:CPU's doing
+    (it compiles host-memory buffers as ordinary ones)."""
+    for number, (_, shape) in enumerate(params):
+        if shape.is_tuple or _space(shape) != HOST_MEMORY_SPACE:
+            continue
+        got = entry.params.get(number)
+        if got is not None and not got[1].is_tuple and _space(got[1]) == 0:
+            return True
+    return False
 
 
 def _platform_of(shapes: Iterable[Shape]) -> Optional[str]:
@@ -916,7 +1078,21 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     root_operands = entry.root[3] if entry.root is not None else ()
     root_name = entry.root[0] if entry.root is not None else None
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
+    if mm.platform is None and (ctx.platform == "cpu" or _host_space_dropped(params, entry)):
+        mm.platform = "cpu"
+    if mm.platform is None:
+        mm.platform = entry.platform_hint
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
     platform = mm.platform
+    # XLA:CPU keeps S(5) (pinned_host) buffers in ordinary memory and counts
+    # them as device memory in its CompiledMemoryStats
+    host = None if platform == "cpu" else HOST_MEMORY_SPACE
+    if host is None and any(_space(sub) == HOST_MEMORY_SPACE for _, p in params
+                            for _, sub in _buffers(p) if not sub.is_tuple):
+        mm.notes.append("XLA:CPU counts host-memory (S(5)) buffers as device memory: they are "
+                        "in argument_size_in_bytes / output_size_in_bytes, as memory_analysis() "
+                        "reports them")
     mm.chip = chip
     tables = [s for _, p in params for _, s in _buffers(p) if s.is_tuple]
     if result is not None:
@@ -948,14 +1124,14 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             t.arguments += size or 0
             t.total += size or 0
             t.padding += a.padding_in_bytes
-            if sp == HOST_MEMORY_SPACE:
+            if sp == host:
                 mm.host_argument_size_in_bytes += size or 0
             else:
                 mm.argument_size_in_bytes += size or 0
             if (number, idx) in aliased:
                 a.maybe_live_out = True
                 t.aliased += size or 0
-                if sp == HOST_MEMORY_SPACE:
+                if sp == host:
                     mm.host_alias_size_in_bytes += size or 0
                 else:
                     mm.alias_size_in_bytes += size or 0
@@ -969,7 +1145,7 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             if problem:
                 mm.warnings.append(f"output {shape_text(sub)}: {problem}")
             sp = _space(sub) if not sub.is_tuple else 0
-            if sp == HOST_MEMORY_SPACE:
+            if sp == host:
                 mm.host_output_size_in_bytes += size or 0
             else:
                 mm.output_size_in_bytes += size or 0
@@ -1005,10 +1181,38 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 # -- dumps -------------------------------------------------------------------------
 
 
-def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-    from .xla_dump import find_dump_modules
+def _dump_protos(path: str) -> Dict[Tuple[str, str], str]:
+    """The ``*after_optimizations.hlo.pb`` (or ``.gz``) files of a dump
+    directory: ``{(directory, key): path}``."""
+    found: Dict[Tuple[str, str], str] = {}
+    for root, dirs, files in os.walk(path):
+        dirs.sort()
+        for name in sorted(files):
+            for suffix in _HLO_PB_SUFFIXES:
+                if name.endswith(suffix):
+                    found.setdefault((root, name[: -len(suffix)]), os.path.join(root, name))
+    return found
 
+
+def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
     modules = find_dump_modules(path, on_warning=ctx.warn)
+    pbs = _dump_protos(path)
+    if pbs and (ctx.prefer == "proto" or not modules):
+        # the proto route: each module's .hlo.pb, the text files for the
+        # modules that have none
+        result = MemoryAnalysis("dump", path)
+        done = set()
+        for (root, key), pb in sorted(pbs.items(), key=lambda kv: (_number(kv[0][1]) or 0, kv[1])):
+            rep = os.path.join(root, key + _MEMORY_REPORT_TXT)
+            result.modules.append(_module_from_proto(
+                protos.read_hlo_proto(pb), pb, ctx, key=key,
+                report=rep if os.path.exists(rep) else None))
+            done.add(os.path.join(root, key + "after_optimizations.txt"))
+        for dm in modules:
+            if dm.hlo_path not in done and dm.optimized:
+                result.modules.append(_module_from_dump(dm, ctx))
+        result.warnings = ctx.warnings
+        return result
     if not modules:
         try:
             with os.scandir(path) as it:
@@ -1029,8 +1233,6 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
 
 
 def _platform_from_key(key: str) -> Optional[str]:
-    import re
-
     if re.search(r"(?:^|\.)cl_\d+\.$", key):
         return _TPU
     if key.endswith("cpu_"):
@@ -1060,6 +1262,8 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
     key_platform = _platform_from_key(dm.key)
     if key_platform is not None:
         mm.platform = key_platform
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
     if mm.name is None:
         mm.name = dm.key.split(".")[1] if dm.key.count(".") >= 1 else dm.key
     if dm.buffer_assignment_path is None:
@@ -1071,21 +1275,111 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
         return open_text(dm.buffer_assignment_path)
 
     open_ba.name = os.path.basename(dm.buffer_assignment_path)
-    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path)
+    peak_warnings: List[str] = []
+    builder = _peak_builder(dm.buffer_assignment_path, mm.platform, ctx, peak_warnings)
+    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path,
+                                        builder)
+    bm.warnings.extend(peak_warnings)
+    _finish_peak(bm, builder, dm.hlo_path if dm.optimized else None)
     src = getattr(mm, "_text_source", None)
     if src is not None:
-        # the module text's figures, with the tuple tables the buffer
-        # assignment showed, must agree with the buffer assignment's
-        again = ModuleMemory(mm.name, "hlo")
-        quiet = _Context(ctx.top, None, None, ctx.chip)
-        quiet.sizes = ctx.sizes
-        _text_figures(again, src[0], src[1], quiet, bm.chip)
-        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                  "host_argument_size_in_bytes", "host_output_size_in_bytes"):
-            if getattr(again, k) != getattr(bm, k):
-                bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
-                                   f"{getattr(again, k)} from the module text")
+        _check_text_figures(mm, bm, src, ctx)
     return bm
+
+
+def _check_text_figures(mm: ModuleMemory, bm: ModuleMemory, src, ctx: _Context) -> None:
+    """The module text's figures, with the tuple tables the buffer
+    assignment showed, must agree with the buffer assignment's."""
+    again = ModuleMemory(mm.name, "hlo")
+    quiet = _Context(ctx.top, None, None, ctx.chip)
+    quiet.sizes = ctx.sizes
+    _text_figures(again, src[0], src[1], quiet, bm.chip)
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes"):
+        if getattr(again, k) != getattr(bm, k):
+            bm.warnings.append(f"{k}: {getattr(bm, k)} in the buffer assignment, "
+                               f"{getattr(again, k)} from the module text")
+
+
+def _check_report(mm: ModuleMemory, spaces: Iterable[MemorySpaceUsage]) -> None:
+    """The memory-usage report's totals per memory space, checked against
+    the buffer assignment's."""
+    for sp in spaces:
+        t = mm.space(sp.color)
+        t.name = sp.name
+        t.reported_total = sp.total_bytes
+        if sp.total_bytes != t.total:
+            mm.warnings.append(f"memory space {sp.name} (color {sp.color}): the memory-usage "
+                               f"report says {sp.total_bytes} bytes, the buffer assignment's "
+                               f"allocations add up to {t.total}")
+
+
+_LIVE_RANGE_SUFFIX = "-live-range.txt"
+_VALUES_SUFFIX = "-buffer-assignment-values.txt"
+_BA_SUFFIX = "-buffer-assignment.txt"
+_MEMORY_REPORT_TXT = "after_optimizations-memory-usage-report.txt"
+
+
+def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
+                  warnings: List[str]) -> Optional[PeakBuilder]:
+    """A :class:`~xlashape.peak.PeakBuilder` for a dumped module, with the
+    live-range file beside its buffer assignment (and, on TPU, the values
+    file) read; the buffer assignment's one pass feeds it."""
+    if not ctx.peak:
+        return None
+    live = operands = None
+    if ba_path.endswith(_BA_SUFFIX):
+        stem = ba_path[: -len(_BA_SUFFIX)]
+        try:
+            if os.path.isfile(stem + _LIVE_RANGE_SUFFIX):
+                live = read_live_ranges(stem + _LIVE_RANGE_SUFFIX)
+            if platform == _TPU and os.path.isfile(stem + _VALUES_SUFFIX):
+                operands = read_value_operands(stem + _VALUES_SUFFIX)
+        except (OSError, XlaShapeError) as e:
+            warnings.append(f"the live ranges could not be read: {e}")
+            live = operands = None
+    sizes = ctx.sizes
+    cache: Dict[str, int] = {}
+
+    def unpadded(v):
+        got = cache.get(v.shape_text)
+        if got is not None:
+            return got
+        if v.shape is not None and v.shape.is_tuple:
+            # a tuple's table of pointers: 8 bytes per element unpadded
+            got = 8 * len(v.shape.tuple_shapes)
+        elif v.shape is None:
+            return v.size
+        else:
+            got = _sizes_by_text(sizes, v.shape_text, v.shape, platform, ctx.chip)[1]
+            got = v.size if got is None else min(got, v.size)
+        if len(cache) > 1 << 16:
+            cache.clear()
+        cache[v.shape_text] = got
+        return got
+
+    return PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
+
+
+def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Optional[str]) -> None:
+    if builder is None:
+        return
+    builder.platform = mm.platform
+    mm.peak = builder.finish()
+    # the schedule's instruction names, for views that name each position
+    mm.peak.schedule = builder.live.sequence if builder.live is not None else None
+    if hlo_path:
+        try:
+            add_locations(mm.peak, hlo_path)
+        except (OSError, XlaShapeError) as e:
+            mm.warnings.append(f"op paths and source lines could not be read: {e}")
+
+
+def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalysis":
+    """The peak figures from a ``.hlo.pb`` (path or bytes; the heap
+    simulator's own traces): :func:`xlashape.peak.peak_from_hlo_proto` with
+    unpadded sizes from xlashape's size model of each buffer's shape."""
+    return _peak_of_proto(protos.read_hlo_proto(source), None, platform, chip)
 
 
 def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
@@ -1102,16 +1396,18 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
         rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
         report = rep if os.path.exists(rep) else None
         if os.path.exists(hlo):
-            from .xla_dump import DumpModule, _number
-
             dm = DumpModule(key, _number(key), hlo, True, path, report)
             result = MemoryAnalysis("dump", path)
             result.modules.append(_module_from_dump(dm, ctx))
             result.warnings = ctx.warnings
             return result
     result = MemoryAnalysis("dump", path)
-    result.modules.append(_module_from_buffer_assignment(lambda: open_text(path), report, ctx,
-                                                         mm, path))
+    peak_warnings: List[str] = []
+    builder = _peak_builder(path, ctx.platform, ctx, peak_warnings)
+    mod = _module_from_buffer_assignment(lambda: open_text(path), report, ctx, mm, path, builder)
+    mod.warnings.extend(peak_warnings)
+    _finish_peak(mod, builder, None)
+    result.modules.append(mod)
     result.warnings = ctx.warnings
     return result
 
@@ -1123,7 +1419,7 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     for v in a.values:
         unp = None
         if v.shape is not None:
-            _, unp, _ = _sizes_cached(sizes, v.shape, platform, chip)
+            _, unp, _ = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
         details.append(ValueInfo(v.name, v.label, v.size, v.offset, v.shape_text, unp))
         if unp is not None:
             key = (v.offset, v.size)
@@ -1132,6 +1428,8 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     unpadded = max(0, a.size - padding) if details else None
     if details and all(v.unpadded_size_in_bytes is None for v in details):
         unpadded = None
+    if a.size == 0:
+        unpadded = 0  # nothing to pad: an empty allocation holds 0 bytes of data
     if a.parameter_number is not None:
         own = [v for v in details if not v.label.endswith("}") and v.offset == 0]
     else:
@@ -1152,9 +1450,11 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 
 
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
-                                   path: Optional[str]) -> ModuleMemory:
-    from .xla_dump import iter_buffer_assignment, read_memory_usage_report
-
+                                   path: Optional[str], peak: Optional[PeakBuilder] = None,
+                                   records: Optional[Callable[[], Iterator[BufferAllocation]]] = None
+                                   ) -> ModuleMemory:
+    """The figures of a buffer assignment: ``open_ba()`` opens its text, or
+    ``records()`` yields its allocations (the proto route)."""
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
         mm.warnings.extend(text_mm.warnings)
@@ -1179,6 +1479,13 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
 
     ba_name = getattr(open_ba, "name", None)
 
+    def allocations(on_warning=None) -> Iterator[BufferAllocation]:
+        if records is not None:
+            yield from records()
+            return
+        with open_ba() as f:
+            yield from iter_buffer_assignment(f, on_warning=on_warning)
+
     def warn(w):
         if ba_name:
             # several files are read for a dump: say which one the line is in
@@ -1186,86 +1493,98 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         ba_warnings.append(w)
         ctx.warn(w)
 
-    with open_ba() as f:
-        for a in iter_buffer_assignment(f, on_warning=warn):
-            mm.allocation_count += 1
-            mm.value_count += len(a.values)
-            if not tiled_seen and platform is None:
-                for v in a.values:
-                    if v.shape is not None and _platform_of([v.shape]) == _TPU:
-                        platform = mm.platform = _TPU
-                        tiled_seen = True
-                        break
-            host = a.color == HOST_MEMORY_SPACE
-            t = mm.space(a.color)
-            t.total += a.size
-            if a.parameter_number is not None:
-                t.arguments += a.size
-                if host:
-                    mm.host_argument_size_in_bytes += a.size
-                else:
-                    mm.argument_size_in_bytes += a.size
-                if a.maybe_live_out:
-                    t.aliased += a.size
-                    if host:
-                        mm.host_alias_size_in_bytes += a.size
-                    else:
-                        mm.alias_size_in_bytes += a.size
-            if a.maybe_live_out:
-                t.outputs += a.size
-                if host:
-                    mm.host_output_size_in_bytes += a.size
-                else:
-                    mm.output_size_in_bytes += a.size
-            if a.is_preallocated_temp:
-                t.temporaries += a.size
-                if host:
-                    mm.host_temp_size_in_bytes += a.size
-                else:
-                    mm.temp_size_in_bytes += a.size
-            elif a.is_thread_local:
-                t.thread_local += a.size
-            elif a.is_constant:
-                t.constants += a.size
-            elif a.parameter_number is None and not a.maybe_live_out:
-                t.other += a.size
-            # each value's size against xlashape's size of its shape
+    for a in allocations(warn):
+        if peak is not None:
+            peak.add(a)
+        mm.allocation_count += 1
+        mm.value_count += len(a.values)
+        if not tiled_seen and platform is None:
             for v in a.values:
-                if v.shape is None:
-                    continue
-                if chip is None and platform == _TPU and v.shape.is_tuple:
-                    # the table's size shows which rounding this chip uses
-                    n = len(v.shape.tuple_shapes)
-                    for g in (512, 32):
-                        if v.size == tuple_table_size(n, _TPU, g) != tuple_table_size(
-                                n, _TPU, 544 - g):
-                            chip = mm.chip = g
-                            mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
-                                            "assignment (" + ("TPU v4/v5e" if g == 512 else
-                                                              "TPU v5p/v6e") + ")")
-                size, _, problem = _sizes_cached(sizes, v.shape, platform, chip)
-                if problem is not None or size != v.size:
-                    rec = mismatches.get(v.shape_text)
-                    if rec is None:
-                        mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
-                    else:
-                        rec[5] += 1
-            alloc = _allocation_from_ba(a, platform, sizes, chip)
-            t.padding += alloc.padding_in_bytes
-            seq += 1
-            item = (alloc.size_in_bytes or 0, -seq, alloc)
-            if len(largest) < top:
-                heapq.heappush(largest, item)
-            elif top and item > largest[0]:
-                heapq.heapreplace(largest, item)
-            if alloc.padding_in_bytes > 0:
-                item = (alloc.padding_in_bytes, -seq, alloc)
-                if len(wasters) < top:
-                    heapq.heappush(wasters, item)
-                elif top and item > wasters[0]:
-                    heapq.heapreplace(wasters, item)
+                if v.shape is not None and _platform_of([v.shape]) == _TPU:
+                    platform = mm.platform = _TPU
+                    tiled_seen = True
+                    break
+        host = a.color == HOST_MEMORY_SPACE
+        t = mm.space(a.color)
+        t.total += a.size
+        if a.parameter_number is not None:
+            t.arguments += a.size
+            if host:
+                mm.host_argument_size_in_bytes += a.size
+            else:
+                mm.argument_size_in_bytes += a.size
+            if a.maybe_live_out:
+                t.aliased += a.size
+                if host:
+                    mm.host_alias_size_in_bytes += a.size
+                else:
+                    mm.alias_size_in_bytes += a.size
+        if a.maybe_live_out:
+            t.outputs += a.size
+            if host:
+                mm.host_output_size_in_bytes += a.size
+            else:
+                mm.output_size_in_bytes += a.size
+        if a.is_preallocated_temp:
+            t.temporaries += a.size
+            if host:
+                mm.host_temp_size_in_bytes += a.size
+            else:
+                mm.temp_size_in_bytes += a.size
+        elif a.is_thread_local:
+            t.thread_local += a.size
+        elif a.is_constant:
+            t.constants += a.size
+        elif a.parameter_number is None and not a.maybe_live_out:
+            t.other += a.size
+        # each value's size against xlashape's size of its shape
+        for v in a.values:
+            if v.shape is None:
+                continue
+            if chip is None and platform == _TPU and v.shape.is_tuple:
+                # the table's size shows which rounding this chip uses
+                n = len(v.shape.tuple_shapes)
+                for g in (512, 32):
+                    if v.size == tuple_table_size(n, _TPU, g) != tuple_table_size(
+                            n, _TPU, 544 - g):
+                        chip = mm.chip = g
+                        mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
+                                        "assignment (" + ("TPU v4/v5e" if g == 512 else
+                                                          "TPU v5p/v6e") + ")")
+            size, _, problem = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
+            if problem is not None or size != v.size:
+                rec = mismatches.get(v.shape_text)
+                if rec is None:
+                    mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
+                else:
+                    rec[5] += 1
+        alloc = _allocation_from_ba(a, platform, sizes, chip)
+        t.padding += alloc.padding_in_bytes
+        seq += 1
+        item = (alloc.size_in_bytes or 0, -seq, alloc)
+        if len(largest) < top:
+            heapq.heappush(largest, item)
+        elif top and item > largest[0]:
+            heapq.heapreplace(largest, item)
+        if alloc.padding_in_bytes > 0:
+            item = (alloc.padding_in_bytes, -seq, alloc)
+            if len(wasters) < top:
+                heapq.heappush(wasters, item)
+            elif top and item > wasters[0]:
+                heapq.heapreplace(wasters, item)
     if text_mm is not None:
         mm.notes[:0] = [n for n in text_mm.notes if not n.startswith("tuple tables sized")]
+    if mm.platform == _TPU:
+        # XLA:TPU's temp_size_in_bytes comes from libtpu's allocator, which
+        # runs after the buffer assignment: no dump file determines it
+        mm.hbm_temp_allocation_bytes = mm.space(0).temporaries
+        mm.temp_size_in_bytes = None
+        mm.reasons["temp_size_in_bytes"] = (
+            "XLA:TPU takes it from libtpu's allocator, which runs after the buffer assignment: "
+            "no dump file determines it (memory_analysis() on the compiled program gives it, "
+            "as does the 'HLO temp' line under 'Program hbm requirement' in libtpu's INFO log, "
+            "TPU_LOG_DIR); the buffer assignment's device-memory temporaries are "
+            "hbm_temp_allocation_bytes")
     if mm.allocation_count == 0:
         raise UnreadableInputError(
             f"no allocations in the buffer assignment {path or ''}".rstrip()
@@ -1290,24 +1609,322 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                                "(a layout feature xlashape does not model, or a bug)")
     if report_path is not None:
         try:
-            for sp in read_memory_usage_report(pathlib.Path(report_path)):
-                t = mm.space(sp.color)
-                t.name = sp.name
-                t.reported_total = sp.total_bytes
-                if sp.total_bytes != t.total:
-                    mm.warnings.append(f"memory space {sp.name} (color {sp.color}): the memory-usage "
-                                       f"report says {sp.total_bytes} bytes, the buffer assignment's "
-                                       f"allocations add up to {t.total}")
+            _check_report(mm, read_memory_usage_report(pathlib.Path(report_path)))
         except (OSError, UnreadableInputError) as e:
             mm.warnings.append(f"the memory-usage report could not be read: {e}")
 
     def reread():
-        with open_ba() as f:
-            for a in iter_buffer_assignment(f):
-                yield _allocation_from_ba(a, platform, sizes, mm.chip)
+        for a in allocations():
+            yield _allocation_from_ba(a, platform, sizes, mm.chip)
 
     mm._reread = reread
     return mm
+
+
+# -- protobuf inputs (--xla_dump_hlo_as_proto, serialized_buffer_assignment_proto) ----
+
+_PROTO_KINDS = ("hlo-proto", "buffer-assignment-proto", "memory-report-proto")
+_HLO_PB_SUFFIXES = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.gz")
+
+
+def _proto_kind(data: bytes) -> Optional[str]:
+    """Which of XLA's messages ``data`` (the whole, gunzipped) parses as, with
+    the field that message cannot be without; ``None`` if none."""
+    try:
+        comps = protos.read_hlo_proto(data).hlo_module.computations
+        # protobuf keeps fields of the wrong wire type as unknown ones, so
+        # other messages can parse as a module: require instructions with opcodes
+        if len(comps) and all(len(c.instructions) and all(i.opcode for i in c.instructions)
+                              for c in comps):
+            return "hlo-proto"
+    except XlaShapeError:
+        pass
+    try:
+        if len(protos.read_buffer_assignment(data).buffer_allocations):
+            return "buffer-assignment-proto"
+    except XlaShapeError:
+        pass
+    try:
+        if len(protos.read_memory_usage_report(data).memory_space_allocation_entries):
+            return "memory-report-proto"
+    except XlaShapeError:
+        pass
+    return None
+
+
+def _proto_allocations(ba, module, platform) -> Callable[[], Iterator[BufferAllocation]]:
+    """The allocations of a ``BufferAssignmentProto`` as the records the text
+    route reads from ``*-buffer-assignment.txt``: each logical buffer a value,
+    named, shaped and labelled from ``module`` (an
+    :class:`~xlashape.hlo_proto.HloProtoModule`; ``None``: ids only, no shapes)."""
+    shapes: Dict[str, Shape] = {}
+    params: Dict[int, Shape] = {}
+    names: Dict[int, str] = {}
+    if module is not None:
+        names = module.instruction_ids
+        for comp in module.computations:
+            for ins in comp.instructions:
+                shapes[ins.name] = ins.shape
+                if comp.is_entry and ins.opcode == "parameter" and ins.parameter_number is not None:
+                    params[ins.parameter_number] = ins.shape
+    logical = {lb.id: lb for lb in ba.logical_buffers}
+    texts: Dict[int, str] = {}
+
+    def value(a, assigned) -> BufferValue:
+        lb = logical.get(assigned.logical_buffer_id)
+        loc = lb.defined_at if lb is not None else None
+        name = (names.get(loc.instruction_id) or loc.instruction_name) if loc is not None else ""
+        name = name or f"buffer.{assigned.logical_buffer_id}"
+        index = tuple(loc.shape_index) if loc is not None else ()
+        shape = whole = shapes.get(name)
+        try:
+            for i in index:
+                shape = shape.tuple_shapes[i] if shape is not None else None
+        except (IndexError, AttributeError):
+            shape = None
+        text = ""
+        if shape is not None:
+            text = texts.get(id(shape))
+            if text is None:
+                text = texts[id(shape)] = str(shape)
+        label = name + ("{" + ",".join(map(str, index)) + "}"
+                        if whole is not None and whole.is_tuple else "")
+        return BufferValue(assigned.logical_buffer_id, name, index, False,
+                           lb.color if lb is not None else a.color, assigned.size,
+                           assigned.offset, text, shape, 0, label)
+
+    def records() -> Iterator[BufferAllocation]:
+        for a in ba.buffer_allocations:
+            r = BufferAllocation(a.index, a.size, "")
+            r.color = a.color
+            r.maybe_live_out = a.maybe_live_out
+            r.is_thread_local = a.is_thread_local
+            r.is_constant = a.is_constant
+            r.parameter_number = a.parameter_number if a.is_entry_computation_parameter else None
+            r.parameter_index = tuple(a.parameter_shape_index)
+            p = params.get(a.parameter_number) if a.is_entry_computation_parameter else None
+            r.parameter_shape = str(p) if p is not None else None
+            # BufferAllocation::IsPreallocatedTempBuffer
+            r.is_preallocated_temp = not (a.is_entry_computation_parameter or a.maybe_live_out
+                                          or a.is_thread_local or a.is_constant)
+            r.kind = ("parameter" if r.parameter_number is not None else
+                      "temp" if r.is_preallocated_temp else
+                      "thread-local" if a.is_thread_local else
+                      "constant" if a.is_constant else "output")
+            r.values = [value(a, x) for x in a.assigned]
+            yield r
+
+    return records
+
+
+def _report_spaces(report) -> List[MemorySpaceUsage]:
+    return [MemorySpaceUsage(space_label(e.memory_space_color), e.memory_space_color,
+                             e.total_bytes) for e in report.memory_space_allocation_entries]
+
+
+def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = "",
+                       report=None, optimized: bool = True) -> ModuleMemory:
+    """A module's figures from an ``HloProto``: the text figures from its
+    module, the allocations from its buffer assignment, the peak from its heap
+    simulator traces. ``report``: the memory-usage report's path (text) or
+    ``MemoryUsageReportProto``."""
+    try:
+        module = module_from_proto(hlo)
+    except XlaShapeError as e:
+        raise UnreadableInputError(f"{path or 'the HLO proto'}: {e}") from None
+    lines = module.to_text().splitlines()
+    mm = _module_from_lines(lines, ctx, "dump", path)
+    mm.optimized = optimized
+    platform = _platform_from_key(key) if key else None
+    if platform is not None:
+        mm.platform = platform
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
+    mm.from_proto = True
+    if not hlo.HasField("buffer_assignment"):
+        mm.warnings.append("the HLO proto holds no buffer assignment (XLA writes one into the "
+                           "module after optimizations): figures from its module only")
+        return mm
+    ba = hlo.buffer_assignment
+    records = _proto_allocations(ba, module, mm.platform)
+    bm = _module_from_buffer_assignment(None, report if isinstance(report, str) else None, ctx,
+                                        mm, path, None, records=records)
+    bm.from_proto = True
+    if report is not None and not isinstance(report, str):
+        _check_report(bm, _report_spaces(report))
+    if ctx.peak:
+        bm.peak = _peak_of_proto(hlo, module, bm.platform, bm.chip)
+        bm.peak.schedule = None
+        if bm.peak.live_at_peak:
+            # op paths and source lines, from the module text made above
+            names = {b.instruction for b in bm.peak.live_at_peak}
+            found = read_locations(lines, names=names)
+            bm.peak.live_at_peak = [b._replace(op_name=found[b.instruction].op_name,
+                                               source=found[b.instruction].source)
+                                    if b.instruction in found else b
+                                    for b in bm.peak.live_at_peak]
+    src = getattr(mm, "_text_source", None)
+    if src is not None:
+        _check_text_figures(mm, bm, src, ctx)
+    return bm
+
+
+def _analyze_proto(kind: str, source, path: Optional[str], ctx: _Context) -> MemoryAnalysis:
+    """``.hlo.pb`` / ``.hlo.pb.gz``, ``serialized_buffer_assignment_proto``
+    or ``*-memory-usage-report.pb`` (a path or the bytes)."""
+    result = MemoryAnalysis("dump", path)
+    where = path or "the given bytes"
+    if kind == "hlo-proto":
+        hlo = protos.read_hlo_proto(source)
+        key = report = None
+        if path is not None:
+            base = os.path.basename(path)
+            for suffix in _HLO_PB_SUFFIXES:
+                if base.endswith(suffix):
+                    key = base[: -len(suffix)]
+                    rep = os.path.join(os.path.dirname(path), key + _MEMORY_REPORT_TXT)
+                    report = rep if os.path.exists(rep) else None
+        result.modules.append(_module_from_proto(hlo, path, ctx, key=key or "", report=report))
+    elif kind == "memory-report-proto":
+        if path is not None:
+            base = os.path.basename(path)
+            stem = base[: -len(".gz")] if base.endswith(".gz") else base
+            if stem.endswith("-memory-usage-report.pb"):
+                hlo_pb = os.path.join(os.path.dirname(path),
+                                      stem[: -len("-memory-usage-report.pb")] + ".hlo.pb")
+                if os.path.exists(hlo_pb) and hlo_pb.endswith(_HLO_PB_SUFFIXES[0]):
+                    key = os.path.basename(hlo_pb)[: -len(_HLO_PB_SUFFIXES[0])]
+                    mm = _module_from_proto(protos.read_hlo_proto(hlo_pb), hlo_pb, ctx, key=key,
+                                            report=protos.read_memory_usage_report(source))
+                    result.modules.append(mm)
+                    result.warnings = ctx.warnings
+                    return result
+        result.modules.append(_module_from_memory_report(protos.read_memory_usage_report(source),
+                                                          where, ctx))
+    else:
+        ba = protos.read_buffer_assignment(source)
+        if not len(ba.buffer_allocations):
+            raise UnreadableInputError(f"{where}: a BufferAssignmentProto without allocations")
+        mm = ModuleMemory(None, "dump", path)
+        mm.platform = ctx.platform
+        mm.from_proto = True
+        bm = _module_from_buffer_assignment(None, None, ctx, mm, path, None,
+                                            records=_proto_allocations(ba, None, ctx.platform))
+        bm.from_proto = True
+        bm.notes.append("a BufferAssignmentProto alone (memory_analysis()."
+                        "serialized_buffer_assignment_proto): no module, so no names or shapes")
+        need = ("the buffer assignment alone names no instructions or shapes: give the "
+                "dump's .hlo.pb (--xla_dump_hlo_as_proto), which holds the module too")
+        if bm.platform is None and bm.temp_size_in_bytes is not None:
+            bm.hbm_temp_allocation_bytes = bm.temp_size_in_bytes
+            bm.temp_size_in_bytes = None
+            bm.reasons["temp_size_in_bytes"] = (
+                "the platform is not known (say platform=/--platform): on TPU XLA takes it from "
+                "libtpu's allocator, not from the buffer assignment; its temporaries are "
+                "hbm_temp_allocation_bytes")
+        if ctx.peak:
+            hlo = protos.HloProto()
+            hlo.buffer_assignment.CopyFrom(ba)
+            pa = peak_from_hlo_proto(hlo, bm.platform)
+            for k in ("peak_memory_in_bytes", "peak_unpadded_heap_bytes"):
+                if k == "peak_memory_in_bytes" and bm.platform == "cpu":
+                    continue  # XLA:CPU: the whole-program buffers alone
+                if k in pa.figures or k in pa.reasons:
+                    pa.figures[k] = None
+                    pa.reasons[k] = (
+                        ("no heap simulator traces in this buffer assignment "
+                         "(serialized_buffer_assignment_proto carries none): " if
+                         k == "peak_memory_in_bytes" else
+                         "the unpadded sizes need the buffers' shapes: ") + need)
+            bm.peak = pa
+        result.modules.append(bm)
+    result.warnings = ctx.warnings
+    return result
+
+
+def _module_from_memory_report(report, where: str, ctx: _Context) -> ModuleMemory:
+    """A ``*-memory-usage-report.pb`` alone: its memory spaces' totals and
+    allocations by size; which allocation is an argument, an output or a
+    temporary it does not say."""
+    mm = ModuleMemory(None, "memory-report", where)
+    mm.platform = ctx.platform
+    mm.from_proto = True
+    allocs = []
+    for e in report.memory_space_allocation_entries:
+        t = mm.space(e.memory_space_color)
+        t.reported_total = t.total = e.total_bytes
+        for x in e.allocation_entries:
+            allocs.append(Allocation("other", x.size, None, e.memory_space_color, None,
+                                     list(x.defining_positions), index=x.index))
+    mm.allocation_count = len(allocs)
+    why = ("the memory-usage report lists allocations by size only, not which hold arguments, "
+           "outputs or temporaries: give the dump's .hlo.pb or directory")
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
+              "host_alias_size_in_bytes", "host_temp_size_in_bytes"):
+        setattr(mm, k, None)
+        mm.reasons[k] = why
+    _rank(mm, allocs, ctx.top)
+    return mm
+
+
+def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnalysis:
+    """:func:`~xlashape.peak.peak_from_hlo_proto` with unpadded sizes from
+    xlashape's size model of each logical buffer's shape (``module``: the
+    :class:`~xlashape.hlo_proto.HloProtoModule`, or ``None`` to read the
+    shapes from the proto)."""
+    shapes = {}
+    for comp in hlo.hlo_module.computations:
+        for ins in comp.instructions:
+            shapes[ins.id] = ins.shape
+    cache: dict = {}
+    sizes: dict = {}
+
+    def unpadded(lb):
+        sp = shapes.get(lb.defined_at.instruction_id)
+        if sp is None:
+            return lb.size
+        for i in lb.defined_at.shape_index:
+            if i >= len(sp.tuple_shapes):
+                return lb.size
+            sp = sp.tuple_shapes[i]
+        if len(sp.tuple_shapes):
+            return 8 * len(sp.tuple_shapes)
+        key = (sp.SerializeToString(deterministic=True), lb.size)
+        got = cache.get(key)
+        if got is None:
+            try:
+                got = _sizes_cached(sizes, Shape.from_proto(sp), platform, chip)[1]
+            except XlaShapeError:
+                got = None
+            cache[key] = got = lb.size if got is None else min(got, lb.size)
+        return got
+
+    describe = None
+    if module is not None:
+        names = module.instruction_ids
+        by_name = {i.name: i.shape for c in module.computations for i in c.instructions}
+        texts: dict = {}
+
+        def describe(lb):
+            loc = lb.defined_at
+            name = names.get(loc.instruction_id) or loc.instruction_name
+            whole = shape = by_name.get(name)
+            try:
+                for i in loc.shape_index:
+                    shape = shape.tuple_shapes[i] if shape is not None else None
+            except (IndexError, AttributeError):
+                shape = None
+            label = name + ("{" + ",".join(map(str, loc.shape_index)) + "}"
+                            if whole is not None and whole.is_tuple else "")
+            text = ""
+            if shape is not None:
+                text = texts.get(id(shape))
+                if text is None:
+                    text = texts[id(shape)] = str(shape)
+            return name, label, text
+
+    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded, describe=describe)
 
 
 # -- out-of-memory reports -----------------------------------------------------------
@@ -1317,8 +1934,6 @@ _OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overl
 
 
 def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
-    from .oom_report import read_oom_reports
-
     reports = read_oom_reports(lines, on_warning=ctx.warn)
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
@@ -1331,14 +1946,13 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
             continue      # libtpu logs the same report again when it suppresses the crash
         previous = key
         result.modules.append(_module_from_oom(r, ctx, path))
+    for m in result.modules[:-1]:
+        m.superseded = True
     result.warnings = ctx.warnings
     return result
 
 
 def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
-    from .oom_report import BREAKDOWN_HINT
-    from .tiling import format_bytes
-
     mm = ModuleMemory(r.module_name, "oom", path)
     mm.platform = _TPU
     mm.memory_used_bytes = r.used_bytes
@@ -1408,12 +2022,12 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     # "HLO temp" line's padded minus unpadded size when the report prints it,
     # else the listed temporaries' extra memory; the arguments' and outputs'
     # comes from their shapes (the report lists those with a shape only).
-    from .oom_report import parse_size
 
     parts = []
     temp_padding = None
     if r.temp_padded_text is not None and r.temp_unpadded_text is not None:
-        temp_padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
+        temp_padding = (_parse_report_size(r.temp_padded_text)
+                        - _parse_report_size(r.temp_unpadded_text))
         parts.append(("the HLO temporaries", temp_padding))
     else:
         listed = [a for a in allocations if a.kind not in ("parameter", "output")
@@ -1473,7 +2087,14 @@ def _analyze_jax(compiled, ctx: _Context) -> MemoryAnalysis:
     mm.source = "jax"
     if stats is not None:
         mm.memory_analysis = {k: getattr(stats, k) for k in dir(stats)
-                              if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
+                              if (k.endswith("_in_bytes") or k in PEAK_FIELDS)
+                              and isinstance(getattr(stats, k), int)
+                              and not isinstance(getattr(stats, k), bool)}
+        # what the module text cannot determine, XLA's own object says:
+        # its temporaries (the text has no buffer assignment)
+        for k in ("temp_size_in_bytes", "host_temp_size_in_bytes"):
+            if mm.memory_analysis.get(k) is not None:
+                setattr(mm, k, mm.memory_analysis[k])
         for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
                   "host_argument_size_in_bytes", "host_output_size_in_bytes"):
             theirs = mm.memory_analysis.get(k)

@@ -1,0 +1,189 @@
+"""``xlashape memory diff A B`` on real pairs of compiles of one program.
+
+Each side's expected figures are XLA's own ``memory_analysis()``, recorded
+with its dump (``memory_analysis.json``); the pairs:
+
+- ``cpu_corpus/sgd_donated`` vs ``diff_pairs/sgd_not_donated`` (XLA:CPU, the
+  same SGD step without ``donate_argnums``: tests/oracle/gen_diff_pairs.py);
+- ``cpu_corpus/remat_scan`` vs ``diff_pairs/remat_scan_off`` (with and
+  without ``jax.checkpoint``);
+- ``cpu_corpus/sgd_donated`` vs ``gpu_corpus/dev_sgd_donated`` (the same
+  program through XLA:CPU and XLA:GPU);
+- ``tpu_corpus/mlp`` (v5e) vs ``tpu_corpus/mlp_v6e``.
+"""
+
+import json
+
+from cli_util import DATA, fails, ok, run
+
+SGD = DATA / "cpu_corpus" / "sgd_donated"
+SGD_OFF = DATA / "diff_pairs" / "sgd_not_donated"
+REMAT = DATA / "cpu_corpus" / "remat_scan"
+REMAT_OFF = DATA / "diff_pairs" / "remat_scan_off"
+GPU_SGD = DATA / "gpu_corpus" / "dev_sgd_donated"
+MLP, MLP_V6E = DATA / "tpu_corpus" / "mlp", DATA / "tpu_corpus" / "mlp_v6e"
+
+
+def xla(d):
+    return json.loads((d / "memory_analysis.json").read_text())["memory_analysis"]
+
+
+def diff(a, b, *extra):
+    return json.loads(ok("memory", "diff", a / "dump", b / "dump", "--json", *extra).stdout)
+
+
+def check_figures(doc, a, b):
+    """Every figure both sides have equals XLA's on each side, the delta their difference."""
+    xa, xb = xla(a), xla(b)
+    checked = 0
+    for k, f in doc["figures"].items():
+        if k in xa and f["a"] is not None:
+            assert f["a"] == xa[k], (k, "a")
+            checked += 1
+        if k in xb and f["b"] is not None:
+            assert f["b"] == xb[k], (k, "b")
+            checked += 1
+        if f["a"] is not None and f["b"] is not None:
+            assert f["delta"] == f["b"] - f["a"]
+    return checked
+
+
+def test_donation_lost():
+    doc = diff(SGD, SGD_OFF)
+    assert check_figures(doc, SGD, SGD_OFF) >= 12
+    xa, xb = xla(SGD), xla(SGD_OFF)
+    assert doc["figures"]["alias_size_in_bytes"]["delta"] == -xa["alias_size_in_bytes"]
+    assert doc["figures"]["peak_memory_in_bytes"]["delta"] == \
+        xb["peak_memory_in_bytes"] - xa["peak_memory_in_bytes"]
+    # donate_argnums=(0, 1): params and mom, four arrays each -> parameters 0..7
+    lost = doc["donations_lost"]
+    assert [d["parameter_number"] for d in lost] == list(range(8))
+    assert sum(d["bytes"] for d in lost) == xa["alias_size_in_bytes"]
+    assert doc["donations_gained"] == []
+    # the updated arrays are the same buffers (matched by op path and name), now outputs
+    moved = doc["buffers_moved"]
+    assert {(m["a"]["kind"], m["b"]["kind"]) for m in moved} == {("parameter", "output")}
+    assert sum(m["b"]["size_in_bytes"] for m in moved) == xa["alias_size_in_bytes"]
+    assert doc["buffers_added"] == [] and doc["buffers_removed"] == []
+
+
+def test_max_growth_catches_the_lost_donation():
+    r = run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "5%")
+    assert r.returncode == 1 and "grew by" in r.stderr and "+66.7%" in r.stderr
+    # the other way round it shrinks: no regression
+    assert run("memory", "diff", SGD_OFF / "dump", SGD / "dump", "--max-growth", "5%"
+               ).returncode == 0
+    assert run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "100M"
+               ).returncode == 0
+    assert run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "90M"
+               ).returncode == 1
+    fails("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "x%")
+
+
+def test_remat_off_costs_temporaries():
+    doc = diff(REMAT, REMAT_OFF)
+    check_figures(doc, REMAT, REMAT_OFF)
+    xa, xb = xla(REMAT), xla(REMAT_OFF)
+    assert doc["figures"]["temp_size_in_bytes"]["delta"] == \
+        xb["temp_size_in_bytes"] - xa["temp_size_in_bytes"]
+    # XLA:CPU's peak leaves temporaries out: it does not move, the total does
+    growth = {g["figure"]: g for g in doc["growth"]}
+    assert growth["peak_memory_in_bytes"]["delta"] == 0
+    total = growth["arguments + outputs + temporaries - aliased"]
+    assert total["delta"] == xb["temp_size_in_bytes"] - xa["temp_size_in_bytes"]
+    r = run("memory", "diff", REMAT / "dump", REMAT_OFF / "dump", "--max-growth", "5%")
+    assert r.returncode == 1
+    # without checkpointing, the forward scan keeps f32[16,1024,1024] stacks
+    assert any(b["shape"].startswith("f32[16,1024,1024]") for b in doc["buffers_added"])
+
+
+def test_cpu_and_gpu_compiles_of_one_program():
+    doc = diff(SGD, GPU_SGD)
+    assert check_figures(doc, SGD, GPU_SGD) >= 12
+    # the arguments have other names (params/p): parameters are matched by type
+    assert not [b for b in doc["buffers_added"] if b["kind"] == "parameter"]
+    assert doc["donations_lost"] == [] and doc["donations_gained"] == []
+
+
+def test_tpu_v5e_and_v6e():
+    doc = diff(MLP, MLP_V6E)
+    check_figures(doc, MLP, MLP_V6E)
+    xa, xb = xla(MLP), xla(MLP_V6E)
+    assert doc["figures"]["total_allocation_bytes"]["delta"] == \
+        xb["total_allocation_bytes"] - xa["total_allocation_bytes"]
+
+
+def test_text_and_html(tmp_path):
+    text = ok("memory", "diff", SGD / "dump", SGD_OFF / "dump").stdout
+    assert "donations lost" in text and "parameter 0: 16.00M" in text
+    assert "peak_memory_in_bytes" in text
+    out = tmp_path / "d.html"
+    ok("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--html", out)
+    page = out.read_text(encoding="utf-8")
+    assert "https://" not in page and "http://" not in page
+    assert "donations lost" in page and "251,699,264" in page
+
+
+def test_bad_use():
+    fails("memory", "diff", SGD / "dump")
+    fails("memory", "diff", SGD / "dump", DATA / "no-such-dir")
+
+
+def test_two_out_of_memory_reports():
+    a = DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt"
+    b = DATA / "tpu_corpus" / "oom_padded_temps" / "oom" / "tpu_driver.WARNING.txt"
+    doc = json.loads(ok("memory", "diff", a, b, "--json").stdout)
+    used = doc["figures"]["memory_used_bytes"]
+    # the reports' own lines: "Used 20.26G of 15.75G hbm" and "Used 18.00G of 15.75G hbm"
+    assert round(used["a"] / 2**30, 2) == 20.26 and round(used["b"] / 2**30, 2) == 18.00
+    assert doc["growth"][0]["figure"] == "memory_used_bytes"
+    # buffers are named by their instruction (a report's label is the instruction's text)
+    names = [x["label"] for x in doc["buffers_added"] + doc["buffers_removed"]]
+    assert names and not [n for n in names if " = " in n]
+    assert "broadcast_multiply_fusion" in names
+
+
+PADDING = DATA / "tpu_corpus" / "padding"
+PADDING_DEFAULT = DATA / "diff_pairs" / "padding_default"
+
+
+def test_requested_padded_layouts_vs_xlas_defaults():
+    doc = diff(PADDING, PADDING_DEFAULT)
+    assert check_figures(doc, PADDING, PADDING_DEFAULT) >= 14
+    xa, xb = xla(PADDING), xla(PADDING_DEFAULT)
+    assert doc["figures"]["peak_memory_in_bytes"]["delta"] == \
+        xb["peak_memory_in_bytes"] - xa["peak_memory_in_bytes"]
+    # the requested row-major tiles pad the size-1 dimension: those layouts change
+    changed = {c["a"]["label"]: (c["a"]["shape"], c["b"]["shape"], c["delta"])
+               for c in doc["layouts_changed"]}
+    # s32[4096,1] row-major T(8,128): 4096 rows of 8x128 tiles / 8 = 2M; default {0,1:T(1,128)}: 16K
+    assert changed["ids.1"] == ("s32[4096,1]{1,0:T(8,128)}", "s32[4096,1]{0,1:T(1,128)}",
+                                16 * 1024 - 2 * 1024 * 1024)
+    assert changed["act.1"][0].startswith("f32[8,1,1280]{2,1,0:T(8,128)}")
+    r = run("memory", "diff", PADDING_DEFAULT / "dump", PADDING / "dump", "--max-growth", "5%")
+    assert r.returncode == 1
+
+
+def test_diff_needs_two_inputs():
+    for args in ((), (SGD / "dump",), (SGD / "dump", SGD / "dump", SGD / "dump")):
+        r = run("memory", "diff", *args)
+        assert r.returncode == 2 and "takes two inputs" in r.stderr, r.stderr
+
+
+def test_the_diff_page_escapes_text_from_the_artifacts(tmp_path):
+    evil = "<script>alert(1)</script>"
+    sides = []
+    for n in (1024, 4096):
+        hlo = tmp_path / f"m{n}.hlo"
+        hlo.write_text(
+            f"HloModule jit_evil, entry_computation_layout={{(f32[{n}]{{0}})->f32[{n}]{{0}}}}\n\n"
+            f"ENTRY %main (p: f32[{n}]) -> f32[{n}] {{\n"
+            f"  %p = f32[{n}]{{0}} parameter(0)\n"
+            f'  ROOT %n = f32[{n}]{{0}} negate(%p), metadata={{op_name="{evil}"}}\n'
+            "}\n")
+        sides.append(hlo)
+    out = tmp_path / "d.html"
+    ok("memory", "diff", *sides, "--html", out)
+    page = out.read_text(encoding="utf-8")
+    assert "<script>alert" not in page and page.count("<script>") == 1
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the op path, shown as text

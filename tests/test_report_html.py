@@ -1,0 +1,288 @@
+"""``xlashape memory --html``: the offline memory viewer page.
+
+Browser-free checks (run everywhere): the page holds the numbers of
+``--json`` and XLA's own ``memory_analysis()`` figures recorded with the
+dumps, it escapes every string from an artifact, it references nothing
+outside itself, and 100,000 allocations are grouped into a bounded table.
+One test opens the page in headless Chromium (Debian's ``chromium``; skipped
+where it is absent) and checks the script ran with no console error and the
+rendered table holds the JSON's sizes.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+from collections import Counter
+from html.parser import HTMLParser
+
+import pytest
+
+from cli_util import DATA, ok, run
+from xlashape.tiling import format_bytes
+from xlashape.memory import Allocation, ModuleMemory
+from xlashape.report_html import MAX_ROWS, SMALL_BYTES, render_html
+
+EXAMPLE_XLA = json.loads((DATA / "tpu_corpus" / "example_conv_rgb" / "memory_analysis.json")
+                         .read_text())["memory_analysis"]
+GPU_SGD = DATA / "gpu_corpus" / "dev_sgd_donated"
+
+
+class _Page(HTMLParser):
+    """The parts of the page the tests read: each card's bytes, the
+    allocation table's size cells, the live-at-peak bars, the tags used."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.cards = {}
+        self.sizes = []
+        self.bars = []
+        self.tags = Counter()
+        self.attrs = []
+        self._key = None
+        self._in_alloc = False
+        self.text = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.tags[tag] += 1
+        self.attrs.extend(attrs)
+        cls = a.get("class") or ""
+        if tag == "table" and "allocations" in cls:
+            self._in_alloc = True
+        if tag == "td" and self._in_alloc and "size" in cls.split():
+            self.sizes.append(int(a["data-v"]))
+        if tag == "div" and cls == "k":
+            self._key = True
+        if tag == "div" and cls == "v" and "data-bytes" in a and isinstance(self._key, str):
+            self.cards[self._key] = int(a["data-bytes"])
+        if tag == "div" and "bar" in cls.split():
+            self.bars.append(int(a["data-bytes"]))
+
+    def handle_endtag(self, tag):
+        if tag == "table":
+            self._in_alloc = False
+
+    def handle_data(self, data):
+        self.text.append(data)
+        if self._key is True:
+            self._key = data.strip()
+
+
+def _parse(text: str) -> _Page:
+    p = _Page()
+    p.feed(text)
+    return p
+
+
+def _example(tmp_path, *extra):
+    out = tmp_path / "r.html"
+    ok("memory", "--example", "--html", out, *extra)
+    return out.read_text(encoding="utf-8")
+
+
+def test_the_example_page_holds_xlas_figures_and_the_jsons_numbers(tmp_path):
+    page = _parse(_example(tmp_path))
+    doc = json.loads(ok("memory", "--example", "--json").stdout)
+    (m,) = doc["modules"]
+    # XLA's memory_analysis() of the compiled program, recorded with the dump
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "peak_memory_in_bytes",
+              "total_allocation_bytes", "indefinite_allocations", "peak_unpadded_heap_bytes"):
+        assert page.cards[k] == EXAMPLE_XLA[k], k
+    assert "temp_size_in_bytes" not in page.cards  # null on TPU, with its reason
+    # every allocation of --json, by size (7 allocations: none grouped)
+    assert sorted(page.sizes) == sorted(a["size_in_bytes"] for a in m["allocations"])
+    # the live-at-peak bars: the buffers of 16K and more, one by one, then the rest in one bar
+    live = [b["size"] for b in m["peak"]["live_at_peak"]]
+    big = [s for s in live if s >= SMALL_BYTES]
+    assert page.bars == big + [sum(live) - sum(big)]
+    assert sum(page.bars) == EXAMPLE_XLA["peak_memory_in_bytes"]
+
+
+def test_the_page_is_self_contained(tmp_path):
+    text = _example(tmp_path)
+    assert not re.search(r"https?://", text)
+    page = _parse(text)
+    assert not page.tags["link"] and not page.tags["img"] and not page.tags["iframe"]
+    assert not [v for k, v in page.attrs if k in ("src", "href")]
+    assert page.tags["svg"] >= 1 and page.tags["script"] == 1 and page.tags["style"] == 1
+
+
+def test_the_verdict_is_on_the_page(tmp_path):
+    text = _example(tmp_path, "--limit", "4M")
+    assert "does not fit by" in text and "--limit 4M" in text
+    text = _example(tmp_path, "--device", "v5e")
+    assert 'class="verdict fits"' in text
+
+
+EVIL = '<script>alert(1)</script>'
+
+
+def test_text_from_the_artifact_is_escaped(tmp_path):
+    hlo = tmp_path / "evil.hlo"
+    hlo.write_text(
+        "HloModule jit_evil, entry_computation_layout={(f32[4096]{0})->f32[4096]{0}}\n\n"
+        "ENTRY %main (p: f32[4096]) -> f32[4096] {\n"
+        "  %p = f32[4096]{0} parameter(0)\n"
+        f'  ROOT %n = f32[4096]{{0}} negate(%p), metadata={{op_name="{EVIL}&amp;\\"x" '
+        f'source_file="\\"><img src=x onerror=alert(2)>.py" source_line=3}}\n'
+        "}\n")
+    out = tmp_path / "r.html"
+    ok("memory", hlo, "--html", out)
+    text = out.read_text(encoding="utf-8")
+    assert "<script>alert" not in text and "<img" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text  # shown, as text
+    page = _parse(text)
+    assert page.tags["script"] == 1 and page.tags["img"] == 0
+
+
+def test_fields_of_the_model_are_escaped():
+    m = ModuleMemory(EVIL, "hlo")
+    m.warnings.append(EVIL)
+    m._allocations = [Allocation("temp", 1 << 20, 1 << 19, 0, 'f32[8]{0} "><b onclick=x>',
+                                 [EVIL], op_name=EVIL)]
+    m.allocation_count = 1
+    text = render_html([m], title=EVIL)
+    assert EVIL not in text and "<b onclick" not in text
+    assert _parse(text).tags["script"] == 1
+
+
+def test_100000_allocations_are_grouped_into_a_bounded_table():
+    m = ModuleMemory("jit_big", "hlo")
+    sizes = [(i * 7919) % (64 << 10) + 1 for i in range(100_000)]
+    m._allocations = [Allocation("temp" if i % 3 else "parameter", s, s - s // 8, 0, "f32[8]{0}",
+                                 [f"v.{i}"]) for i, s in enumerate(sizes)]
+    m.allocation_count = len(sizes)
+    text = render_html([m])
+    page = _parse(text)
+    assert len(page.sizes) == MAX_ROWS
+    assert page.sizes == sorted(sizes, reverse=True)[:MAX_ROWS]
+    # the rest: one row per kind and memory space, and no byte lost
+    rows = re.findall(r'<tr class="agg">.*?<td class="n" data-v="(\d+)">', text)
+    assert len(rows) == 2
+    assert sum(page.sizes) + sum(map(int, rows)) == sum(sizes)
+    assert f"under {format_bytes(SMALL_BYTES)}" in text
+
+
+def test_an_out_of_memory_report_says_why_there_is_no_heap(tmp_path):
+    out = tmp_path / "r.html"
+    ok("memory", DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt",
+       "--html", out)
+    text = out.read_text(encoding="utf-8")
+    assert "No heap over program order" in text and "not the schedule" in text
+    assert _parse(text).tags["svg"] == 0
+
+
+@pytest.mark.parametrize("dump", [DATA / "cpu_corpus" / "sgd_donated" / "dump",
+                                  GPU_SGD / "dump",
+                                  DATA / "tpu_corpus" / "train_step_donated" / "dump"])
+def test_pages_of_cpu_gpu_tpu_dumps_hold_xlas_peak(tmp_path, dump):
+    out = tmp_path / "r.html"
+    ok("memory", dump, "--html", out)
+    page = _parse(out.read_text(encoding="utf-8"))
+    xla = json.loads((dump.parent / "memory_analysis.json").read_text())["memory_analysis"]
+    assert page.cards["peak_memory_in_bytes"] == xla["peak_memory_in_bytes"]
+    assert page.cards["argument_size_in_bytes"] == xla["argument_size_in_bytes"]
+    assert page.tags["svg"] >= 1
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="needs Debian's chromium (headless)")
+def test_the_page_renders_in_headless_chromium(tmp_path):
+    out = tmp_path / "r.html"
+    ok("memory", GPU_SGD / "dump", "--html", out)
+    doc = json.loads(ok("memory", GPU_SGD / "dump", "--json").stdout)
+    try:
+        r = subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
+                            "--enable-logging=stderr", "--v=0", "--dump-dom",
+                            out.as_uri()], capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:  # pragma: no cover - a loaded shared machine
+        pytest.skip("chromium did not finish in 120 s")
+    assert r.returncode == 0, r.stderr[-2000:]
+    # the inline script ran to its end (it marks the body), and the console is clean
+    assert 'data-ready="1"' in r.stdout
+    console = [ln for ln in r.stderr.splitlines() if "CONSOLE" in ln or "Uncaught" in ln]
+    assert not console, console
+    page = _parse(r.stdout)
+    sizes = [a["size_in_bytes"] for m in doc["modules"] for a in m["allocations"]]
+    assert sorted(page.sizes) == sorted(sizes)
+    assert page.tags["svg"] >= 1
+
+
+def test_png_and_svg_of_the_heap_and_the_live_buffers(tmp_path):
+    pytest.importorskip("matplotlib")
+    png, svg = tmp_path / "m.png", tmp_path / "m.svg"
+    ok("memory", "--example", "--png", png, "--svg", svg)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert b"<svg" in svg.read_bytes()[:2000]
+
+
+def test_no_picture_without_a_heap(tmp_path):
+    r = run("memory", DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt",
+            "--png", tmp_path / "m.png")
+    assert r.returncode == 2 and "needs a dump" in r.stderr
+    assert not (tmp_path / "m.png").exists()
+
+
+def test_the_text_report_has_a_bar_chart_of_the_heap():
+    text = ok("memory", "--example").stdout
+    (line,) = [ln for ln in text.splitlines() if ln.strip().startswith("S(1) VMEM")
+               and "highest" in ln]
+    # 9 positions: highest at 6 (the peak: 12.01M), 8.00M at 7, nothing at 8
+    bars = line.split("12.01M")[1].strip()
+    assert bars[-2:] == "█▆"
+
+
+def test_the_allocation_timeline_draws_each_buffer_of_the_peaks_allocation(tmp_path):
+    text = _example(tmp_path)
+    doc = json.loads(ok("memory", "--example", "--json").stdout)
+    (m,) = doc["modules"]
+    head = re.search(r"Allocation timeline: allocation (\d+), S\((\d+)\)", text)
+    assert head and int(head.group(2)) == m["peak"]["peak_memory_space"]
+    (alloc,) = [a for a in m["allocations"] if a.get("index") == int(head.group(1))]
+    svg = text.split('<svg class="timeline"', 1)[1].split("</svg>", 1)[0]
+    # one rectangle per array value of that allocation, each named in its hover text
+    values = [v for v in alloc["value_details"] if not v["shape"].startswith("(")]
+    assert svg.count("<rect") == len(values) > 0
+    for v in values:
+        assert f"{v['size_in_bytes']:,} bytes) at offset {v['offset']:,}" in svg
+
+
+def test_the_example_page_reads_its_files_from_any_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    text = _example(tmp_path)
+    assert "jit(conv_layer)/conv_general_dilated" in text.split("allocations", 1)[1]
+    assert 'class="timeline"' in text
+
+
+def _corpus_dumps():
+    import corpora
+    return [p for p in corpora.programs() if p.dump_dir is not None]
+
+
+@pytest.mark.parametrize("prog", _corpus_dumps(), ids=lambda p: f"{p.platform}-{p.name}")
+def test_every_corpus_dump_has_a_page_with_xlas_figures(prog):
+    from xlashape.memory import analyze
+    result = analyze(str(prog.dump_dir), chip=prog.chip, top=3)
+    (m,) = [m for m in result.modules if m.name == prog.module]
+    page = _parse(render_html([m]))
+    # every figure the page shows is XLA's (the nulls are not shown as numbers)
+    for k, v in page.cards.items():
+        if k in prog.memory_analysis:
+            assert v == prog.memory_analysis[k], k
+    assert "peak_memory_in_bytes" in page.cards or prog.platform == "cpu"
+    assert page.tags["svg"] >= 1
+
+
+def test_a_cpu_page_does_not_call_the_heaps_top_xlas_peak(tmp_path):
+    out = tmp_path / "r.html"
+    ok("memory", DATA / "cpu_corpus" / "remat_scan" / "dump", "--html", out)
+    text = out.read_text(encoding="utf-8")
+    xla = json.loads((DATA / "cpu_corpus" / "remat_scan" / "memory_analysis.json").read_text()
+                     )["memory_analysis"]
+    # XLA:CPU's peak_memory_in_bytes leaves the temporaries out: the heap's top is not it
+    assert _parse(text).cards["peak_memory_in_bytes"] == xla["peak_memory_in_bytes"]
+    assert "XLA's peak is here" not in text
+    assert "XLA:CPU counts the buffers that live for the whole program only" in text
