@@ -152,9 +152,11 @@ ALLOWED_CYCLES = {
     frozenset({"_core", "_numpy_api", "index_maps"}),
     # the HLO reader and its compiled line scanner
     frozenset({"hlo_module", "_hloscan"}),
-    # Layout checks that a physical_shape argument is a Shape (a
-    # function-level import in layout.py)
-    frozenset({"layout", "shape"}),
+    # Layout checks that a physical_shape argument is a Shape, and the
+    # to_proto()/from_proto() methods of Shape, Layout, Tile and SplitConfig
+    # call the ShapeProto codec, which builds those classes (function-level
+    # imports in layout.py and shape.py)
+    frozenset({"layout", "shape", "shape_proto"}),
 }
 
 

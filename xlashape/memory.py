@@ -735,8 +735,9 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
         if sniffed in _PROTO_KINDS:
             return _analyze_proto(sniffed, data, None, ctx)
-        source = _decode(data, "the given bytes")
-    kind = source_kind(source)
+        source, kind = _decode(data, "the given bytes"), "text"   # bytes are never a path
+    else:
+        kind = source_kind(source)
     if kind == "path":
         path = os.fspath(source)
         if os.path.isdir(path):
