@@ -189,9 +189,9 @@ class Gen:
             if not k:
                 k = ["np.array([], dtype=np.intp)"]
             if self.chance(0.15) and rank:
-                # one whole-array mask
-                return f"(A > 0) if A.dtype.kind != 'c' else (A.real > 0)" if False else \
-                    f"np.array({[bool(v) for v in self.rng.integers(0, 2, int(np.prod(dims)))]}, dtype=bool).reshape({tuple(dims)})"
+                # one boolean mask of the whole array's shape
+                mask = [bool(v) for v in self.rng.integers(0, 2, int(np.prod(dims)))]
+                return f"np.array({mask}, dtype=bool).reshape({tuple(dims)})"
         if not k:
             return "()"
         return ", ".join(k) if len(k) > 1 else (k[0] + ("," if self.chance(0.2) else ""))
@@ -420,8 +420,6 @@ def op_func(g):
                   "argsort", "cumprod", "diff", "stack", "trace", "tile"])
     ax = g.axis_arg(rank)
     idx = f"[{', '.join(g.int_arg(n) for _ in range(int(g.rng.integers(0, 4))))}]"
-    if g.chance(0.6):
-        idx = idx.replace("Idx(", "int(Idx(") if False else idx
     val = g.scalar_value(t)
     code = {
         "take": f"out = np.take(A, {idx}" + (f", axis={ax})" if g.chance(0.5) else ")"),

@@ -174,7 +174,19 @@ CALLS = {
     "cli.memory.json": "from xlashape.cli import main\nrc = main(['memory', '--json', P])\nassert rc in (0, 1, 2), rc",
     "cli.hlo": "from xlashape.cli import main\nrc = main(['hlo', P])\nassert rc in (0, 1, 2), rc",
 }
-DIR_CALLS = ["analyze.path", "cli.memory", "cli.memory.json"]
+# the command as a person runs it, in its own process (slower: rarely)
+CLI_PROCESS = """import subprocess, sys
+p = subprocess.run([sys.executable, "-m", "xlashape", "{cmd}", P], capture_output=True, text=True,
+                   stdin=subprocess.DEVNULL)
+if p.returncode < 0:
+    raise OracleFailure(f"crash-signal{{-p.returncode}} " + p.stderr[-2000:])
+if "Traceback (most recent call last)" in p.stderr or p.returncode not in (0, 1, 2):
+    raise OracleFailure(f"traceback rc={{p.returncode}} " + p.stderr[-2000:])
+"""
+CALLS["python-m.memory"] = CLI_PROCESS.format(cmd="memory")
+CALLS["python-m.hlo"] = CLI_PROCESS.format(cmd="hlo")
+DIR_CALLS = ["analyze.path", "cli.memory", "cli.memory.json", "python-m.memory"]
+RARE = {"python-m.memory": 0.15, "python-m.hlo": 0.15}
 
 
 SCALING = '''
@@ -281,6 +293,8 @@ def generate(rng: np.random.Generator, level: int = 2, op: str | None = None, wo
         calls = list(CALLS)
         what = f"file:{os.path.relpath(src, DATA)}:{mutation}"
     call = op if op in calls else calls[int(rng.integers(len(calls)))]
+    if op is None and call in RARE and rng.random() > RARE[call]:
+        call = calls[0]
     return {"target": "readers", "op": call, "family": call, "kind": "family",
             "setup": f"P = {target!r}\n" + CHECK, "la_pre": "", "la": CALLS[call],
             "detail": trick if use_dir else "", "input": what, "workdir": workdir, "allow": ()}
