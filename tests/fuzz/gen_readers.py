@@ -261,9 +261,9 @@ def generate(rng: np.random.Generator, level: int = 2, op: str | None = None, wo
         _CACHE = _inputs()
     files, dirs = _CACHE
     os.makedirs(workdir, exist_ok=True)
-    if op == "long_line_scaling" or (op is None and rng.random() < 0.02):
+    if op == "long_line_scaling" or (op is None and rng.random() < 0.005):
         return long_line_case(rng, workdir, big=level >= 2)
-    use_dir = dirs and rng.random() < 0.35
+    use_dir = dirs and rng.random() < 0.35 and (op is None or op in DIR_CALLS)
     os.makedirs(workdir, exist_ok=True)
     if use_dir:
         src = dirs[int(rng.integers(len(dirs)))]

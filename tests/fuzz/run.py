@@ -16,7 +16,8 @@ worker that dies (a crash: the signal, or an AddressSanitizer report) or
 runs past the case's time budget is recorded and replaced, and the run goes
 on. A failure is one of: ``crash``, ``hang`` (time budget), ``blowup``
 (``MemoryError`` under the memory budget), ``builtin`` (an exception not in
-``xlashape.errors.XlaShapeError``'s family), ``mismatch`` (a value, dtype or
+``xlashape.errors.XlaShapeError``'s family), ``refused`` (an xlashape error
+where numpy has a result, for an operation that may not refuse), ``mismatch`` (a value, dtype or
 shape other than numpy's: bitwise, NaN-aware), ``missing-error`` (numpy
 raises, xlashape returns), ``oracle`` (a case's own check, e.g. unbounded
 warnings). Failures are grouped by signature
@@ -63,6 +64,18 @@ def _generators():
     import gen_shapes
     return {"layout_array": gen_layout.generate, "shapes": gen_shapes.generate,
             "readers": gen_readers.generate}
+
+
+def operation_names(target):
+    """The operation families a generator draws from (what --ops selects)."""
+    if target == "layout_array":
+        import gen_layout
+        return list(gen_layout.OPS)
+    if target == "shapes":
+        import gen_shapes
+        return [c[0] for c in gen_shapes.CALLS]
+    import gen_readers
+    return list(gen_readers.CALLS) + ["long_line_scaling"]
 
 
 # -- workers ---------------------------------------------------------------------
@@ -203,7 +216,7 @@ def run_one(worker, case, budget):
 
 def signature(case, res):
     parts = [case["target"], res["kind"], case["op"], res.get("detail", "")]
-    if res["kind"] in ("mismatch", "missing-error") or (case["target"] == "readers" and res["kind"] == "builtin"
+    if res["kind"] in ("mismatch", "missing-error", "refused") or (case["target"] == "readers" and res["kind"] == "builtin"
                                                           and case.get("detail")):
         parts.append(case.get("detail", ""))
     return ":".join(p.replace(":", "~") if i == 4 else p for i, p in enumerate(parts))
@@ -239,7 +252,8 @@ def render(case, res=None, sig=None, input_dir=None):
                  f"{os.path.basename(input_dir)!r})\n" + setup)
     out += [oracle.PRELUDE.rstrip(), "", setup.rstrip(), case.get("la_pre", "").rstrip(),
             case.get("la", "").rstrip()]
-    if case.get("kind") == "diff" and (res is None or res.get("kind") in ("mismatch", "missing-error")):
+    if case.get("kind") == "diff" and (res is None or res.get("kind") in ("mismatch", "missing-error",
+                                                                          "refused")):
         out += ["print('xlashape:', repr(out) if 'out' in globals() else A)", "",
                 "# the same on numpy", setup.rstrip(), case.get("np", "").rstrip(),
                 "print('numpy:   ', repr(out) if 'out' in globals() else A)"]
@@ -265,6 +279,15 @@ class Run:
         self.env.setdefault("XLASHAPE_THREADS", "1")
         self.gens = _generators()
         self.targets = TARGETS if args.target == "all" else tuple(args.target.split(","))
+        self.ops = {}
+        if args.ops:
+            wanted = args.ops.split(",")
+            for t in self.targets:
+                names = operation_names(t)
+                self.ops[t] = [n for n in names if any(fnmatch.fnmatchcase(n, w) for w in wanted)]
+            self.targets = tuple(t for t in self.targets if self.ops[t])
+            if not self.targets:
+                raise SystemExit(f"--ops {args.ops}: no operation of the targets matches")
         self.stats = {t: defaultdict(Counter) for t in self.targets}
         self.failures = {}           # sig -> record
         self.refusals = Counter()
@@ -284,6 +307,8 @@ class Run:
         kw = {}
         if target == "readers":
             kw["workdir"] = os.path.join(self.scratch, f"case-{i}")
+        if self.ops.get(target):
+            kw["op"] = self.ops[target][int(rng.integers(len(self.ops[target])))]
         for _ in range(20):
             try:
                 case = self.gens[target](rng, level, **kw)
@@ -550,6 +575,8 @@ def parse_args(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--target", default="all",
                    help="layout_array, shapes, readers, a comma-separated list, or all")
+    p.add_argument("--ops", help="only these operation families (fnmatch patterns, comma-separated; "
+                                 "e.g. construct,dlpack or cli.*)")
     p.add_argument("--jobs", type=int, default=1, help="worker processes")
     p.add_argument("--known", help="file of known-bug signature patterns (not failures)")
     p.add_argument("--results", help="directory for summary and reproducers (default: new /tmp folder)")
@@ -568,7 +595,13 @@ def parse_args(argv=None):
     return args
 
 
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
+    # `kill` (SIGTERM) stops a run like Ctrl-C: the summary is still written
+    signal.signal(signal.SIGTERM, _interrupt)
     return Run(parse_args(argv)).main()
 
 
