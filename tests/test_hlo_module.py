@@ -524,6 +524,19 @@ def test_scan_calls_agrees_with_the_reader(current):
     assert scan_calls(CURRENT_XLA.encode()) == kinds
 
 
+def test_scan_calls_on_one_line_of_text(tmp_path):
+    # one line without braces or a newline (an XLA:GPU out-of-memory message)
+    # is text, not a path to open
+    from xlashape.hlo_module import scan_calls
+
+    line = ("JaxRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+            "37.25GiB with allocator GPU_0_bfc on device 0.")
+    assert scan_calls(line) == {}
+    p = tmp_path / "m.txt"
+    p.write_text(CURRENT_XLA)
+    assert scan_calls(str(p)) == scan_calls(CURRENT_XLA)
+
+
 def test_scan_calls_on_a_file_across_chunk_boundaries(tmp_path, monkeypatch):
     from xlashape import hlo_module
 

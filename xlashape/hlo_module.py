@@ -1737,7 +1737,10 @@ def scan_calls(source, progress: Optional[Callable[[int], None]] = None) -> Dict
 
 
 def _scan_calls(source, kinds, progress) -> Dict[str, set]:
-    if isinstance(source, str) and ("\n" in source or "{" in source):
+    # a str is a path only when it names a file: one line of text (an
+    # exception message, say) is text
+    if isinstance(source, str) and ("\n" in source or "{" in source
+                                    or not _os.path.isfile(source)):
         _scan_chunk(source.encode("utf-8", "replace"), kinds)
         return kinds
     if isinstance(source, (bytes, bytearray)):

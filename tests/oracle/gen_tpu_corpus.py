@@ -16,15 +16,22 @@ For each program the corpus holds, in ``<out>/<program>/``:
   compile summary libtpu writes to its INFO log
   (``TPU_LOG_DIR``): HBM/VMEM usage and "Program hbm requirement" with the
   "HLO temp" line that ``temp_size_in_bytes`` comes from;
-* ``dump/`` (some programs): the files of ``XLA_FLAGS=--xla_dump_to=DIR`` that
-  a reader needs, with XLA's own file names;
+* ``dump/`` (some programs): the files of ``XLA_FLAGS="--xla_dump_to=DIR
+  --xla_dump_hlo_as_proto --xla_dump_hlo_as_text"`` that a reader needs, with
+  XLA's own file names: the optimized module as text and as ``.hlo.pb`` (an
+  ``HloProto``), its buffer assignment, values, live ranges and memory-usage
+  report (``.txt`` and ``.pb``), and a small ``before_optimizations.txt``;
+* ``buffer_assignment.pb``: ``memory_analysis().serialized_buffer_assignment_proto``
+  when it is not empty (it is empty on XLA:TPU: the file is never written there);
 * ``oom/`` (programs that do not fit): libtpu's WARNING log with the detailed
   out-of-memory report (compiled with ``--xla_tpu_no_crash_on_oom=true``) and
   the exception text of the same compile without that flag.
 
 Machine paths are scrubbed from everything written: the absolute path of
 this script becomes its bare file name, paths into ``site-packages`` become
-relative to it, and the run stops if any other absolute path is left.
+relative to it (in binary ``.pb`` files such directory prefixes become
+underscores of the same length, so the protos stay valid), and the run stops
+if any other absolute path is left.
 
 Usage (with a Python that has jax, jaxlib and libtpu)::
 
@@ -58,12 +65,20 @@ V5E, V4, V5P, V6E = "v5e:2x2", "v4:2x2x1", "v5p:2x2x1", "v6e:2x2"
 DUMP_KEEP = (
     "after_optimizations.txt",
     "after_optimizations-buffer-assignment.txt",
+    "after_optimizations-buffer-assignment-values.txt",
+    "after_optimizations-live-range.txt",
     "after_optimizations-memory-usage-report.txt",
+    "after_optimizations-memory-usage-report.pb",
+    "after_optimizations.hlo.pb",
 )
 DUMP_KEEP_IF_SMALL = ("before_optimizations.txt",)
 SMALL = 64 * 1024
+# A kept dump file larger than this is dropped (and listed as dump_dropped).
+MAX_FILE = 900 * 1024
+DUMP_FLAGS = "--xla_dump_hlo_as_proto --xla_dump_hlo_as_text"
 
 FORBIDDEN = re.compile(r"(/work/|/tmp/|/root/|/home/|/usr/|/opt/|/var/)")
+FORBIDDEN_B = re.compile(FORBIDDEN.pattern.encode())
 
 
 # --------------------------------------------------------------------------
@@ -678,6 +693,13 @@ program("oom_gather_v6e", V6E,
     _oom_int8_v6e)
 
 
+# Programs registered above without a dump that keep one too (the peak and
+# live-range figures need the dump's live ranges, values and HloProto).
+for _name in ("attention_v5p", "cond_switch", "kv_cache_update", "layernorm_stats", "matmul_int8",
+              "mlp_v4", "mlp_v6e", "padding", "scan", "small_types", "sort_topk", "tuple_outputs"):
+    PROGRAMS[_name]["dump"] = True
+
+
 # --------------------------------------------------------------------------
 # Child: compile one program and write what it saw.
 # --------------------------------------------------------------------------
@@ -730,6 +752,9 @@ def child(name, outdir, mode):
             continue
         if isinstance(value, bytes):
             fields[attr + "_length"] = len(value)
+            if attr == "serialized_buffer_assignment_proto" and value:
+                with open(os.path.join(outdir, "child_ba.pb"), "wb") as f:
+                    f.write(value)
         else:
             fields[attr] = value
     info["memory_analysis"] = fields
@@ -758,9 +783,28 @@ def scrub(text, where):
     return text
 
 
+def scrub_bytes(data, where):
+    """Same-length replacement of machine directories in a binary proto."""
+    import sysconfig
+    prefixes = {os.path.dirname(SCRIPT) + "/"}
+    for key in ("purelib", "platlib"):
+        p = sysconfig.get_paths().get(key)
+        if p:
+            prefixes.update({p + "/", os.path.realpath(p) + "/"})
+    for prefix in sorted(prefixes, key=len, reverse=True):
+        b = prefix.encode()
+        data = data.replace(b, b"_" * len(b))
+    m = FORBIDDEN_B.search(data)
+    if m:
+        start = max(0, m.start() - 80)
+        raise SystemExit(f"{where}: a machine path is left after scrubbing: "
+                         f"{data[start:m.end() + 80]!r}")
+    return data
+
+
 def _write(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    with open(path, "w") as f:
+    with open(path, "wb" if isinstance(text, bytes) else "w") as f:
         f.write(text)
 
 
@@ -781,7 +825,8 @@ def _run_child(name, workdir, mode, env_extra):
 
 
 def _copy_dump(dump_dir, dest):
-    kept = []
+    """Copy the files a reader needs; returns (kept, dropped for their size)."""
+    kept, dropped = [], []
     for fname in sorted(os.listdir(dump_dir)):
         path = os.path.join(dump_dir, fname)
         if not os.path.isfile(path):
@@ -790,13 +835,20 @@ def _copy_dump(dump_dir, dest):
             fname.endswith(DUMP_KEEP_IF_SMALL) and os.path.getsize(path) <= SMALL)
         if not keep:
             continue
-        with open(path) as f:
-            text = f.read()
-        _write(os.path.join(dest, fname), scrub(text, fname))
+        if os.path.getsize(path) > MAX_FILE:
+            dropped.append(fname)
+            continue
+        if fname.endswith(".pb"):
+            with open(path, "rb") as f:
+                data = scrub_bytes(f.read(), fname)
+        else:
+            with open(path) as f:
+                data = scrub(f.read(), fname)
+        _write(os.path.join(dest, fname), data)
         kept.append(fname)
     if not kept:
         raise SystemExit(f"no dump files in {dump_dir}")
-    return kept
+    return kept, dropped
 
 
 def _oom_log(log_dir):
@@ -861,7 +913,8 @@ def generate(name, out):
         env = {}
         dump_dir = os.path.join(tmp, "dump")
         if prog["dump"]:
-            env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_dump_to=" + dump_dir).strip()
+            env["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_dump_to=" + dump_dir
+                                + " " + DUMP_FLAGS).strip()
         if not prog["oom"]:
             log_dir = os.path.join(tmp, "tpu_logs")
             os.makedirs(log_dir)
@@ -875,13 +928,19 @@ def generate(name, out):
             with open(os.path.join(work, "child_module.hlo")) as f:
                 hlo = f.read()
             _write(os.path.join(dest, "module.hlo"), scrub(hlo, name + "/module.hlo"))
+            info["module"] = hlo.split(None, 2)[1].rstrip(",")
+            ba = os.path.join(work, "child_ba.pb")
+            if os.path.exists(ba):
+                with open(ba, "rb") as f:
+                    _write(os.path.join(dest, "buffer_assignment.pb"),
+                           scrub_bytes(f.read(), name + "/buffer_assignment.pb"))
             if prog["dump"]:
                 # dump="NAME": the dump directory is <out>/NAME instead of <program>/dump
                 dump_dest = (os.path.join(out, prog["dump"]) if isinstance(prog["dump"], str)
                              else os.path.join(dest, "dump"))
                 if os.path.isdir(dump_dest):
                     shutil.rmtree(dump_dest)
-                info["dump_files"] = _copy_dump(dump_dir, dump_dest)
+                info["dump_files"], info["dump_dropped"] = _copy_dump(dump_dir, dump_dest)
             # libtpu does not log this summary for every compile
             log = _compile_log(log_dir)
             if log is not None:
@@ -918,7 +977,8 @@ def generate(name, out):
         _write(os.path.join(dest, "oom", "tpu_driver.WARNING.txt"),
                scrub(log, name + "/tpu_driver.WARNING.txt"))
         if prog["dump"]:
-            info["dump_files"] = _copy_dump(dump_dir, os.path.join(dest, "dump"))
+            info["dump_files"], info["dump_dropped"] = _copy_dump(dump_dir,
+                                                                  os.path.join(dest, "dump"))
         info["no_crash_on_oom_result"] = (
             {"exception": no_crash["exception"]} if "exception" in no_crash
             else {"memory_analysis": no_crash.get("memory_analysis")})
