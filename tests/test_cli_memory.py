@@ -8,11 +8,12 @@ arithmetic written out here.
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from cli_util import DATA, fails, ok, one_error_line, run_subprocess
+from cli_util import DATA, fails, ok, one_error_line, run, run_subprocess
 from xlashape import memory
 
 CPU_DUMP = DATA / "cpu_dump"
@@ -243,3 +244,69 @@ def test_memory_chip_sets_tuple_tables():
     default = json.loads(ok("memory", program / "module.hlo", "--json").stdout)
     assert default["modules"][0]["output_size_in_bytes"] == ref["output_size_in_bytes"] - 64 + 512
     assert "--chip" in ok("memory", program / "module.hlo").stdout
+
+
+# -- hardening: special files, broken dumps, names that read as HLO ------------------------
+
+_CLI_CHILD = "import sys; from xlashape.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/urandom"),
+                    reason="needs FIFOs and /dev/urandom")
+@pytest.mark.parametrize("command", ["memory", "hlo"])
+def test_special_files_are_one_error_line_naming_them(command, tmp_path):
+    import subprocess
+    import sys
+
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    dev = tmp_path / "random-buffer-assignment.txt"
+    dev.symlink_to("/dev/urandom")
+    env = dict(os.environ, PYTHONPATH=str(CHECKOUT))
+    for path, what in ((fifo, "a FIFO (named pipe)"), (dev, "a character device")):
+        # in a child with a time limit: opening a FIFO blocks, /dev/urandom never ends
+        r = subprocess.run([sys.executable, "-c", _CLI_CHILD, command, str(path), "--no-progress"],
+                           capture_output=True, text=True, env=env, timeout=120)
+        assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stderr)
+        assert r.stderr.splitlines() == [
+            f"xlashape: error: {path} is {what}, not a regular file: xlashape reads files "
+            "(or a symbolic link to one)"]
+
+
+def test_memory_dump_with_a_broken_link_warns_and_goes_on(tmp_path):
+    d = tmp_path / "dump"
+    import shutil
+
+    shutil.copytree(CPU_DUMP, d)
+    gone = d / "module_0009.jit_gone.cpu_after_optimizations.txt"
+    gone.symlink_to(d / "nowhere")
+    r = ok("memory", d)
+    assert f"xlashape: warning: {gone}: skipped, a dangling symbolic link" in r.stderr
+    assert "module jit_step" in r.stdout and "jit_gone" not in r.stdout
+
+
+def test_a_file_whose_name_reads_as_hlo_is_read_as_a_file(tmp_path):
+    # the command's PATH is a file whatever its name: "{" in it once made
+    # the call-graph pass of 'hlo' take the name for the text
+    (src,) = CPU_DUMP.glob("*after_optimizations.txt")
+    odd = tmp_path / "ENTRY %main {x}.txt"
+    odd.write_bytes(src.read_bytes())
+    assert ok("hlo", odd, "--json").stdout == ok("hlo", src, "--json").stdout
+    got = json.loads(ok("memory", odd, "--json").stdout)
+    want = json.loads(ok("memory", src, "--json").stdout.replace(str(src), str(odd)))
+    assert got == want
+
+
+def test_every_warning_is_counted_only_the_first_shown(tmp_path):
+    p = tmp_path / "junk.hlo"
+    n = 2500
+    p.write_text("HloModule junk\n" + "this is not HLO ;\n" * n)
+    r = run("hlo", p, "--max-warnings", "3")
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert lines[:3] == [f"xlashape: warning: line {i}: not an HLO instruction, computation "
+                         "header or '}': this is not HLO ;" for i in (2, 3, 4)]
+    assert lines[3:] == [
+        f"xlashape: warning: {n - 3} more skipped lines not shown (see --max-warnings)",
+        f"xlashape: error: no HLO instructions or out-of-memory allocations found in {p} "
+        f"({n} lines skipped)"]

@@ -6,6 +6,7 @@ the text or computed by hand in the test.
 """
 
 import io
+import os
 import re
 from pathlib import Path
 
@@ -603,3 +604,232 @@ ENTRY %e (x: f32[8]) -> f32[8] {
     assert [m.instruction(n).result for n in ("s", "d", "ags", "agd")] == [
         "buffer", "view", "buffer", "view"]
     assert m.instruction("s").shape.tuple_shapes[0].is_tuple
+
+
+# -- hardening, round two: long lines, warnings, input kinds -----------------------------
+
+# A child process reads a module whose text is one long line (a metadata
+# string of N MiB) in small blocks, and reports the minor page faults and
+# the tracemalloc peak of the read alone. With MALLOC_MMAP_THRESHOLD_ fixed,
+# every big string is a fresh mmap whose pages fault in as they are written:
+# the fault count measures the bytes allocated and written, i.e. the work of
+# copying, without timing anything. Carrying the line as "carry + data" (the
+# old reader) copies it once per block: quadratic in the line.
+_LONG_LINE_CHILD = r"""
+import json, os, resource, sys, tracemalloc
+from pathlib import Path
+from xlashape import hlo_module as h
+what, path = sys.argv[1], sys.argv[2]
+h._SCAN_CHUNK = 1 << 16
+
+def run():
+    if what == "scan":
+        return h.scan_calls(Path(path))
+    with h.open_text(path) as f:
+        return [i.name for i in h.HloReader(streaming=True).read(h.TextBlocks(f, block=1 << 16))]
+
+run()                                     # warm up: imports, caches
+tracemalloc.start()
+f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+got = run()
+f1 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+peak = tracemalloc.get_traced_memory()[1]
+print(json.dumps({"faults": f1 - f0, "peak": peak, "got": sorted(got)}))
+"""
+
+
+def _long_line_module(path, n):
+    head = ('HloModule long, entry_computation_layout={(f32[8]{0})->f32[8]{0}}\n\n'
+            'ENTRY %main (p: f32[8]) -> f32[8] {\n  %p = f32[8]{0} parameter(0)\n'
+            '  ROOT %n = f32[8]{0} call(f32[8]{0} %p), to_apply=%f, metadata={op_name="')
+    path.write_text(head + "abcdefghij" * (n // 10) + '"}\n}\n')
+
+
+@pytest.mark.parametrize("what", ["scan", "read"])
+def test_one_long_line_is_read_in_linear_work_and_bounded_memory(tmp_path, what):
+    import json
+    import subprocess
+    import sys
+
+    res = {}
+    for mib in (4, 16):
+        p = tmp_path / f"long{mib}.hlo"
+        _long_line_module(p, mib << 20)
+        env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536",
+                   PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+        r = subprocess.run([sys.executable, "-c", _LONG_LINE_CHILD, what, str(p)],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        res[mib] = json.loads(r.stdout)
+        p.unlink()
+    assert res[4]["got"] == res[16]["got"] == (["f"] if what == "scan" else ["n", "p"])
+    # memory: at most about twice the line (the pieces, then the joined line)
+    for mib in (4, 16):
+        assert res[mib]["peak"] <= 2.25 * (mib << 20), res
+    # work: a line 4 times longer costs about 4 times as many page faults
+    # (quadratic copying: about 16 times), and the bytes faulted in are a
+    # few times the line (the old reader: 130 times at 16 MiB)
+    import resource
+
+    assert res[16]["faults"] <= 8 * max(res[4]["faults"], 1), res
+    for mib in (4, 16):
+        assert res[mib]["faults"] * resource.getpagesize() <= 8 * (mib << 20), res
+
+
+def test_text_blocks_keep_every_line_whatever_the_block_size():
+    from xlashape.hlo_module import TextBlocks
+
+    text = "a\n" + "x" * 1000 + "\nbb\n\n" + "y" * 300 + "\nc"
+    for block in (1, 7, 64, 999, 1000, 1001, 5000):
+        got = list(TextBlocks(io.StringIO(text), block=block))
+        assert got == text.split("\n"), block
+    assert list(TextBlocks(io.StringIO("z" * 50 + "\n"), block=8)) == ["z" * 50]
+
+
+def test_scan_calls_on_long_lines_agrees_with_the_python_lane(monkeypatch):
+    from xlashape.hlo_module import scan_calls
+
+    # many values on one line, "{" values that never close, names far from
+    # the line start: the compiled and the Python lanes read them the same
+    line = ("  %f = f32[] fusion(a), kind=kLoop, calls=%c1" + ", calls={x" * 500
+            + ", to_apply=%r" + " " * 10000 + ", calls=%c2")
+    text = "\n".join([line, "  %w = (f32[]) while(t), condition=%cond, body=%body", line])
+    fast = scan_calls(text)
+    monkeypatch.setenv("XLASHAPE_PURE_PYTHON", "1")
+    slow = scan_calls(text)
+    assert fast == slow
+    assert fast == {"c1": {"fusion"}, "r": {"fusion"}, "c2": {"fusion"},
+                    "cond": {"while_condition"}, "body": {"while_body"}}
+    # a "{" value that closes later on its line takes everything up to the "}"
+    assert scan_calls("f = f32[] fusion(a), calls={x, calls={p, q}") == {
+        "x": {"fusion"}, "calls": {"fusion"}, "p": {"fusion"}, "q": {"fusion"}}
+
+
+def test_warnings_are_counted_and_only_the_first_are_kept():
+    import tracemalloc
+
+    from xlashape.hlo_module import MAX_KEPT_WARNINGS, WarningList
+
+    def read(n):
+        text = "HloModule g\n" + "garbage line ;;\n" * n
+        seen = [0]
+
+        def count(w):
+            seen[0] += 1
+
+        tracemalloc.start()
+        m = parse_hlo_module(io.StringIO(text), on_warning=count)
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+        return m, seen[0], peak
+
+    m, seen, peak_small = read(3 * MAX_KEPT_WARNINGS)
+    assert isinstance(m.warnings, WarningList)
+    assert seen == m.warnings.total == 3 * MAX_KEPT_WARNINGS
+    assert len(m.warnings) == MAX_KEPT_WARNINGS and m.warnings.dropped == 2 * MAX_KEPT_WARNINGS
+    assert [w.line for w in m.warnings[:2]] == [2, 3]
+    m, seen, peak_big = read(12 * MAX_KEPT_WARNINGS)
+    assert seen == m.warnings.total == 12 * MAX_KEPT_WARNINGS
+    assert len(m.warnings) == MAX_KEPT_WARNINGS
+    # the warnings kept do not grow with the input (the text itself, read
+    # line by line here, is not held)
+    assert peak_big < 2 * peak_small + (1 << 20), (peak_small, peak_big)
+
+
+def test_a_warning_about_a_huge_line_is_short():
+    from xlashape.hlo_module import _clip
+
+    assert _clip("a   b\tc") == "a b c"
+    assert _clip("x" * 100) == "x" * 57 + "..."
+    assert _clip(" " * 10000 + "tail") == "..."       # only the start is looked at
+    seen = []
+    parse_hlo_module(["HloModule m", "junk " * 200000], on_warning=seen.append)
+    (w,) = seen
+    assert len(w.message) < 200 and w.message.endswith("...")
+
+
+def test_source_kind_decides_path_or_text():
+    from xlashape.hlo_module import source_kind
+
+    assert source_kind(Path("ENTRY e {")) == "path"          # a Path is always a path
+    assert source_kind(b"anything") == "text"
+    for text in ("r = f32[] call(a), to_apply=add", "  ROOT %x = (f32[], s32[]) tuple(a, b)",
+                 "HloModule m", "ENTRY %main {", "}", "a\nb", "  ", "",
+                 "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm.",
+                 "BufferAssignment:", "allocation 0: size 8, parameter 0:",
+                 "Memory Space: default (color=0)"):
+        assert source_kind(text) == "text", text
+    for path in ("module.txt", "dump/module_0001.jit_f.after_optimizations.txt",
+                 "/tmp/x.hlo.gz", "C:\\dumps\\m.txt"):
+        assert source_kind(path) == "path", path
+    assert source_kind(["a = f32[] constant(1)"]) == "lines"
+    assert source_kind(io.StringIO("")) == "lines"
+
+
+def test_scan_calls_takes_one_line_of_hlo_as_text(tmp_path, monkeypatch):
+    from xlashape.hlo_module import scan_calls
+
+    # one line, no "{" and no newline: it was opened as a file name
+    assert scan_calls("r = f32[] call(a), to_apply=add") == {"add": {"call"}}
+    assert scan_calls(b"w = (f32[]) while(t), condition=c, body=b") == {
+        "c": {"while_condition"}, "b": {"while_body"}}
+    # a file whose name reads as HLO: a Path names it
+    monkeypatch.chdir(tmp_path)
+    name = "r = f32[] call(a), to_apply=add"
+    Path(name).write_text("x = f32[] fusion(a), kind=kLoop, calls=fc\n")
+    assert scan_calls(Path(name)) == {"fc": {"fusion"}}
+    assert scan_calls(name) == {"add": {"call"}}
+    p = tmp_path / "m.hlo"
+    p.write_text("x = f32[] map(a), to_apply=sq\n")
+    assert scan_calls(str(p)) == scan_calls(p) == {"sq": {"to_apply"}}
+    with pytest.raises(FileNotFoundError, match="missing.hlo"):
+        scan_calls("missing.hlo")
+    with pytest.raises(TypeError):
+        scan_calls(42)
+
+
+_SPECIAL_CHILD = r"""
+import re, sys
+from xlashape import UnreadableInputError
+from xlashape.hlo_module import check_regular_file, open_text, read_hlo_file, scan_calls
+for path, what in zip(sys.argv[1::2], sys.argv[2::2]):
+    for reader in (check_regular_file, open_text, read_hlo_file, scan_calls):
+        try:
+            reader(path)
+            print("read", reader.__name__, path)
+        except UnreadableInputError as e:
+            print("refused", bool(re.match(re.escape(path) + " is (a|an) " + what, str(e))))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/urandom"),
+                    reason="needs FIFOs and /dev/urandom")
+def test_special_files_are_refused_naming_them(tmp_path):
+    import subprocess
+    import sys
+
+    from xlashape import UnreadableInputError, XlaShapeError
+    from xlashape.hlo_module import check_regular_file, open_text, scan_calls
+
+    fifo = tmp_path / "pipe.hlo"
+    os.mkfifo(fifo)
+    dev = tmp_path / "random.hlo"
+    dev.symlink_to("/dev/urandom")
+    ok = tmp_path / "ok.hlo"
+    ok.write_text("a = f32[] constant(1)\n")
+    link = tmp_path / "link.hlo"
+    link.symlink_to(ok)
+    assert check_regular_file(link) == str(link)            # a link to a file is fine
+    assert [i.name for i in read_hlo_file(link).instructions()] == ["a"]
+    for reader in (check_regular_file, open_text, read_hlo_file, scan_calls):
+        with pytest.raises(UnreadableInputError, match=re.escape(str(tmp_path)) + " is a directory"):
+            reader(tmp_path)
+    # opening a FIFO blocks and /dev/urandom never ends: in a child with a time limit
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    r = subprocess.run([sys.executable, "-c", _SPECIAL_CHILD, str(fifo), "FIFO", str(dev),
+                        "character device"], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == ["refused True"] * 8
+    assert issubclass(UnreadableInputError, XlaShapeError)
+    with pytest.raises(FileNotFoundError):
+        check_regular_file(tmp_path / "nothing")

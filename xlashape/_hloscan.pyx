@@ -1314,6 +1314,7 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
     cdef const char* s = <const char*>chunk
     cdef Py_ssize_t n = len(chunk)
     cdef Py_ssize_t i = 0, kn, v_a, v_b, k, start, last_line = -1, eq, q, op_a = 0, op_b = 0
+    cdef Py_ssize_t line_start = 0, seen = 0, stop_from = -1, stop_at = -1, pos
     cdef const char* hit
     cdef dict kind_cache = {}
     cdef object opcode = "", key, kind, name
@@ -1333,9 +1334,16 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
         # the value: \{[^}\n]*\} or %?[\w.\-]+
         v_a = i + 1 + kn
         if v_a < n and s[v_a] == 123:
+            # the first "}" or "\n" from v_a + 1: remembered, so that many
+            # "{" values without a "}" on one long line are scanned once
             k = v_a + 1
-            while k < n and s[k] != 125 and s[k] != 10:
-                k += 1
+            if stop_from <= k <= stop_at:
+                k = stop_at
+            else:
+                stop_from = k
+                while k < n and s[k] != 125 and s[k] != 10:
+                    k += 1
+                stop_at = k
             if k >= n or s[k] != 125:
                 continue
             v_b = k + 1
@@ -1351,8 +1359,13 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
             v_b = k
         # the opcode of this line: after its "=", the first [a-z][a-z0-9_-]*( that
         # follows whitespace, ")", "]" or "}" (not "b(", a buffer shape)
-        hit = <const char*>memrchr(s, 10, pos)
-        start = 0 if hit == NULL else hit - s + 1
+        # the start of this line: matches come in order, so only the text
+        # since the last match is searched (once per byte, however long the line)
+        hit = <const char*>memrchr(s + seen, 10, pos - seen)
+        if hit != NULL:
+            line_start = hit - s + 1
+        seen = pos
+        start = line_start
         if start != last_line:
             last_line = start
             hit = <const char*>memchr(s + start, 61, pos - start)

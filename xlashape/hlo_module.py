@@ -53,10 +53,11 @@ from __future__ import annotations
 import functools
 import os as _os
 import re
+import stat
 from itertools import islice
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
-from .errors import HloParseError, XlaShapeError
+from .errors import HloParseError, ShapeTypeError, UnreadableInputError, XlaShapeError
 from .shape import Shape
 
 __all__ = [
@@ -66,6 +67,8 @@ __all__ = [
     "HloModule",
     "HloReader",
     "HloWarning",
+    "WarningList",
+    "MAX_KEPT_WARNINGS",
     "Footprint",
     "EntryComputationLayout",
     "Alias",
@@ -88,6 +91,8 @@ __all__ = [
     "parse_hlo_module",
     "read_hlo_file",
     "open_text",
+    "source_kind",
+    "check_regular_file",
     "iter_instructions",
     "memory_footprint",
     "shape_text",
@@ -737,6 +742,47 @@ class HloWarning(NamedTuple):
         return f"line {self.line}: {self.message}"
 
 
+#: How many warnings a :class:`WarningList` keeps by default (it counts them all).
+MAX_KEPT_WARNINGS = 1000
+
+
+class WarningList(list):
+    """The first ``limit`` warnings (a list), and how many there were in all
+    (:attr:`total`): what readers keep, so that a file of any number of
+    unreadable lines costs bounded memory.
+
+    >>> w = WarningList(limit=2)
+    >>> for i in range(5):
+    ...     w.append(HloWarning(i + 1, "bad"))
+    >>> len(w), w.total, w.dropped
+    (2, 5, 3)
+    """
+
+    def __init__(self, items=(), limit: int = MAX_KEPT_WARNINGS):
+        super().__init__()
+        self.limit = limit
+        self.total = 0
+        self.extend(items)
+
+    def append(self, w) -> None:
+        self.total += 1
+        if len(self) < self.limit:
+            super().append(w)
+
+    def extend(self, items) -> None:
+        for w in items:
+            self.append(w)
+
+    def add_uncounted(self, n: int) -> None:
+        """Count ``n`` warnings that were not given (dropped earlier)."""
+        self.total += n
+
+    @property
+    def dropped(self) -> int:
+        """How many warnings were counted but not kept."""
+        return self.total - len(self)
+
+
 class EntryComputationLayout(NamedTuple):
     """The ``entry_computation_layout={(P0, P1, ...)->R}`` of a module header:
     the entry parameters' shapes and the result shape, with the layouts (and
@@ -831,7 +877,7 @@ class HloModule:
         self.name = name
         self.attributes: Dict[str, str] = attributes or {}
         self.computations: List[Computation] = []
-        self.warnings: List[HloWarning] = []
+        self.warnings: WarningList = WarningList()
         self.fused_computations: set = set()
         self.applied_computations: set = set()
         self.lines_read = 0
@@ -1055,7 +1101,8 @@ class HloReader:
     def __init__(self, on_warning: Optional[Callable[[HloWarning], None]] = None, *,
                  call_kinds: Optional[Dict[str, set]] = None, streaming: bool = False):
         self._on_warning = on_warning
-        self.warnings: List[HloWarning] = []
+        #: the first MAX_KEPT_WARNINGS skipped lines (``warnings.total``: all of them)
+        self.warnings: WarningList = WarningList()
         self._cache: Dict[str, Shape] = {}
         self.module_name: Optional[str] = None
         self.module_attributes: Dict[str, str] = {}
@@ -1082,6 +1129,7 @@ class HloReader:
         self.lines_read = 0
         self.mode: Optional[str] = None  # None until known: "hlo" or "oom"
         self._pending_warnings: List[HloWarning] = []
+        self._pending_dropped = 0
 
     # -- shapes --------------------------------------------------------------
     def shape_at(self, text: str, pos: int) -> Tuple[Shape, int]:
@@ -1128,8 +1176,10 @@ class HloReader:
         if self.mode is None:
             # Not yet known whether this is HLO or an out-of-memory report (where
             # prose lines are expected): hold the warning until we know.
-            if len(self._pending_warnings) < 1000:
+            if len(self._pending_warnings) < MAX_KEPT_WARNINGS:
                 self._pending_warnings.append(w)
+            else:
+                self._pending_dropped += 1
             return
         if self.mode == "oom":
             return
@@ -1144,9 +1194,12 @@ class HloReader:
         if self.mode is None:
             self.mode = mode
             pending, self._pending_warnings = self._pending_warnings, []
+            dropped, self._pending_dropped = self._pending_dropped, 0
             if mode == "hlo":
                 for w in pending:
                     self._emit(w)
+                # held while the kind of input was unknown, past what is kept
+                self.warnings.add_uncounted(dropped)
 
     # -- statements ----------------------------------------------------------
     def _parse_instruction(self, stmt: str, line: int, computation) -> Instruction:
@@ -1522,8 +1575,12 @@ class TextBlocks:
     def blocks(self) -> Iterator[str]:
         """Blocks of whole lines: each a str of lines joined by "\\n" (the
         last line of a block without its "\\n")."""
+        # A line longer than a block is carried as a list of pieces, joined
+        # once when its end arrives: each character is copied a bounded
+        # number of times and searched for "\n" once, so a line of any length
+        # is read in linear time (carry + data, re-searched, was quadratic).
         read = self.stream.read
-        carry = ""
+        carry: List[str] = []
         done = 0
         while True:
             data = read(self.block)
@@ -1532,16 +1589,29 @@ class TextBlocks:
             done += len(data)
             if self.progress is not None:
                 self.progress(done)
-            if carry:
-                data = carry + data
             cut = data.rfind("\n")
             if cut < 0:
-                carry = data
+                carry.append(data)
                 continue
-            carry = data[cut + 1:]
-            yield data[:cut]
+            if carry:
+                # the long line alone (the reader then keeps no second copy
+                # of it as a slice of a bigger block), then the lines after it
+                first = data.find("\n")
+                carry.append(data[:first])
+                block = "".join(carry)
+                carry.clear()
+                yield block
+                del block
+                if first < cut:
+                    yield data[first + 1:cut]
+            else:
+                yield data[:cut]
+            if cut + 1 < len(data):
+                carry.append(data[cut + 1:])
         if carry:
-            yield carry
+            block = "".join(carry)
+            carry.clear()
+            yield block
 
     def __iter__(self) -> Iterator[str]:
         for block in self.blocks():
@@ -1661,8 +1731,13 @@ def _skip_ws(text: str, pos: int) -> int:
 
 
 def _clip(text: str, n: int = 60) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= n else text[: n - 3] + "..."
+    # only the start of the text is looked at: a warning about a line of a
+    # gigabyte costs what one about a short line does
+    head = text[:8 * n + 64]
+    clipped = " ".join(head.split())
+    if len(clipped) <= n and len(head) == len(text):
+        return clipped
+    return clipped[: n - 3] + "..."
 
 
 _FAST = []
@@ -1704,7 +1779,8 @@ def _default_reader() -> HloReader:
 
 _CALLS_B = re.compile(
     rb", (calls|to_apply|body|condition|branch_computations|true_computation|false_computation"
-    rb"|called_computations|select|scatter)=(\{[^}\n]*\}|%?[\w.\-]+)")
+    rb"|called_computations|select|scatter)=(\{|%?[\w.\-]+)")
+_BRACE_END_B = re.compile(rb"[}\n]")
 _OPCODE_B = re.compile(rb"[\s)\]}]([a-z][a-z0-9_\-]*)\(")
 _NAME_REF_B = re.compile(rb"%?([A-Za-z_][\w.\-]*)")
 _SCAN_CHUNK = 1 << 23
@@ -1737,17 +1813,18 @@ def scan_calls(source, progress: Optional[Callable[[int], None]] = None) -> Dict
 
 
 def _scan_calls(source, kinds, progress) -> Dict[str, set]:
-    # a str is a path only when it names a file: one line of text (an
-    # exception message, say) is text
-    if isinstance(source, str) and ("\n" in source or "{" in source
-                                    or not _os.path.isfile(source)):
-        _scan_chunk(source.encode("utf-8", "replace"), kinds)
+    kind = source_kind(source)
+    if kind == "text":
+        _scan_chunk(source.encode("utf-8", "replace") if isinstance(source, str)
+                    else bytes(source), kinds)
         return kinds
-    if isinstance(source, (bytes, bytearray)):
-        _scan_chunk(bytes(source), kinds)
-        return kinds
+    if kind != "path":
+        raise ShapeTypeError("scan_calls() takes a path, or the text as str or bytes, "
+                             f"not {type(source).__name__}")
     with _open_binary(source) as f:
-        tail = b""
+        # as TextBlocks.blocks: a line longer than a chunk is carried as
+        # pieces and joined once, so each byte is searched for "\n" once
+        tail: List[bytes] = []
         done = 0
         while True:
             block = f.read(_SCAN_CHUNK)
@@ -1756,15 +1833,25 @@ def _scan_calls(source, kinds, progress) -> Dict[str, set]:
             done += len(block)
             if progress is not None:
                 progress(done)
-            block = tail + block
             cut = block.rfind(b"\n")
             if cut < 0:
-                tail = block
+                tail.append(block)
                 continue
-            tail = block[cut + 1:]
-            _scan_chunk(block[:cut + 1], kinds)
+            if tail:
+                tail.append(block[:cut + 1])
+                chunk = b"".join(tail)
+                tail.clear()
+                _scan_chunk(chunk, kinds)
+                del chunk
+            else:
+                _scan_chunk(block[:cut + 1], kinds)
+            if cut + 1 < len(block):
+                tail.append(block[cut + 1:])
+            del block
         if tail:
-            _scan_chunk(tail, kinds)
+            chunk = b"".join(tail)
+            tail.clear()
+            _scan_chunk(chunk, kinds)
     return kinds
 
 
@@ -1779,21 +1866,49 @@ def _scan_chunk(chunk: bytes, kinds: Dict[str, set]) -> None:
 
 
 def _scan_chunk_python(chunk: bytes, kinds: Dict[str, set]) -> None:
+    # Linear however long a line is: the start of a match's line is searched
+    # for only in the text since the previous match, and the end of a "{...}"
+    # value (the first "}" or newline) is remembered for the values after it.
     last_line = -1
     opcode = ""
     rfind = chunk.rfind
-    for m in _CALLS_B.finditer(chunk):
-        pos = m.start()
-        start = rfind(b"\n", 0, pos) + 1
+    line_start = seen = 0
+    stop_from = stop_at = -1
+    pos = 0
+    n = len(chunk)
+    while True:
+        m = _CALLS_B.search(chunk, pos)
+        if m is None:
+            break
+        value = m.group(2)
+        if value == b"{":
+            k = m.end()
+            if not stop_from <= k <= stop_at:
+                stop_from = k
+                e = _BRACE_END_B.search(chunk, k)
+                stop_at = n if e is None else e.start()
+            if stop_at >= n or chunk[stop_at:stop_at + 1] != b"}":
+                pos = m.start() + 1
+                continue
+            value = chunk[m.end() - 1:stop_at + 1]
+            pos = stop_at + 1
+        else:
+            pos = m.end()
+        mstart = m.start()
+        cut = rfind(b"\n", seen, mstart)
+        if cut >= 0:
+            line_start = cut + 1
+        seen = mstart
+        start = line_start
         if start != last_line:
             last_line = start
-            eq = chunk.find(b"=", start, pos)
-            om = _OPCODE_B.search(chunk, eq if eq >= 0 else start, pos)
+            eq = chunk.find(b"=", start, mstart)
+            om = _OPCODE_B.search(chunk, eq if eq >= 0 else start, mstart)
             while om is not None and om.group(1) == b"b":  # b(...) is a buffer shape
-                om = _OPCODE_B.search(chunk, om.end(), pos)
+                om = _OPCODE_B.search(chunk, om.end(), mstart)
             opcode = om.group(1).decode() if om is not None else ""
         kind = call_kind(opcode, m.group(1).decode())
-        for name in _NAME_REF_B.findall(m.group(2).strip(b"{}")):
+        for name in _NAME_REF_B.findall(value.strip(b"{}")):
             k = name.decode("utf-8", "replace")
             got = kinds.get(k)
             if got is None:
@@ -1802,8 +1917,42 @@ def _scan_chunk_python(chunk: bytes, kinds: Dict[str, set]) -> None:
                 got.add(kind)
 
 
+_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
+                (stat.S_ISDIR, "a directory"))
+
+
+def check_regular_file(path) -> str:
+    """``path`` as a str, if it names a regular file (a symbolic link to one is
+    fine). A FIFO, a device, a socket or a directory raises
+    :class:`~xlashape.UnreadableInputError` naming it (reading one could block
+    or never end: ``/dev/urandom``); a missing path, a dangling or looping
+    link raise ``OSError`` (``FileNotFoundError``, ...) as ``open`` would.
+
+    >>> check_regular_file("/dev/null")
+    Traceback (most recent call last):
+    ...
+    xlashape.errors.UnreadableInputError: /dev/null is a character device, not a regular file: xlashape reads files (or a symbolic link to one)
+    """
+    path = _os.fspath(path)
+    if isinstance(path, bytes):
+        path = _os.fsdecode(path)
+    what = _not_regular(_os.stat(path).st_mode)
+    if what is not None:
+        raise UnreadableInputError(f"{path} is {what}, not a regular file: xlashape reads "
+                                   "files (or a symbolic link to one)")
+    return path
+
+
+def _not_regular(mode: int) -> Optional[str]:
+    """What a file of this ``st_mode`` is, if not a regular file (else None)."""
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
+
+
 def _open_binary(path):
-    path = str(path)
+    path = check_regular_file(path)
     if path.endswith(".gz"):
         import gzip
 
@@ -1812,6 +1961,50 @@ def _open_binary(path):
 
 
 # -- entry points --------------------------------------------------------------
+
+# One line of text that is what a reader reads, not a file name: an HLO
+# instruction, header, computation header or "}", a line of an out-of-memory
+# report, of a buffer assignment or of a memory-usage report.
+_TEXT_LINE = re.compile(
+    r"\s*(?:HloModule\s|ENTRY\s|ROOT\s|BufferAssignment:|allocation\s+\d+:|value:\s*<"
+    r"|Memory Space:|%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|b\(|[a-z][a-z0-9]*\[))"
+    r"|.*(?:[{}]|Ran out of memory|RESOURCE_EXHAUSTED|Largest program allocations)", re.S)
+
+
+def source_kind(source) -> str:
+    """How the readers that take a path or text (:func:`scan_calls`,
+    :func:`xlashape.memory.analyze`,
+    :func:`xlashape.xla_dump.read_memory_usage_report`) take ``source``:
+    ``"path"``, ``"text"`` or ``"lines"`` (a file object or any other
+    iterable of lines). (:func:`parse_hlo_module` and :func:`iter_instructions`
+    take every ``str`` as text, and only an ``os.PathLike`` as a path.)
+
+    - ``os.PathLike`` (``pathlib.Path``): always a path.
+    - ``bytes`` / ``bytearray``: text.
+    - ``str``: text if it holds a line break, is blank, or is one line of
+      what the readers read (an HLO instruction, header or brace, an
+      out-of-memory report, a buffer assignment or memory-usage report
+      line), even if a file of that name exists; otherwise a path (a missing
+      one then raises ``FileNotFoundError`` naming it, rather than being read
+      as one line of text). Pass a ``pathlib.Path`` to name any file.
+
+    >>> source_kind("ROOT r = f32[] constant(1)"), source_kind("dump/module.txt")
+    ('text', 'path')
+    >>> import pathlib; source_kind(pathlib.Path("ENTRY e {")), source_kind(["a = f32[] abs(b)"])
+    ('path', 'lines')
+    """
+    if isinstance(source, _os.PathLike):
+        return "path"
+    if isinstance(source, (bytes, bytearray)):
+        return "text"
+    if isinstance(source, str):
+        if "\n" in source or "\r" in source or not source.strip():
+            return "text"
+        if _TEXT_LINE.match(source) is not None:
+            return "text"
+        return "path"
+    return "lines"
+
 
 
 def iter_instructions(source, *, on_warning: Optional[Callable[[HloWarning], None]] = None
@@ -1846,7 +2039,8 @@ def parse_hlo_module(source, *, on_warning: Optional[Callable[[HloWarning], None
     """Parse HLO module text (or an out-of-memory report) into an :class:`HloModule`.
 
     ``source`` is a string, a file object or an iterable of lines. Lines that
-    cannot be read are skipped and listed in ``module.warnings``.
+    cannot be read are skipped and listed in ``module.warnings`` (the first
+    :data:`MAX_KEPT_WARNINGS`; ``module.warnings.total`` counts them all).
     """
     if isinstance(source, str):
         source = source.splitlines()
@@ -1889,8 +2083,9 @@ def read_hlo_file(path, **kwargs) -> HloModule:
 
 def open_text(path):
     """Open an HLO text file (or out-of-memory report) for reading as text:
-    UTF-8, undecodable bytes replaced by U+FFFD, ``.gz`` files decompressed."""
-    path = str(path)
+    UTF-8, undecodable bytes replaced by U+FFFD, ``.gz`` files decompressed.
+    Anything but a regular file is refused (:func:`check_regular_file`)."""
+    path = check_regular_file(path)
     if path.endswith(".gz"):
         import gzip
 

@@ -45,17 +45,21 @@ from __future__ import annotations
 import heapq
 import io
 import os
+import pathlib
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from .errors import HloParseError, UnreadableInputError, XlaShapeError
 from .hlo_module import (
     HloReader,
     HloWarning,
+    WarningList,
     _clip,
     open_text,
     parse_entry_computation_layout,
     parse_input_output_alias,
+    check_regular_file,
     shape_text,
+    source_kind,
 )
 from .layout import memory_space_name
 from .shape import Shape
@@ -617,33 +621,29 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
 
+    A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
+    decides (pass a ``pathlib.Path`` to name any file).
+
     Raises :class:`~xlashape.UnreadableInputError` for input that is none of
-    these (empty, binary, a directory without modules, another kind of file),
-    ``OSError`` for a path that cannot be read.
+    these (empty, binary, a directory without modules, another kind of file,
+    not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
+    be read.
     """
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
+    kind = source_kind(source)
     if isinstance(source, (bytes, bytearray)):
         source = _decode(bytes(source), "the given bytes")
-    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+    if kind == "path":
         path = os.fspath(source)
         if os.path.isdir(path):
             return _analyze_dump_dir(path, ctx)
-        return _analyze_file(path, ctx)
-    if isinstance(source, str):
+        return _analyze_file(check_regular_file(path), ctx)
+    if kind == "text":
         return _analyze_text(source, ctx, None)
     raise TypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
                     f"not {type(source).__name__}")
-
-
-def _looks_like_path(text: str) -> bool:
-    if "\n" in text or len(text) > 4096:
-        return False
-    try:
-        return os.path.exists(text)
-    except (OSError, ValueError):
-        return False
 
 
 class _Context:
@@ -652,7 +652,7 @@ class _Context:
         self.chip = chip
         self._on_warning = on_warning
         self.progress = progress
-        self.warnings: List = []
+        self.warnings: List = WarningList()    # the first ones, and warnings.total
         self.sizes: dict = {}
 
     def warn(self, w) -> None:
@@ -857,7 +857,7 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
         raise UnreadableInputError("the input is an out-of-memory report, not an HLO module")
     if info.instructions == 0 and not reader.module_attributes.get("entry_computation_layout"):
         where = path or "the input"
-        skipped = len(reader.warnings)
+        skipped = reader.warnings.total
         raise UnreadableInputError(
             f"no HLO instructions found in {where}" +
             (f" ({skipped} lines could not be read; the first: {reader.warnings[0]})" if skipped else ""))
@@ -1006,7 +1006,7 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
     from .xla_dump import find_dump_modules
 
-    modules = find_dump_modules(path)
+    modules = find_dump_modules(path, on_warning=ctx.warn)
     if not modules:
         try:
             with os.scandir(path) as it:
@@ -1172,7 +1172,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
     wasters: List = []
     top = ctx.top
     seq = 0
-    ba_warnings: List[HloWarning] = []
+    ba_warnings: List[HloWarning] = WarningList()
     tiled_seen = False
 
     ba_name = getattr(open_ba, "name", None)
@@ -1267,7 +1267,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
     if mm.allocation_count == 0:
         raise UnreadableInputError(
             f"no allocations in the buffer assignment {path or ''}".rstrip()
-            + (f" ({len(ba_warnings)} lines could not be read; the first: {ba_warnings[0]})"
+            + (f" ({ba_warnings.total} lines could not be read; the first: {ba_warnings[0]})"
                if ba_warnings else ""))
     mm.largest = [x[2] for x in sorted(largest, reverse=True)]
     mm.padding_wasters = [x[2] for x in sorted(wasters, reverse=True)]
@@ -1288,7 +1288,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                                "(a layout feature xlashape does not model, or a bug)")
     if report_path is not None:
         try:
-            for sp in read_memory_usage_report(report_path):
+            for sp in read_memory_usage_report(pathlib.Path(report_path)):
                 t = mm.space(sp.color)
                 t.name = sp.name
                 t.reported_total = sp.total_bytes
@@ -1296,7 +1296,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                     mm.warnings.append(f"memory space {sp.name} (color {sp.color}): the memory-usage "
                                        f"report says {sp.total_bytes} bytes, the buffer assignment's "
                                        f"allocations add up to {t.total}")
-        except OSError as e:
+        except (OSError, UnreadableInputError) as e:
             mm.warnings.append(f"the memory-usage report could not be read: {e}")
 
     def reread():

@@ -32,12 +32,13 @@ numbers, never fatal.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from .errors import HloParseError
-from .hlo_module import HloWarning, _clip, _hlo_text
+from .hlo_module import HloWarning, _clip, _hlo_text, _not_regular, open_text, source_kind
 from .shape import Shape
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "BufferAllocation",
     "MemorySpaceUsage",
     "DumpModule",
+    "DumpWarning",
     "iter_buffer_assignment",
     "read_buffer_assignment",
     "read_memory_usage_report",
@@ -218,8 +220,10 @@ def iter_buffer_assignment(source, *, on_warning: Optional[Callable[[HloWarning]
 
 def read_buffer_assignment(path, **kwargs) -> List[BufferAllocation]:
     """All allocations of a buffer-assignment file (a list; for big dumps
-    prefer :func:`iter_buffer_assignment`, which streams)."""
-    with open(path, "r", encoding="utf-8", errors="replace") as f:
+    prefer :func:`iter_buffer_assignment`, which streams). Anything but a
+    regular file (a FIFO, a device, a directory) raises
+    :class:`~xlashape.UnreadableInputError` naming it."""
+    with open_text(path) as f:
         return list(iter_buffer_assignment(f, **kwargs))
 
 
@@ -239,10 +243,15 @@ _TOTAL_BYTES = re.compile(r"\s*Total bytes:\s*(\d+)")
 
 def read_memory_usage_report(source) -> List[MemorySpaceUsage]:
     """The memory spaces of a ``*-memory-usage-report.txt`` (text, file object
-    or lines; a path is opened) with their total bytes, in file order."""
-    if isinstance(source, (str, os.PathLike)) and "\n" not in str(source) and os.path.exists(source):
-        with open(source, "r", encoding="utf-8", errors="replace") as f:
-            return read_memory_usage_report(list(f))
+    or lines; or a path, a ``str`` being one as
+    :func:`~xlashape.hlo_module.source_kind` decides) with their total
+    bytes, in file order."""
+    kind = source_kind(source)
+    if kind == "path":
+        with open_text(source) as f:
+            return read_memory_usage_report(f)
+    if isinstance(source, (bytes, bytearray)):
+        source = bytes(source).decode("utf-8", "replace")
     out: List[MemorySpaceUsage] = []
     name = None
     color = None
@@ -267,6 +276,17 @@ _MEMORY_REPORT = "after_optimizations-memory-usage-report.txt"
 _MODULE_FILE = re.compile(r"module_(\d+)\.")
 
 
+class DumpWarning(NamedTuple):
+    """A file of a dump directory that was skipped: its ``path`` and why
+    (``message``)."""
+
+    path: str
+    message: str
+
+    def __str__(self):
+        return f"{self.path}: {self.message}"
+
+
 class DumpModule(NamedTuple):
     """One module of a dump directory: ``key`` (the file-name prefix XLA gave
     all its files, e.g. ``module_0004.jit_f.cl_123.``), its ``number`` (the
@@ -284,11 +304,17 @@ class DumpModule(NamedTuple):
     memory_report_path: Optional[str]
 
 
-def find_dump_modules(directory) -> List[DumpModule]:
+def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning], None]] = None
+                      ) -> List[DumpModule]:
     """Every module in an XLA dump directory (and its subdirectories), ordered
     by module number: the ``after_optimizations`` text when there is one,
     else the ``before_optimizations`` text, with the buffer assignment and
     memory-usage report that belong to it.
+
+    A file of the dump that cannot be read as one (a dangling or looping
+    symbolic link, a FIFO, a device, anything but a regular file or a link to
+    one) is left out, and ``on_warning`` gets a :class:`DumpWarning` naming
+    it: one bad entry does not stop the others from being read.
 
     Raises ``NotADirectoryError`` / ``FileNotFoundError`` for a path that is
     not a directory; returns ``[]`` for a directory without modules.
@@ -305,6 +331,13 @@ def find_dump_modules(directory) -> List[DumpModule]:
         dirs.sort()
         for name in files:
             path = os.path.join(root, name)
+            if not name.endswith((_OPTIMIZED, _UNOPTIMIZED, _BUFFER_ASSIGNMENT, _MEMORY_REPORT)):
+                continue
+            problem = _unreadable(path)
+            if problem is not None:
+                if on_warning is not None:
+                    on_warning(DumpWarning(path, problem))
+                continue
             if name.endswith(_OPTIMIZED):
                 optimized[(root, name[: -len(_OPTIMIZED)])] = path
             elif name.endswith(_UNOPTIMIZED):
@@ -331,6 +364,24 @@ def find_dump_modules(directory) -> List[DumpModule]:
         modules.append(DumpModule(key, _number(key), path, False, None, None))
     modules.sort(key=lambda m: (m.number if m.number is not None else 1 << 62, m.hlo_path))
     return modules
+
+
+def _unreadable(path: str) -> Optional[str]:
+    """Why ``path`` cannot be read as a file of the dump, or None."""
+    try:
+        what = _not_regular(os.stat(path).st_mode)
+    except OSError as e:
+        if os.path.islink(path):
+            why = ("a symbolic link that loops" if e.errno == errno.ELOOP
+                   else "a dangling symbolic link (its target does not exist)"
+                   if isinstance(e, FileNotFoundError)
+                   else f"a symbolic link that cannot be followed ({e.strerror})")
+        else:
+            why = f"cannot be read ({e.strerror or e})"
+        return f"skipped, {why}"
+    if what is not None:
+        return f"skipped, {what}, not a regular file"
+    return None
 
 
 def _number(key: str) -> Optional[int]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+import pathlib
 import sys
 import time
 from typing import List, Optional
@@ -358,11 +359,13 @@ def run(args) -> int:
         raise UsageError("choose one of --json and --csv")
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings", " (0 shows none)")
-    warnings = []
+    from ..hlo_module import WarningList
+
+    warnings = WarningList(limit=0)    # counted, not kept: printed as they come
 
     def on_warning(w):
         warnings.append(w)
-        if len(warnings) <= args.max_warnings:
+        if warnings.total <= args.max_warnings:
             warn(str(w))
 
     path, source_name, total, temporary = open_input(args.file, args.no_progress)
@@ -380,7 +383,7 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
 
     big = total is None or total >= _PROGRESS_MIN_BYTES
     show_progress = not args.no_progress and big and sys.stderr.isatty()
-    call_kinds = scan_calls(path, progress=_scan_progress(total) if show_progress else None)
+    call_kinds = scan_calls(pathlib.Path(path), progress=_scan_progress(total) if show_progress else None)
     stream = open_text(path)
     progress = _Progress(stream, total, enabled=show_progress)
     lines = TextBlocks(stream, progress.update if show_progress else None)
@@ -470,11 +473,11 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
 def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table) -> int:
     if jsonw is not None:
         jsonw.close()
-    if len(warnings) > args.max_warnings:
-        warn(f"{len(warnings) - args.max_warnings} more skipped lines not shown (see --max-warnings)")
+    if warnings.total > args.max_warnings:
+        warn(f"{warnings.total - args.max_warnings} more skipped lines not shown (see --max-warnings)")
     if summary.count == 0:
         raise UsageError(f"no HLO instructions or out-of-memory allocations found in {source_name}"
-                         + (f" ({len(warnings)} lines skipped)" if warnings else ""))
+                         + (f" ({warnings.total} lines skipped)" if warnings.total else ""))
     if mode == "text":
         head = []
         if reader.module_name:
@@ -486,12 +489,12 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
         if ncomp:
             head.append(f" in {ncomp} computation{'s' if ncomp != 1 else ''}")
         head.append(f", {reader.lines_read} line{'s' if reader.lines_read != 1 else ''}")
-        skipped = len(reader.warnings)
+        skipped = reader.warnings.total
         if skipped:
             head.append(f", {skipped} line{'s' if skipped != 1 else ''} skipped")
-        if len(warnings) > skipped:
-            head.append(f", {len(warnings) - skipped} other warning"
-                        + ("s" if len(warnings) - skipped != 1 else ""))
+        if warnings.total > skipped:
+            head.append(f", {warnings.total - skipped} other warning"
+                        + ("s" if warnings.total - skipped != 1 else ""))
         write_lines(([""] if show_table else []) + ["".join(head)] + summary.report())
     return 0
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pathlib
 import sys
 import time
 from typing import List
@@ -129,11 +130,13 @@ def run(args) -> int:
                          "or - for standard input), or --example")
     else:
         path = args.path
-    warnings = []
+    from ..hlo_module import WarningList
+
+    warnings = WarningList(limit=0)    # counted, not kept: printed as they come
 
     def on_warning(w):
         warnings.append(w)
-        if len(warnings) <= args.max_warnings:
+        if warnings.total <= args.max_warnings:
             warn(str(w))
 
     temporary = None
@@ -156,7 +159,8 @@ def run(args) -> int:
         big = size is None or size >= _PROGRESS_MIN_BYTES
         progress = _Progress(not args.no_progress and big and sys.stderr.isatty())
         try:
-            result = analyze(path, top=args.top, chip=args.chip, on_warning=on_warning,
+            # a Path: whatever its name, it is a file (hlo_module.source_kind)
+            result = analyze(pathlib.Path(path), top=args.top, chip=args.chip, on_warning=on_warning,
                              progress=progress)
         finally:
             progress.done()
@@ -173,8 +177,8 @@ def run(args) -> int:
                 raise UsageError(f"no module named like {args.module!r}; the input has "
                                  + (", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
                                     if names else "no named modules"))
-        if len(warnings) > args.max_warnings:
-            warn(f"{len(warnings) - args.max_warnings} more unreadable lines not shown "
+        if warnings.total > args.max_warnings:
+            warn(f"{warnings.total - args.max_warnings} more unreadable lines not shown "
                  "(see --max-warnings)")
         if args.json:
             _write_json(modules)
