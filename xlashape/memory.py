@@ -62,6 +62,8 @@ from .hlo_module import (
     source_kind,
 )
 from .layout import memory_space_name
+from .oom_report import buffers_of_request, distinct_reports
+from .tiling import format_bytes
 from .shape import Shape
 
 __all__ = [
@@ -604,7 +606,8 @@ _SNIFF_BYTES = 1 << 16
 
 def analyze(source, *, top: int = 10, chip: Optional[str] = None,
             on_warning: Optional[Callable[[HloWarning], None]] = None,
-            progress: Optional[Callable[[int, Optional[int]], None]] = None) -> MemoryAnalysis:
+            progress: Optional[Callable[[int, Optional[int]], None]] = None,
+            dump=None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
     text of one of those, or a JAX compiled object
@@ -621,6 +624,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
 
+    ``dump``: for an XLA:GPU out-of-memory error, the dump directory of the
+    same program: the allocations of the requested size are named
+    (:func:`match_oom_dump`).
+
     A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
     decides (pass a ``pathlib.Path`` to name any file).
 
@@ -629,6 +636,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
     be read.
     """
+    if dump is not None:
+        result = analyze(source, top=top, chip=chip, on_warning=on_warning, progress=progress)
+        match_oom_dump(result, dump, top=top)
+        return result
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
@@ -1321,14 +1332,12 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
     result = MemoryAnalysis("oom", path)
-    previous = None
-    for r in reports:
-        key = (r.module_name, r.form, r.used_text, r.limit_text, r.excess_text,
-               tuple((a.section, a.size_text, a.shape_text, a.label) for a in r.allocations))
-        if key == previous:
-            continue      # libtpu logs the same report again when it suppresses the crash
-        previous = key
-        result.modules.append(_module_from_oom(r, ctx, path))
+    # libtpu logs the same report again when it suppresses the crash
+    for r in distinct_reports(reports):
+        if r.platform == "gpu":
+            result.modules.append(_module_from_gpu_oom(r, path))
+        else:
+            result.modules.append(_module_from_oom(r, ctx, path))
     result.warnings = ctx.warnings
     return result
 
@@ -1455,6 +1464,90 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     if r.form == "short":
         mm.warnings.append("the per-buffer breakdown is not in this message: " + BREAKDOWN_HINT)
     return mm
+
+
+class GpuOomSummary(NamedTuple):
+    """What XLA:GPU's out-of-memory messages say (the ``oom`` of a module
+    read from them; see :class:`xlashape.oom_report.GpuOomReport`):
+    the fields of :class:`OomSummary` (``used``: what XLA's
+    rematerialization pass says the program needs, when it was logged) and
+    ``requested_bytes`` / ``requested_text`` (the allocation that failed),
+    ``allocator`` (``GPU_0_bfc``), ``origin`` (``allocator`` or
+    ``autotuner``), ``memory_limit_source``, ``remat_target_bytes``, and
+    ``matching_buffers``: given the dump of the same program
+    (``analyze(..., dump=DIR)``), the allocations of that size."""
+
+    form: str
+    memory_space: str
+    used: Optional[int]
+    limit: Optional[int]
+    excess: Optional[int]
+    padding_bytes: Optional[int]
+    padding_basis: Optional[str]
+    fits_without_padding: Optional[bool]
+    note: str
+    requested_bytes: Optional[int]
+    requested_text: Optional[str]
+    requested_exact: bool
+    allocator: Optional[str]
+    origin: str
+    memory_limit_source: Optional[str]
+    remat_target_bytes: Optional[int]
+    matching_buffers: Optional[list]
+
+    def to_json(self) -> dict:
+        return dict(self._asdict())
+
+
+def _module_from_gpu_oom(r, path: Optional[str]) -> ModuleMemory:
+    mm = ModuleMemory(r.executable_name, "oom", path)
+    mm.platform = "gpu"
+    mm.memory_limit_bytes = r.memory_limit_bytes
+    mm.memory_used_bytes = r.used_bytes
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes",
+              "host_alias_size_in_bytes"):
+        setattr(mm, k, None)
+    mm._allocations = []
+    what = ("XLA's autotuner ran out of memory while trying configurations (the program "
+            "itself may fit)" if r.origin == "autotuner"
+            else "the allocation failed when the program ran")
+    note = what
+    if r.remat is not None and r.remat.reduced_to_bytes is not None:
+        note += (f"; XLA's rematerialization could only bring the program down to "
+                 f"{format_bytes(r.remat.reduced_to_bytes)}")
+    mm.oom = GpuOomSummary(
+        "gpu", "device", r.used_bytes, r.memory_limit_bytes, r.excess_bytes, None, None, None,
+        note, r.requested_bytes, r.requested_text, r.requested_exact, r.allocator, r.origin,
+        r.memory_limit_source, None if r.remat is None else r.remat.target_bytes, None)
+    mm._gpu_report = r
+    if r.memory_limit_bytes is None:
+        mm.notes.append("the memory limit is not in this text: XLA's log of the same run gives "
+                        "it (the allocator's stats or XLA's scheduler's 'base limit')")
+    return mm
+
+
+def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
+    """Given the dump of the same program (a directory, or what
+    :func:`analyze` made of it), name in each XLA:GPU out-of-memory module of
+    ``result`` the allocations whose size is the failed request
+    (``oom.matching_buffers``: module, allocation index, kind, size, the
+    values in it), largest first."""
+    dumped = dump if isinstance(dump, MemoryAnalysis) else analyze(dump, top=top)
+    for mm in result.modules:
+        r = getattr(mm, "_gpu_report", None)
+        if r is None:
+            continue
+        found = []
+        for dm in dumped.modules:
+            for a in buffers_of_request(r, dm.iter_allocations()):
+                found.append({"module": dm.name, "index": a.index, "kind": a.kind,
+                              "size_in_bytes": a.size_in_bytes, "shape": a.shape,
+                              "names": list(a.values)[:8]})
+        mm.oom = mm.oom._replace(matching_buffers=found)
+        if not found:
+            mm.notes.append(f"no allocation of the dump has the requested size "
+                            f"({r.requested_text}): is it the dump of the same program?")
 
 
 # -- JAX compiled objects ------------------------------------------------------------

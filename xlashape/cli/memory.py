@@ -61,6 +61,10 @@ def add_parser(subparsers):
                    help="the TPU generation (v4, v5e, v5p, v6e; or a topology such as v6e:2x2): "
                         "it sets the size of tuple tables, which HLO text does not say "
                         "(default: v4/v5e sizes; a dump's buffer assignment shows them)")
+    p.add_argument("--dump", metavar="DIR",
+                   help="for an XLA:GPU out-of-memory error: the dump directory of the same "
+                        "program (XLA_FLAGS=--xla_dump_to=DIR); names the buffers that have "
+                        "the size the allocator could not find")
     p.add_argument("--module", metavar="NAME",
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
@@ -161,7 +165,7 @@ def run(args) -> int:
         try:
             # a Path: whatever its name, it is a file (hlo_module.source_kind)
             result = analyze(pathlib.Path(path), top=args.top, chip=args.chip, on_warning=on_warning,
-                             progress=progress)
+                             progress=progress, dump=args.dump)
         finally:
             progress.done()
         if display != path:
@@ -367,8 +371,54 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
     return lines
 
 
+def _gpu_oom_text(m) -> List[str]:
+    o = m.oom
+    where = f" in {o.allocator}" if o.allocator else ""
+    size = o.requested_text or "?"
+    if o.requested_bytes is not None and not (o.requested_text or "").endswith("bytes"):
+        size += (f" ({o.requested_bytes} bytes" + ("" if o.requested_exact else
+                 ", as the allocator rounded it" if "rounded" in " ".join(
+                     getattr(m, "_gpu_report").messages) else ", from the rounded figure") + ")")
+    out = [f"XLA:GPU out-of-memory error{'' if not m.name else ' in ' + m.name}",
+           f"  request that failed: {size}{where}"
+           + (" (XLA's autotuner)" if o.origin == "autotuner" else "")]
+    if o.limit is not None:
+        out.append(f"  memory limit: {fmt_bytes(o.limit)} ({o.limit} bytes, from "
+                   f"{o.memory_limit_source})")
+    r = getattr(m, "_gpu_report", None)
+    if r is not None and r.remat is not None:
+        rm = r.remat
+        out.append("  XLA's rematerialization: the program needs "
+                   + (f"{fmt_bytes(rm.reduced_to_bytes)}" if rm.reduced_to_bytes is not None else "?")
+                   + (f" (down from {fmt_bytes(rm.original_bytes)})"
+                      if rm.original_bytes not in (None, rm.reduced_to_bytes) else "")
+                   + (f", it aimed at {fmt_bytes(rm.target_bytes)}" if rm.target_bytes else ""))
+    if r is not None and r.in_use_bytes is not None:
+        out.append(f"  in use in the allocator when it failed: {fmt_bytes(r.in_use_bytes)}")
+    out.append(f"  {o.note}")
+    if o.matching_buffers is not None:
+        if o.matching_buffers:
+            out.append(f"buffers of the dump with that size ({len(o.matching_buffers)}):")
+            for b in o.matching_buffers[:10]:
+                names = ", ".join(b["names"][:3])
+                out.append(f"  allocation {b['index']} of {b['module']}: {b['kind']}, "
+                           f"{fmt_bytes(b['size_in_bytes'])}" + (f": {names}" if names else ""))
+                if b.get("shape"):
+                    out.append(f"      {b['shape']}")
+        else:
+            out.append("no buffer of the dump has that size")
+    else:
+        out.append(f"  (give the dump of the same program with --dump DIR to see which buffers "
+                   f"have that size)")
+    for n in m.notes:
+        out.append(f"note: {n}")
+    return out
+
+
 def _oom_text(m, top: int) -> List[str]:
     o = m.oom
+    if o.form == "gpu":
+        return _gpu_oom_text(m)
     out = [f"out-of-memory report{'' if not m.name else ' for module ' + m.name}"
            f" ({'detailed' if o.form == 'detailed' else 'the two-line exception'})"]
     if o.used is not None and o.limit is not None:
