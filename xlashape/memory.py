@@ -20,7 +20,7 @@ XLA reports for it, computed the way XLA computes them:
 - from an out-of-memory report, the limit, the excess, the listed
   allocations, and whether the program would fit without padding.
 
-Every allocation with padding says why (:func:`xlashape.tiling.padding_report`:
+Every allocation with padding says why (:func:`xlashape.padding.padding_report`:
 which dimension and tile level) and what would make it smaller.
 
 >>> m = analyze('''HloModule jit_f, input_output_alias={ {0}: (0, {}, may-alias) }, entry_computation_layout={(f32[8,1,1024]{1,2,0:T(8,128)}, f32[]{:T(128)})->(f32[8,1,1024]{1,2,0:T(8,128)}, s32[]{:T(128)})}
@@ -238,7 +238,7 @@ class PaddingExplanation(NamedTuple):
     """Why a buffer is padded and what would make it smaller: ``sources``
     (one sentence per padding source, largest first) and ``fixes`` (layouts
     or reshapes that would really be smaller, each with the size it would
-    take), from :func:`xlashape.tiling.padding_report`."""
+    take), from :func:`xlashape.padding.padding_report`."""
 
     sources: Tuple[str, ...]
     fixes: Tuple[str, ...]
@@ -250,7 +250,7 @@ _EXPLAINED: Dict[str, Optional[PaddingExplanation]] = {}
 def explain_padding(shape) -> Optional[PaddingExplanation]:
     """:class:`PaddingExplanation` for an array shape with padding, else
     ``None`` (no padding, not an array, or a layout xlashape cannot plan)."""
-    from .tiling import padding_report
+    from .padding import padding_report
 
     key = shape if isinstance(shape, str) else shape_text(shape)
     if key in _EXPLAINED:
