@@ -63,6 +63,7 @@ from .hlo_module import (
 )
 from .layout import memory_space_name
 from .oom_report import buffers_of_request, distinct_reports
+from .padding import origin_of, padding_summary, summarize_padding
 from .tiling import format_bytes
 from .shape import Shape
 
@@ -242,17 +243,22 @@ class PaddingExplanation(NamedTuple):
 
     sources: Tuple[str, ...]
     fixes: Tuple[str, ...]
+    note: Optional[str] = None
+    origin: Optional[str] = None
 
 
-_EXPLAINED: Dict[str, Optional[PaddingExplanation]] = {}
+_EXPLAINED: Dict[tuple, Optional[PaddingExplanation]] = {}
 
 
-def explain_padding(shape) -> Optional[PaddingExplanation]:
+def explain_padding(shape, origin: Optional[str] = None) -> Optional[PaddingExplanation]:
     """:class:`PaddingExplanation` for an array shape with padding, else
-    ``None`` (no padding, not an array, or a layout xlashape cannot plan)."""
-    from .padding import padding_report
+    ``None`` (no padding, not an array, or a layout xlashape cannot plan).
+    ``origin`` (see :data:`xlashape.padding.ORIGINS`) decides the fixes: none
+    for a compiler scratch buffer, the default layout first for a requested
+    one (:func:`xlashape.padding.advice`)."""
+    from .padding import advice
 
-    key = shape if isinstance(shape, str) else shape_text(shape)
+    key = (shape if isinstance(shape, str) else shape_text(shape), origin)
     if key in _EXPLAINED:
         return _EXPLAINED[key]
     result = None
@@ -264,10 +270,10 @@ def explain_padding(shape) -> Optional[PaddingExplanation]:
         if shape.is_buffer:
             shape = shape.buffer_shape
         if shape.is_array and not shape.is_unbounded_dynamic:
-            rep = padding_report(shape)
-            if rep.padded_bytes > rep.unpadded_bytes:
-                result = PaddingExplanation(tuple(s.description for s in rep.sources),
-                                            tuple(str(s) for s in rep.suggestions))
+            adv = advice(shape, origin=origin)
+            if adv is not None:
+                result = PaddingExplanation(adv.sources, tuple(str(f) for f in adv.fixes),
+                                            adv.note, origin)
     except XlaShapeError:
         result = None
     if len(_EXPLAINED) > 1 << 14:
@@ -359,7 +365,11 @@ class Allocation:
         if self.padding_in_bytes <= 0:
             return None
         shape = self.padded_shape()
-        return None if shape is None else explain_padding(shape)
+        if shape is None:
+            return None
+        own = shape == self.shape
+        return explain_padding(shape, origin_of(shape, kind=self.kind if own else "temp",
+                                                memory_space=self.memory_space, platform=None))
 
     def padded_shape(self) -> Optional[str]:
         """The shape whose padding the allocation carries: its own for a
@@ -402,7 +412,7 @@ class Allocation:
             e = self.explanation()
             if e is not None:
                 d["padding"] = {"shape": self.padded_shape(), "sources": list(e.sources),
-                                "fixes": list(e.fixes)}
+                                "fixes": list(e.fixes), "origin": e.origin, "note": e.note}
         return d
 
     def __repr__(self):
@@ -497,6 +507,8 @@ class ModuleMemory:
         self.warnings: List[str] = []
         self.largest: List[Allocation] = []
         self.padding_wasters: List[Allocation] = []
+        #: :class:`xlashape.padding.PaddingSummary`: how much is padding, whether it matters
+        self.padding_summary = None
         self.oom: Optional[OomSummary] = None
         self.memory_analysis: Optional[dict] = None
         self.allocation_count = 0
@@ -1006,9 +1018,10 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
 def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None:
     allocations = list(allocations)
     mm.largest = heapq.nlargest(top, allocations, key=lambda a: a.size_in_bytes or 0)
-    mm.padding_wasters = [a for a in heapq.nlargest(top, allocations,
-                                                    key=lambda a: a.padding_in_bytes)
-                          if a.padding_in_bytes > 0]
+    # "most padding" lists only padding that matters (padding.padding_summary)
+    summary = padding_summary(allocations, top=top)
+    mm.padding_summary = summary
+    mm.padding_wasters = summary.listed
 
 
 # -- dumps -------------------------------------------------------------------------
@@ -1281,7 +1294,11 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
             + (f" ({ba_warnings.total} lines could not be read; the first: {ba_warnings[0]})"
                if ba_warnings else ""))
     mm.largest = [x[2] for x in sorted(largest, reverse=True)]
-    mm.padding_wasters = [x[2] for x in sorted(wasters, reverse=True)]
+    spaces = mm.memory_spaces.values()
+    summary = summarize_padding(sum(t.padding for t in spaces), sum(t.total for t in spaces),
+                                [x[2] for x in wasters], top=top)
+    mm.padding_summary = summary
+    mm.padding_wasters = summary.listed
     for text, (got, ours, problem, label, line, count) in mismatches.items():
         times = f" ({count} values)" if count > 1 else ""
         if problem is not None:

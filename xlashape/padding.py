@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import itertools
 import math
+import re
 from dataclasses import dataclass
-from typing import Optional
+from typing import List, NamedTuple, Optional
 
 from .layout import COMBINE_DIMENSION, Tile
 from .shape import Shape
 from .tiling import LayoutPlan, format_bytes, format_expansion, plan, size_with_layout
-from .errors import InvalidShapeError
+from .errors import InvalidShapeError, XlaShapeError
 
-__all__ = ["padding_report", "PaddingReport", "PaddingSource"]
+__all__ = ["padding_report", "PaddingReport", "PaddingSource", "advice", "Advice", "Fix",
+           "origin_of", "ORIGINS", "padding_summary", "summarize_padding", "PaddingSummary",
+           "padding_matters",
+           "MIN_PADDING_FRACTION", "MIN_PADDING_BYTES"]
 
 
 # -- where the padding comes from ---------------------------------------------
@@ -308,3 +312,301 @@ def padding_report(shape) -> PaddingReport:
         logical_elements=logical,
         physical_elements=p.element_count,
     )
+
+
+# -- fixes a JAX user can apply ---------------------------------------------------------
+
+#: Where a buffer's layout comes from, as :func:`advice` takes it:
+#: ``"requested"`` (the program asked for it: an entry layout set with a jax
+#: ``Format`` / ``Layout``, ``with_layout_constraint``), ``"default"`` (XLA
+#: chose it: its default for a parameter, or an intermediate's), ``"scratch"``
+#: (a compiler scratch buffer: VMEM/SMEM temporaries, ``S(1)`` and up on TPU,
+#: whose layout no user sets), ``None`` (not known).
+ORIGINS = ("requested", "default", "scratch", None)
+
+
+class Fix(NamedTuple):
+    """One way to make a buffer smaller: ``kind`` (``"default-layout"``:
+    drop the requested layout; ``"drop-dimension"``: squeeze a size-1
+    dimension; ``"reshape"``: merge dimensions; ``"layout"``: request another
+    layout; ``"pack"``: pack sub-byte elements), ``text`` (the sentence, with
+    how to apply it in JAX), ``size_in_bytes`` (what the buffer would take)."""
+
+    kind: str
+    text: str
+    size_in_bytes: Optional[int]
+
+    def __str__(self):
+        return self.text
+
+
+class Advice(NamedTuple):
+    """What :func:`advice` says about one buffer: its ``padded_bytes`` and
+    ``unpadded_bytes``, ``origin`` (see :data:`ORIGINS`), ``sources`` (why
+    it is padded, one sentence each), ``fixes`` (:class:`Fix`, smallest
+    result first) and ``note`` (a sentence about the origin: the requested
+    layout and XLA:TPU's default, or why a scratch buffer gets no layout
+    fix; ``None`` when there is nothing to say)."""
+
+    shape: Shape
+    padded_bytes: int
+    unpadded_bytes: int
+    origin: Optional[str]
+    sources: tuple
+    fixes: tuple
+    note: Optional[str]
+
+
+def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] = None,
+              platform: Optional[str] = "tpu", chip: str = "v5e") -> Optional[str]:
+    """Where the layout of a buffer comes from (see :data:`ORIGINS`), as far
+    as the buffer itself tells: on TPU a buffer outside HBM and host memory
+    (``S(1)`` VMEM and up) is compiler scratch; an entry parameter or output
+    (``kind`` ``"parameter"`` / ``"output"``) whose layout is not the one
+    XLA:TPU gives that shape by default (:func:`xlashape.tpu.default_layout`)
+    was requested; otherwise ``"default"``. ``None`` when the shape has no
+    layout or the platform is not TPU.
+
+    >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)}", kind="parameter")
+    'requested'
+    >>> origin_of("f32[8,1024]{1,0:T(8,128)}", kind="parameter")
+    'default'
+    >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)S(1)}", kind="temp")
+    'scratch'
+    """
+    shape = _as_array(shape)
+    if shape is None or shape.layout is None or platform not in (None, "tpu"):
+        return None
+    if platform is None and not shape.layout.tiles:
+        return None          # not a TPU layout
+    space = shape.layout.memory_space if memory_space is None else memory_space
+    if space not in (0, 5):
+        return "scratch"
+    if kind in ("parameter", "output"):
+        try:
+            default = _tpu().default_layout(shape, chip)
+        except XlaShapeError:
+            return None
+        mine = shape.layout.replace(memory_space=0)
+        return "default" if mine == default else "requested"
+    return "default"
+
+
+def advice(shape, *, origin: Optional[str] = None, chip: str = "v5e") -> Optional[Advice]:
+    """The fixes a JAX user can apply to a padded TPU buffer, or ``None``
+    when it carries no padding (or is not an array with a layout).
+
+    - ``origin="scratch"``: no layout fix (no user sets a compiler scratch
+      buffer's layout); the note says so.
+    - ``origin="requested"``: the note says the padded layout was requested
+      and what XLA:TPU's default layout would take; when that is smaller, the
+      first fix is dropping the request.
+    - a size-1 dimension whose removal removes the padding: "drop the size-1
+      dimension" (``jnp.squeeze`` or a reshape), with the size the squeezed
+      array takes in XLA:TPU's default layout;
+    - the layouts and reshapes of :func:`padding_report` that are really
+      smaller, saying how to request them.
+
+    >>> a = advice("bf16[8,1280,1,16384]{3,2,1,0:T(8,128)(2,1)}", origin="requested")
+    >>> print(a.note)
+    the layout {3,2,1,0:T(8,128)(2,1)} was requested (an entry layout from a jax Format, or with_layout_constraint): XLA:TPU's default layout for bf16[8,1280,1,16384], {3,1,2,0:T(8,128)(2,1)}, takes 320.00M instead of 2.50G
+    >>> [f.kind for f in a.fixes][:2]
+    ['default-layout', 'drop-dimension']
+    """
+    shape = _as_array(shape)
+    if shape is None or shape.layout is None:
+        return None
+    try:
+        rep = padding_report(shape)
+    except XlaShapeError:
+        return None
+    if rep.padded_bytes <= rep.unpadded_bytes:
+        return None
+    current = rep.padded_bytes
+    sources = tuple(s.description for s in rep.sources)
+    space = shape.layout.memory_space
+    if origin == "scratch":
+        where = {1: "VMEM, S(1)"}.get(space, f"S({space})")
+        note = (f"a compiler scratch buffer ({where}): XLA chooses its layout, and no layout a "
+                "JAX program requests changes it; its padding only changes with the operation "
+                "that needs it (its shapes, or a kernel's block sizes)")
+        return Advice(shape, current, rep.unpadded_bytes, origin, sources, (), note)
+    fixes: List[Fix] = []
+    note = None
+    tpu = _tpu()
+    if origin == "requested":
+        try:
+            default = tpu.default_layout(shape, chip)
+            if space:
+                default = default.replace(memory_space=space)
+            dsize = size_with_layout(shape, default)
+        except XlaShapeError:
+            default = dsize = None
+        if dsize is not None:
+            note = (f"the layout {shape.layout} was requested (an entry layout from a jax Format, "
+                    f"or with_layout_constraint): XLA:TPU's default layout for "
+                    f"{_bare_text(shape)}, {default}, takes {format_bytes(dsize)} instead of "
+                    f"{format_bytes(current)}")
+            if dsize <= current * 0.95:
+                fixes.append(Fix("default-layout",
+                                 f"drop the layout request (no Format / with_layout_constraint "
+                                 f"for it): XLA:TPU's default {default} takes "
+                                 f"{format_bytes(dsize)} instead of {format_bytes(current)}", dsize))
+            else:
+                note += ": the request is not what pads it"
+    dims = shape.dimensions
+    if len(dims) > 1:
+        for d, size in enumerate(dims):
+            if size != 1:
+                continue
+            squeezed = [x for i, x in enumerate(dims) if i != d]
+            try:
+                s2 = tpu.with_default_layout(f"{shape.element_type.hlo_name}[{','.join(map(str, squeezed))}]",
+                                             chip)
+                ssize = size_with_layout(s2, s2.layout)
+            except XlaShapeError:
+                continue
+            if ssize is not None and ssize <= current * 0.95:
+                fixes.append(Fix("drop-dimension",
+                                 f"drop the size-1 dimension {d} (jnp.squeeze(x, {d}), or reshape "
+                                 f"to {_bare_text(s2)}): in XLA:TPU's default layout {s2} takes "
+                                 f"{format_bytes(ssize)} instead of {format_bytes(current)}", ssize))
+    for text in rep.suggestions:
+        size = _size_in(text)
+        if text.startswith("merge dimension"):
+            fixes.append(Fix("reshape", text, size))
+        elif text.startswith("pack "):
+            fixes.append(Fix("pack", text + " (request it with a jax Format, or "
+                             "with_layout_constraint)", size))
+        else:
+            fixes.append(Fix("layout", text + " (request it with a jax Format for a parameter "
+                             "or output, with_layout_constraint for an intermediate)", size))
+    seen = set()
+    unique = []
+    for f in sorted(fixes, key=lambda f: (f.size_in_bytes is None, f.size_in_bytes or 0,
+                                          f.kind != "default-layout")):
+        if f.text not in seen:
+            seen.add(f.text)
+            unique.append(f)
+    return Advice(shape, current, rep.unpadded_bytes, origin, sources, tuple(unique), note)
+
+
+#: Padding below this share of a program's bytes, or below
+#: :data:`MIN_PADDING_BYTES`, is not worth a fix.
+MIN_PADDING_FRACTION = 0.01
+MIN_PADDING_BYTES = 1 << 20
+
+
+class PaddingSummary(NamedTuple):
+    """How much of a program's memory is padding and whether that matters:
+    ``padding_bytes`` of ``total_bytes`` (``fraction``), ``worth_fixing``,
+    ``listed`` (the allocations whose own padding matters, most first) and
+    ``text`` ("padding 137.0K = 0.04% of 312.50M: nothing to fix")."""
+
+    padding_bytes: int
+    total_bytes: int
+    fraction: float
+    worth_fixing: bool
+    listed: list
+    text: str
+
+
+def padding_matters(padding_bytes: int, total_bytes: int, *,
+                    min_fraction: float = MIN_PADDING_FRACTION,
+                    min_bytes: int = MIN_PADDING_BYTES) -> bool:
+    """Whether ``padding_bytes`` of a program of ``total_bytes`` is worth a
+    fix: at least ``min_bytes`` and at least ``min_fraction`` of the total.
+
+    >>> padding_matters(137 << 10, 300 << 20), padding_matters(2 << 30, 18 << 30)
+    (False, True)
+    """
+    return padding_bytes >= min_bytes and padding_bytes >= min_fraction * max(total_bytes, 1)
+
+
+def padding_summary(allocations, *, total_bytes: Optional[int] = None, top: int = 10,
+                    min_fraction: float = MIN_PADDING_FRACTION,
+                    min_bytes: int = MIN_PADDING_BYTES) -> PaddingSummary:
+    """What "most padding" should list for a program's ``allocations``
+    (objects with ``size_in_bytes`` and ``padding_in_bytes``, such as
+    :class:`xlashape.memory.Allocation`): only the allocations whose padding
+    matters (:func:`padding_matters` against ``total_bytes``, by default the
+    allocations' sum), at most ``top``; and one line for the program.
+
+    >>> class A:
+    ...     def __init__(self, size, pad): self.size_in_bytes, self.padding_in_bytes = size, pad
+    >>> s = padding_summary([A(300 << 20, 0), A(1 << 20, 137 << 10)])
+    >>> s.text, s.listed
+    ('padding 137.0K = 0.04% of 301.00M: nothing to fix', [])
+    """
+    allocations = list(allocations)
+    total = total_bytes if total_bytes is not None else sum(
+        a.size_in_bytes or 0 for a in allocations)
+    padding = sum(max(0, a.padding_in_bytes or 0) for a in allocations)
+    return summarize_padding(padding, total, allocations, top=top, min_fraction=min_fraction,
+                             min_bytes=min_bytes)
+
+
+def summarize_padding(padding: int, total: int, candidates, *, top: int = 10,
+                      min_fraction: float = MIN_PADDING_FRACTION,
+                      min_bytes: int = MIN_PADDING_BYTES) -> PaddingSummary:
+    """:func:`padding_summary` from the totals (``padding`` bytes of
+    ``total``) and the allocations that may be listed (``candidates``: the
+    most padded ones, when a reader keeps only those)."""
+    fraction = padding / total if total else 0.0
+    worth = padding_matters(padding, total, min_fraction=min_fraction, min_bytes=min_bytes)
+    listed = sorted((a for a in candidates
+                     if padding_matters(a.padding_in_bytes or 0, total, min_fraction=min_fraction,
+                                        min_bytes=min_bytes)),
+                    key=lambda a: -(a.padding_in_bytes or 0))[:top]
+    head = f"padding {format_bytes(padding)} = {_percent(fraction)} of {format_bytes(total)}"
+    if not worth:
+        text = head + ": nothing to fix"
+    else:
+        share = sum(a.padding_in_bytes for a in listed)
+        text = (head + f": worth fixing; {len(listed)} allocation{'s' if len(listed) != 1 else ''} "
+                f"carry {_percent(share / padding if padding else 0)} of it")
+    return PaddingSummary(padding, total, fraction, worth, listed, text)
+
+
+def _percent(x: float) -> str:
+    p = 100 * x
+    return f"{p:.2f}%" if p < 1 else f"{p:.1f}%"
+
+
+def _as_array(shape) -> Optional[Shape]:
+    if isinstance(shape, str):
+        from .hlo_text import parse_shape
+
+        try:
+            shape = parse_shape(shape)
+        except XlaShapeError:
+            return None
+    if not isinstance(shape, Shape):
+        return None
+    if shape.is_buffer:
+        shape = shape.buffer_shape
+    if not shape.is_array or shape.is_unbounded_dynamic:
+        return None
+    return shape
+
+
+def _bare_text(shape: Shape) -> str:
+    return f"{shape.element_type.hlo_name}[{','.join(map(str, shape.dimensions))}]"
+
+
+_SIZE_IN = re.compile(r"would take (\S+) instead of|takes (\S+) instead of")
+
+
+def _size_in(text: str) -> Optional[int]:
+    m = _SIZE_IN.search(text)
+    if m is None:
+        return None
+    from .oom_report import parse_size
+
+    return parse_size(m.group(1) or m.group(2))
+
+
+def _tpu():
+    from . import tpu
+
+    return tpu

@@ -309,10 +309,13 @@ def _module_text(m, top: int) -> List[str]:
         out.append(f"largest allocations:")
         for rank, a in enumerate(m.largest, 1):
             out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
+    ps = getattr(m, "padding_summary", None)
     if m.padding_wasters and top:
-        out.append("most padding:")
+        out.append("most padding" + (f" ({ps.text})" if ps is not None else "") + ":")
         for rank, a in enumerate(m.padding_wasters, 1):
             out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
+    elif top and ps is not None and ps.padding_bytes:
+        out.append(ps.text)
     elif top:
         out.append("no allocation is padded")
     for n in m.notes:
@@ -364,6 +367,8 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
         if e is not None:
             for s in e.sources:
                 lines.append(f"      why: {s}")
+            if e.note:
+                lines.append(f"      note: {e.note}")
             if e.fixes:
                 lines.append(f"      fix: {e.fixes[0]}")
                 for f in e.fixes[1:3]:
