@@ -446,6 +446,11 @@ def test_hlo_on_a_log_with_several_reports_lists_only_the_last():
     assert len(starts) > 2
     out = ok("hlo", log, "--summary").stdout
     assert "the last of" in out and f"report at line {starts[-1]}" in out
+    # the total is the last report's own "Used" figure (tuple-shaped allocations are
+    # their tables of pointers, as the report sizes them, not their elements again)
+    used = re.findall(r"Used (\S+) of", text)[-1]
+    row = [x for x in out.splitlines() if x.strip().startswith("S(0)")][0]
+    assert row.split()[-3:-1] == [used, used]
     rows = json.loads(ok("hlo", log, "--json").stdout)
     assert {r["report"]["report"] for r in rows} == {rows[0]["report"]["report"]}
     listed = _log_sizes(text, starts[-1])

@@ -1118,6 +1118,7 @@ class HloReader:
         #: input may be a report
         self._oom = None
         self._oom_count = 0
+        self._oom_report = 0
         self._use_fast = True
         #: the compiled row writer (compiled_json_rows) while ``hlo --json`` reads
         self.json_sink = None
@@ -1377,6 +1378,8 @@ class HloReader:
         attributes (``report``: which report of the input, from 1)."""
         if a.shape is None:
             return None
+        if a.report != self._oom_report:
+            self._oom_report, self._oom_count = a.report, 0     # numbered per report
         self._oom_count += 1
         label = a.label or ""
         lm = re.match(r"%?([A-Za-z_][\w.\-]*)\s*=\s*(?:[^=]*?\s)?([a-z][a-z0-9_\-]*)\(", label)

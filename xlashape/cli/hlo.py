@@ -407,6 +407,8 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
             return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
         for ins in instructions:
             fp = memory_footprint(ins.shape)
+            if ins.computation == OOM_REPORT and ins.shape.is_tuple:
+                fp = _tuple_table_footprint(ins, fp)
             summary.add(ins, fp, ins.result)
             if not show_table:
                 continue
@@ -473,6 +475,23 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
         stream.close()
     return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table,
                    report_note)
+
+
+def _tuple_table_footprint(ins, fp):
+    """A tuple-shaped allocation of an out-of-memory report is the tuple's
+    table of pointers, not its elements (those are allocations of their
+    own): the size the report prints, unpadded as it prints it (else 8 bytes
+    an element)."""
+    from ..hlo_module import Footprint
+    from ..oom_report import parse_size
+
+    padded = parse_size(ins.attributes.get("size"))
+    if padded is None:
+        return fp
+    unpadded = parse_size(ins.attributes.get("unpadded_size"))
+    if unpadded is None:
+        unpadded = min(8 * len(ins.shape.tuple_shapes), padded)
+    return Footprint(unpadded, padded, 0, ((0, unpadded, padded),), None)
 
 
 def _oom_input(path: str, source_name: str):
