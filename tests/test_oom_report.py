@@ -261,6 +261,10 @@ def test_gpu_messages_variants_from_the_source_formats():
         "W0101 gpu_conv_algorithm_picker.cc:729] Failed to determine best cudnn convolution "
         "algorithm: Resource exhausted: Out of memory while trying to allocate 16777716 bytes.")
     assert r.origin == "autotuner" and r.requested_bytes == 16777716
+    # the wording issue 18 quotes for XLA's autotuner ("Failed to get configs ... Out of memory")
+    (r,) = read_oom_reports("E0000 autotuner_pass.cc:140] Failed to get configs for fusion.3: "
+                            "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB.")
+    assert (r.origin, r.requested_bytes, r.requested_exact) == ("autotuner", 2 << 30, False)
     # the rematerialization warning without byte counts (older XLA), on its own
     (r,) = read_oom_reports("W0130 11:23:59.296923 hlo_rematerialization.cc:3204] Can't reduce "
                             "memory use below 2.52GiB by rematerialization; only reduced to "
