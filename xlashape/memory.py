@@ -1556,7 +1556,9 @@ def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
         if r is None:
             continue
         found = []
-        for dm in dumped.modules:
+        # the dump's module of the failed executable, when the message names it
+        named = [dm for dm in dumped.modules if r.executable_name and dm.name == r.executable_name]
+        for dm in named or dumped.modules:
             for a in buffers_of_request(r, dm.iter_allocations()):
                 found.append({"module": dm.name, "index": a.index, "kind": a.kind,
                               "size_in_bytes": a.size_in_bytes, "shape": a.shape,

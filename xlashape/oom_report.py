@@ -749,8 +749,6 @@ class _GpuParser:
         em = _EXECUTABLE.search(line)
         if em and r.executable_name is None:
             r.executable_name = em.group(1)
-        if _AUTOTUNE.search(line) and "memory" in line:
-            r.origin = "autotuner"
         m = _BFC_STAT.match(_strip_glog(line))
         if m:
             key, value = m.group(1), int(m.group(2))
