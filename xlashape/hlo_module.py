@@ -21,9 +21,11 @@ This module turns such text into :class:`Instruction` objects carrying real
 computed for every value in a program.
 
 It reads line by line (:class:`HloReader`), so a dump of any size streams
-through in constant memory, and it is forgiving where a tool must be: a line
-it cannot make sense of is reported (line number and reason) and skipped,
-never fatal. It handles what real dumps contain: nested computations and
+through in memory bounded by its longest line (about twice that line, read
+in linear time however long it is), and it is forgiving where a tool must
+be: a line it cannot make sense of is reported (line number and reason) and
+skipped, never fatal; the first :data:`MAX_KEPT_WARNINGS` warnings are kept
+and all are counted (:class:`WarningList`). It handles what real dumps contain: nested computations and
 fusions, tuples with ``/*index=N*/`` comments, tokens, attribute blocks such as
 ``metadata={...}`` or ``backend_config={...}`` holding braces and quoted
 strings, ``//`` and ``/* */`` comments, ``ENTRY``, ``entry_computation_layout``,
@@ -147,6 +149,7 @@ _SECTION_ENTRY = re.compile(r"\s*\d+\s+[\"{]")
 # A comment other than the /*index=N*/ XLA prints inside long tuples.
 _OTHER_COMMENT = re.compile(r"/\*(?!index=\d+\*/)")
 _QUOTE_OR_COMMENT = re.compile(r'"|/\*')
+_WS_RUN = re.compile(r"\s*")
 
 # Out-of-memory report lines (TPU "Largest program allocations" listing).
 
@@ -1246,14 +1249,16 @@ class HloReader:
         if close < 0:
             raise _Incomplete
         operands_text = stmt[open_ + 1:close - 1]
-        rest = stmt[close:].strip()
+        # the attributes by offsets: one copy of a long line's attributes, not three
+        a = _WS_RUN.match(stmt, close).end()
+        end = len(stmt.rstrip())
         attrs = ""
-        if rest:
-            if rest[0] != ",":
+        if a < end:
+            if stmt[a] != ",":
                 raise _Malformed(
-                    f"expected ',' or the end of the instruction after the operands, got {rest[:20]!r}",
-                    _skip_ws(stmt, close))
-            attrs = rest[1:].strip()
+                    "expected ',' or the end of the instruction after the operands, got "
+                    f"{stmt[a:min(a + 20, end)]!r}", a)
+            attrs = stmt[_WS_RUN.match(stmt, a + 1).end():end]
             if not attrs or attrs.endswith(","):
                 raise _Incomplete
             if not _balanced(attrs):
@@ -1320,13 +1325,21 @@ class HloReader:
         fast = _fast_scanner() if self._use_fast else None
         feed = self._feed
         if fast is None:
-            lineno = self.lines_read
-            for raw in lines:
-                lineno += 1
-                self.lines_read = lineno
-                out = feed(raw, lineno)
-                if out:
-                    yield from out
+            # EntryBlocks: an int is a number of lines left out (only counted)
+            blocks = isinstance(lines, EntryBlocks)
+            for chunk in (lines.blocks() if blocks else (lines,)):
+                if blocks:
+                    if type(chunk) is int:
+                        self.lines_read += chunk
+                        continue
+                    chunk = chunk.split("\n") if "\n" in chunk else (chunk,)
+                lineno = self.lines_read
+                for raw in chunk:
+                    lineno += 1
+                    self.lines_read = lineno
+                    out = feed(raw, lineno)
+                    if out:
+                        yield from out
         else:
             out: List[Instruction] = []
             sink = self.json_sink
@@ -1476,13 +1489,14 @@ class HloReader:
 
         # -- HLO structure --------------------------------------------------
         if _LOOKS_LIKE_INSTR.match(line) is not None:
+            s = None            # a long line is not held twice while it is parsed
             try:
                 ins = self._parse_instruction(line, lineno, self._current)
                 self._ready = [ins, lineno, line]
                 if self.mode is None:
                     self._set_mode("hlo")
             except _Incomplete:
-                self._pending = [lineno, [s]]
+                self._pending = [lineno, [line.strip()]]
             except _Malformed as e:
                 self._warn(lineno, f"{e.message} (column {e.position + 1})")
             return out
@@ -1590,7 +1604,10 @@ class TextBlocks:
 
     def __iter__(self) -> Iterator[str]:
         for block in self.blocks():
-            yield from block.split("\n")
+            if "\n" in block:
+                yield from block.split("\n")
+            else:
+                yield block             # a long line comes alone: not copied again
 
 
 class EntryBlocks(TextBlocks):

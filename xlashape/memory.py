@@ -587,13 +587,15 @@ class MemoryAnalysis:
     """What :func:`analyze` found: ``modules`` (:class:`ModuleMemory`, one per
     module or report), ``kind`` of input (``hlo``, ``dump``, ``oom``, ``jax``),
     ``path``, and ``warnings`` (:class:`~xlashape.hlo_module.HloWarning` with
-    line numbers, for lines that could not be read)."""
+    line numbers, for lines that could not be read, and
+    :class:`~xlashape.xla_dump.DumpWarning` for files of a dump that were
+    skipped; the first 1000 are kept, ``warnings.total`` counts them all)."""
 
     def __init__(self, kind: str, path: Optional[str] = None):
         self.kind = kind
         self.path = path
         self.modules: List[ModuleMemory] = []
-        self.warnings: List = []
+        self.warnings: List = WarningList()
 
     def to_json(self) -> dict:
         return {"modules": [m.to_json() for m in self.modules]}

@@ -19,7 +19,10 @@ For every compiled module XLA writes, next to the module text
 Everything here streams: a buffer assignment is read one allocation at a
 time (:func:`iter_buffer_assignment`), so a dump of any size is read in
 constant memory. Lines that cannot be read are reported with their line
-numbers, never fatal.
+numbers, never fatal; so is a file of a dump directory that cannot be read
+(a dangling or looping link, a FIFO, a device: :func:`find_dump_modules`
+skips it with a :class:`DumpWarning`), while such a file given directly is
+refused with :class:`~xlashape.UnreadableInputError`.
 
 >>> text = '''BufferAssignment:
 ... allocation 0: size 2048, page 0, parameter 0, shape |f32[3,5]| at ShapeIndex {}:
