@@ -15,8 +15,12 @@ XLA reports for it, computed the way XLA computes them:
 - from a dump directory, in addition, every allocation of XLA's buffer
   assignment with its padded and unpadded bytes and the values in it,
   ``temp_size_in_bytes`` as the buffer assignment gives it (the
-  ``preallocated-temp`` allocations), totals per memory space, and a warning
-  for any value whose size differs from xlashape's size of its shape;
+  ``preallocated-temp`` allocations) on CPU and GPU -- on TPU it is ``None``:
+  libtpu's allocator decides it after the buffer assignment; the device-memory
+  (color 0) temporaries are ``hbm_temp_allocation_bytes`` there --, totals
+  per memory space, the peak and what is live at it (:mod:`xlashape.peak`,
+  in :attr:`ModuleMemory.peak`), and a warning for any value whose size
+  differs from xlashape's size of its shape;
 - from an out-of-memory report, the limit, the excess, the listed
   allocations, and whether the program would fit without padding.
 
@@ -42,14 +46,17 @@ says; the tuple's table of two pointers takes 512 bytes on TPU.)
 
 from __future__ import annotations
 
+import gzip
 import heapq
 import io
 import os
 import pathlib
+import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
-from .errors import HloParseError, UnreadableInputError, XlaShapeError
+from .errors import HloParseError, ShapeValueError, UnreadableInputError, XlaShapeError
 from .hlo_module import (
+    EntryBlocks,
     HloReader,
     HloWarning,
     WarningList,
@@ -61,10 +68,21 @@ from .hlo_module import (
     shape_text,
     source_kind,
 )
+from .hlo_text import parse_shape
+from .oom_report import BREAKDOWN_HINT, looks_like_oom_report, read_oom_reports
+from .oom_report import parse_size as _parse_report_size
+from .shape_util import byte_size_of
+from .padding import advice
+from .tiling import format_bytes, physical_size_in_bytes
+from .xla_dump import (DumpModule, _number, find_dump_modules, iter_buffer_assignment,
+                       read_memory_usage_report)
 from .layout import memory_space_name
 from .oom_report import buffers_of_request, distinct_reports
 from .padding import origin_of, padding_summary, summarize_padding
-from .tiling import format_bytes
+from .devices import TPU_ALIASES
+from . import protos
+from .live_range import read_live_ranges, read_value_operands
+from .peak import PEAK_FIELDS, PeakAnalysis, PeakBuilder, add_locations, peak_from_hlo_proto
 from .shape import Shape
 
 __all__ = [
@@ -93,6 +111,8 @@ HOST_MEMORY_SPACE = 5
 EXAMPLE_DUMP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "examples", "tpu_dump")
 
 _TPU = "tpu"
+#: the platforms whose counting rules xlashape knows
+PLATFORMS = ("cpu", "gpu", "tpu")
 
 
 # -- sizes ---------------------------------------------------------------------
@@ -101,8 +121,23 @@ _TPU = "tpu"
 #: Chips whose tuple tables are rounded up to 32 bytes (else 512), as
 #: ``memory_analysis()`` shows: v5p and v6e (v4 and v5e round to 512).
 _SMALL_TABLE_CHIPS = ("v5p", "v6e")
-_CHIP_NAMES = {"tpu v4": "v4", "tpu v5 lite": "v5e", "tpu v5e": "v5e", "tpu v5": "v5p",
-               "tpu v5p": "v5p", "tpu v6 lite": "v6e", "tpu v6e": "v6e", "tpu7x": "v7x"}
+_CHIP_NAMES = TPU_ALIASES  # one table of names: xlashape.devices
+
+
+#: one name per memory space, in every command and view (``S(n)``)
+SPACE_LABELS = {0: "device memory", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
+                5: "host memory"}
+
+
+def space_label(color: int, reported: Optional[str] = None) -> str:
+    """The name of memory space ``S(color)`` (one table for every view), with
+    the name XLA's memory-usage report gives it when that differs (XLA:TPU
+    calls host memory ``cmem``)."""
+    base = SPACE_LABELS.get(color) or (reported if reported and reported != "default"
+                                       else f"memory space {color}")
+    if reported and reported != "default" and reported.lower() not in base.lower():
+        return f"{base}, '{reported}' in XLA's report"
+    return base
 
 
 def normalize_chip(chip: Optional[str]) -> Optional[str]:
@@ -158,10 +193,8 @@ def buffer_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[in
     >>> buffer_size("f32[8,1,1024]{1,2,0:T(8,128)}"), buffer_size("(f32[2]{0}, s32[])")
     (4194304, 512)
     """
-    from .tiling import physical_size_in_bytes
 
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
 
         shape = parse_shape(shape)
     if shape.is_tuple:
@@ -179,10 +212,8 @@ def unpadded_size(shape, platform: Optional[str] = _TPU, chip=None) -> Optional[
     """Bytes of one buffer of ``shape`` without padding: an array's logical
     bytes (XLA's ``ShapeUtil::ByteSizeOf``, "Unpadded size" in the
     out-of-memory report), a tuple's table (never padded)."""
-    from .shape_util import byte_size_of
 
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
 
         shape = parse_shape(shape)
     if shape.is_tuple:
@@ -256,7 +287,6 @@ def explain_padding(shape, origin: Optional[str] = None) -> Optional[PaddingExpl
     ``origin`` (see :data:`xlashape.padding.ORIGINS`) decides the fixes: none
     for a compiler scratch buffer, the default layout first for a requested
     one (:func:`xlashape.padding.advice`)."""
-    from .padding import advice
 
     key = (shape if isinstance(shape, str) else shape_text(shape), origin)
     if key in _EXPLAINED:
@@ -264,7 +294,6 @@ def explain_padding(shape, origin: Optional[str] = None) -> Optional[PaddingExpl
     result = None
     try:
         if isinstance(shape, str):
-            from .hlo_text import parse_shape
 
             shape = parse_shape(shape)
         if shape.is_buffer:
@@ -497,6 +526,14 @@ class ModuleMemory:
         self.host_output_size_in_bytes: Optional[int] = 0
         self.host_alias_size_in_bytes: Optional[int] = 0
         self.host_temp_size_in_bytes: Optional[int] = None
+        #: TPU: the buffer assignment's preallocated temporaries in device
+        #: memory (color 0) -- xlashape's figure, not XLA's temp_size_in_bytes
+        self.hbm_temp_allocation_bytes: Optional[int] = None
+        #: why a field of XLA's is None (field name -> sentence)
+        self.reasons: Dict[str, str] = {}
+        #: an out-of-memory report that a later report of the same log replaces
+        #: (libtpu logs one per allocation it tries; the last is where it gave up)
+        self.superseded = False
         self.memory_used_bytes: Optional[int] = None
         self.memory_limit_bytes: Optional[int] = None
         self.platform: Optional[str] = None
@@ -516,6 +553,9 @@ class ModuleMemory:
         self._allocations: Optional[List[Allocation]] = None
         self._text_source = None
         self._reread: Optional[Callable[[], Iterator[Allocation]]] = None
+        #: the peak and what is live at it (:class:`~xlashape.peak.PeakAnalysis`),
+        #: for a dump with a buffer assignment; else ``None``
+        self.peak = None
 
     @property
     def allocations(self) -> List[Allocation]:
@@ -553,14 +593,19 @@ class ModuleMemory:
 
     def extra_json(self) -> dict:
         d = {"source": self.source, "platform": self.platform, "notes": list(self.notes),
+             "reasons": dict(self.reasons),
+             "hbm_temp_allocation_bytes": self.hbm_temp_allocation_bytes,
              "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
              "warnings": list(self.warnings)}
         if self.path is not None:
             d["path"] = self.path
         if self.oom is not None:
             d["oom"] = self.oom.to_json()
+            d["superseded"] = self.superseded
         if self.memory_analysis is not None:
             d["memory_analysis"] = dict(self.memory_analysis)
+        if self.peak is not None:
+            d["peak"] = self.peak.to_json()
         return d
 
     def to_json(self) -> dict:
@@ -618,8 +663,8 @@ class MemoryAnalysis:
 _SNIFF_BYTES = 1 << 16
 
 
-def analyze(source, *, top: int = 10, chip: Optional[str] = None,
-            on_warning: Optional[Callable[[HloWarning], None]] = None,
+def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
+            peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
             dump=None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
@@ -633,7 +678,12 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     ``TPU v5 lite``, ...), which the text does not say but which sets the
     size of a tuple's table of pointers (:func:`tuple_table_size`); without
     it, v4/v5e sizes are assumed for HLO text, and a dump's buffer assignment
-    shows which applies. ``on_warning`` receives each
+    shows which applies. ``platform`` (``cpu``, ``gpu``, ``tpu``) overrides
+    the platform read from the dump's file names and the layouts: XLA counts
+    the peak and host memory differently on each. ``peak=False`` skips the
+    peak and what is live at it (:attr:`ModuleMemory.peak` stays ``None``),
+    which reads the dump's buffer assignment, live ranges and values once
+    more. ``on_warning`` receives each
     :class:`~xlashape.hlo_module.HloWarning` (lines that could not be read);
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
@@ -651,10 +701,18 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None,
     be read.
     """
     if dump is not None:
-        result = analyze(source, top=top, chip=chip, on_warning=on_warning, progress=progress)
+        result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
+                         on_warning=on_warning, progress=progress)
         match_oom_dump(result, dump, top=top)
         return result
+    if platform is not None:
+        platform = platform.lower()
+        if platform not in PLATFORMS:
+            raise ShapeValueError(f"unknown platform {platform!r}: expected one of "
+                                     + ", ".join(PLATFORMS))
     ctx = _Context(top, on_warning, progress, normalize_chip(chip))
+    ctx.platform = platform
+    ctx.peak = peak
     if hasattr(source, "as_text") and hasattr(source, "memory_analysis"):
         return _analyze_jax(source, ctx)
     kind = source_kind(source)
@@ -679,6 +737,8 @@ class _Context:
         self.progress = progress
         self.warnings: List = WarningList()    # the first ones, and warnings.total
         self.sizes: dict = {}
+        self.platform: Optional[str] = None
+        self.peak = True
 
     def warn(self, w) -> None:
         self.warnings.append(w)
@@ -695,7 +755,6 @@ def _decode(data: bytes, what: str) -> str:
 
 def _sniff_kind(head: str) -> Optional[str]:
     """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
-    from .oom_report import looks_like_oom_report
 
     if looks_like_oom_report(head):
         return "oom"
@@ -706,7 +765,6 @@ def _sniff_kind(head: str) -> Optional[str]:
         return "memory-report"
     if "HloModule" in head or "ENTRY" in head:
         return "hlo"
-    import re
 
     if re.search(r"(?m)^\s*(ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*[(a-z]", head):
         return "hlo"
@@ -718,7 +776,6 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if path.endswith(".gz"):
-        import gzip
 
         try:
             with gzip.open(path, "rb") as f:
@@ -779,7 +836,6 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
 
 
 def _entry_blocks(stream, total: Optional[int], ctx: _Context):
-    from .hlo_module import EntryBlocks
 
     progress = None
     if ctx.progress is not None:
@@ -858,7 +914,6 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     reader = HloReader(warn, call_kinds={}, streaming=True)
     info = _EntryInfo()
     loose = _EntryInfo()      # instructions outside any computation (a fragment)
-    from .hlo_module import EntryBlocks
 
     if not isinstance(lines, EntryBlocks):
         lines = _entry_only(lines)
@@ -895,6 +950,19 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     mm._text_source = (dict(reader.module_attributes), entry)
     _text_figures(mm, reader.module_attributes, entry, ctx, ctx.chip)
     return mm
+
+
+def _host_space_dropped(params, entry) -> bool:
+    """The entry layout puts a parameter in host memory (``S(5)``) but the
+    compiled parameter instruction has no memory space: XLA:CPU's doing
+    (it compiles host-memory buffers as ordinary ones)."""
+    for number, (_, shape) in enumerate(params):
+        if shape.is_tuple or _space(shape) != HOST_MEMORY_SPACE:
+            continue
+        got = entry.params.get(number)
+        if got is not None and not got[1].is_tuple and _space(got[1]) == 0:
+            return True
+    return False
 
 
 def _platform_of(shapes: Iterable[Shape]) -> Optional[str]:
@@ -939,7 +1007,19 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     root_operands = entry.root[3] if entry.root is not None else ()
     root_name = entry.root[0] if entry.root is not None else None
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
+    if mm.platform is None and (ctx.platform == "cpu" or _host_space_dropped(params, entry)):
+        mm.platform = "cpu"
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
     platform = mm.platform
+    # XLA:CPU keeps S(5) (pinned_host) buffers in ordinary memory and counts
+    # them as device memory in its CompiledMemoryStats
+    host = None if platform == "cpu" else HOST_MEMORY_SPACE
+    if host is None and any(_space(sub) == HOST_MEMORY_SPACE for _, p in params
+                            for _, sub in _buffers(p) if not sub.is_tuple):
+        mm.notes.append("XLA:CPU counts host-memory (S(5)) buffers as device memory: they are "
+                        "in argument_size_in_bytes / output_size_in_bytes, as memory_analysis() "
+                        "reports them")
     mm.chip = chip
     tables = [s for _, p in params for _, s in _buffers(p) if s.is_tuple]
     if result is not None:
@@ -971,14 +1051,14 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             t.arguments += size or 0
             t.total += size or 0
             t.padding += a.padding_in_bytes
-            if sp == HOST_MEMORY_SPACE:
+            if sp == host:
                 mm.host_argument_size_in_bytes += size or 0
             else:
                 mm.argument_size_in_bytes += size or 0
             if (number, idx) in aliased:
                 a.maybe_live_out = True
                 t.aliased += size or 0
-                if sp == HOST_MEMORY_SPACE:
+                if sp == host:
                     mm.host_alias_size_in_bytes += size or 0
                 else:
                     mm.alias_size_in_bytes += size or 0
@@ -992,7 +1072,7 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             if problem:
                 mm.warnings.append(f"output {shape_text(sub)}: {problem}")
             sp = _space(sub) if not sub.is_tuple else 0
-            if sp == HOST_MEMORY_SPACE:
+            if sp == host:
                 mm.host_output_size_in_bytes += size or 0
             else:
                 mm.output_size_in_bytes += size or 0
@@ -1030,7 +1110,6 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-    from .xla_dump import find_dump_modules
 
     modules = find_dump_modules(path, on_warning=ctx.warn)
     if not modules:
@@ -1053,7 +1132,6 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
 
 
 def _platform_from_key(key: str) -> Optional[str]:
-    import re
 
     if re.search(r"(?:^|\.)cl_\d+\.$", key):
         return _TPU
@@ -1084,6 +1162,8 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
     key_platform = _platform_from_key(dm.key)
     if key_platform is not None:
         mm.platform = key_platform
+    if ctx.platform is not None:
+        mm.platform = ctx.platform
     if mm.name is None:
         mm.name = dm.key.split(".")[1] if dm.key.count(".") >= 1 else dm.key
     if dm.buffer_assignment_path is None:
@@ -1095,7 +1175,12 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
         return open_text(dm.buffer_assignment_path)
 
     open_ba.name = os.path.basename(dm.buffer_assignment_path)
-    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path)
+    peak_warnings: List[str] = []
+    builder = _peak_builder(dm.buffer_assignment_path, mm.platform, ctx, peak_warnings)
+    bm = _module_from_buffer_assignment(open_ba, dm.memory_report_path, ctx, mm, dm.hlo_path,
+                                        builder)
+    bm.warnings.extend(peak_warnings)
+    _finish_peak(bm, builder, dm.hlo_path if dm.optimized else None)
     src = getattr(mm, "_text_source", None)
     if src is not None:
         # the module text's figures, with the tuple tables the buffer
@@ -1112,6 +1197,129 @@ def _module_from_dump(dm, ctx: _Context) -> ModuleMemory:
     return bm
 
 
+_LIVE_RANGE_SUFFIX = "-live-range.txt"
+_VALUES_SUFFIX = "-buffer-assignment-values.txt"
+_BA_SUFFIX = "-buffer-assignment.txt"
+
+
+def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
+                  warnings: List[str]) -> Optional[PeakBuilder]:
+    """A :class:`~xlashape.peak.PeakBuilder` for a dumped module, with the
+    live-range file beside its buffer assignment (and, on TPU, the values
+    file) read; the buffer assignment's one pass feeds it."""
+    if not ctx.peak:
+        return None
+    live = operands = None
+    if ba_path.endswith(_BA_SUFFIX):
+        stem = ba_path[: -len(_BA_SUFFIX)]
+        try:
+            if os.path.isfile(stem + _LIVE_RANGE_SUFFIX):
+                live = read_live_ranges(stem + _LIVE_RANGE_SUFFIX)
+            if platform == _TPU and os.path.isfile(stem + _VALUES_SUFFIX):
+                operands = read_value_operands(stem + _VALUES_SUFFIX)
+        except (OSError, XlaShapeError) as e:
+            warnings.append(f"the live ranges could not be read: {e}")
+            live = operands = None
+    sizes = ctx.sizes
+    cache: Dict[str, int] = {}
+
+    def unpadded(v):
+        got = cache.get(v.shape_text)
+        if got is not None:
+            return got
+        if v.shape is not None and v.shape.is_tuple:
+            # a tuple's table of pointers: 8 bytes per element unpadded
+            got = 8 * len(v.shape.tuple_shapes)
+        elif v.shape is None:
+            return v.size
+        else:
+            got = _sizes_cached(sizes, v.shape, platform, ctx.chip)[1]
+            got = v.size if got is None else min(got, v.size)
+        if len(cache) > 1 << 16:
+            cache.clear()
+        cache[v.shape_text] = got
+        return got
+
+    return PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
+
+
+def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Optional[str]) -> None:
+    if builder is None:
+        return
+    builder.platform = mm.platform
+    mm.peak = builder.finish()
+    if hlo_path:
+        try:
+            add_locations(mm.peak, hlo_path)
+        except (OSError, XlaShapeError) as e:
+            mm.warnings.append(f"op paths and source lines could not be read: {e}")
+
+
+_PRIMITIVE_NAMES = None
+
+
+def shape_text_of_proto(shape_proto) -> str:
+    """XLA's text of a ``ShapeProto`` (``bf16[8,128]{1,0:T(8,128)(2,1)S(1)}``),
+    for the size model: element type, dimensions and the layout's order,
+    tiles, tail padding, element size and memory space."""
+    global _PRIMITIVE_NAMES
+    if _PRIMITIVE_NAMES is None:
+        _PRIMITIVE_NAMES = {v: k.lower() for k, v in protos.PrimitiveTypeProto.items()}
+    et = _PRIMITIVE_NAMES.get(shape_proto.element_type, "")
+    if et == "tuple":
+        return "(" + ", ".join(shape_text_of_proto(t) for t in shape_proto.tuple_shapes) + ")"
+    text = f"{et}[{','.join(str(d) for d in shape_proto.dimensions)}]"
+    if not shape_proto.HasField("layout"):
+        return text
+    lay = shape_proto.layout
+    attrs = ""
+    for t in lay.tiles:
+        attrs += "(" + ",".join("*" if d == -(1 << 63) else str(d) for d in t.dimensions) + ")"
+    attrs = ("T" + attrs) if attrs else ""
+    if lay.tail_padding_alignment_in_elements > 1:
+        attrs += f"L({lay.tail_padding_alignment_in_elements})"
+    if lay.element_size_in_bits:
+        attrs += f"E({lay.element_size_in_bits})"
+    if lay.memory_space:
+        attrs += f"S({lay.memory_space})"
+    return text + "{" + ",".join(str(d) for d in lay.minor_to_major) + (":" + attrs if attrs else "") + "}"
+
+
+def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalysis":
+    """The peak figures from a ``.hlo.pb`` (path or bytes; the heap
+    simulator's own traces): :func:`xlashape.peak.peak_from_hlo_proto` with
+    unpadded sizes from xlashape's size model of each buffer's shape."""
+    hlo = protos.read_hlo_proto(source)
+    shapes = {}
+    for comp in hlo.hlo_module.computations:
+        for ins in comp.instructions:
+            shapes[ins.id] = ins.shape
+    cache: dict = {}
+    sizes: dict = {}
+
+    def unpadded(lb):
+        sp = shapes.get(lb.defined_at.instruction_id)
+        if sp is None:
+            return lb.size
+        for i in lb.defined_at.shape_index:
+            if i >= len(sp.tuple_shapes):
+                return lb.size
+            sp = sp.tuple_shapes[i]
+        if len(sp.tuple_shapes):
+            return 8 * len(sp.tuple_shapes)
+        text = shape_text_of_proto(sp)
+        got = cache.get(text)
+        if got is None:
+            try:
+                got = _sizes_cached(sizes, parse_shape(text), platform, chip)[1]
+            except XlaShapeError:
+                got = None
+            cache[text] = got = lb.size if got is None else min(got, lb.size)
+        return got
+
+    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
+
+
 def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
     """A ``*-buffer-assignment.txt`` given on its own: read it, and the module
     text and memory report beside it when they are there."""
@@ -1126,7 +1334,6 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
         rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
         report = rep if os.path.exists(rep) else None
         if os.path.exists(hlo):
-            from .xla_dump import DumpModule, _number
 
             dm = DumpModule(key, _number(key), hlo, True, path, report)
             result = MemoryAnalysis("dump", path)
@@ -1134,8 +1341,12 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
             result.warnings = ctx.warnings
             return result
     result = MemoryAnalysis("dump", path)
-    result.modules.append(_module_from_buffer_assignment(lambda: open_text(path), report, ctx,
-                                                         mm, path))
+    peak_warnings: List[str] = []
+    builder = _peak_builder(path, ctx.platform, ctx, peak_warnings)
+    mod = _module_from_buffer_assignment(lambda: open_text(path), report, ctx, mm, path, builder)
+    mod.warnings.extend(peak_warnings)
+    _finish_peak(mod, builder, None)
+    result.modules.append(mod)
     result.warnings = ctx.warnings
     return result
 
@@ -1156,6 +1367,8 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     unpadded = max(0, a.size - padding) if details else None
     if details and all(v.unpadded_size_in_bytes is None for v in details):
         unpadded = None
+    if a.size == 0:
+        unpadded = 0  # nothing to pad: an empty allocation holds 0 bytes of data
     if a.parameter_number is not None:
         own = [v for v in details if not v.label.endswith("}") and v.offset == 0]
     else:
@@ -1176,8 +1389,8 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 
 
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
-                                   path: Optional[str]) -> ModuleMemory:
-    from .xla_dump import iter_buffer_assignment, read_memory_usage_report
+                                   path: Optional[str], peak: Optional[PeakBuilder] = None
+                                   ) -> ModuleMemory:
 
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
@@ -1212,6 +1425,8 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
 
     with open_ba() as f:
         for a in iter_buffer_assignment(f, on_warning=warn):
+            if peak is not None:
+                peak.add(a)
             mm.allocation_count += 1
             mm.value_count += len(a.values)
             if not tiled_seen and platform is None:
@@ -1290,6 +1505,17 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                     heapq.heapreplace(wasters, item)
     if text_mm is not None:
         mm.notes[:0] = [n for n in text_mm.notes if not n.startswith("tuple tables sized")]
+    if mm.platform == _TPU:
+        # XLA:TPU's temp_size_in_bytes comes from libtpu's allocator, which
+        # runs after the buffer assignment: no dump file determines it
+        mm.hbm_temp_allocation_bytes = mm.space(0).temporaries
+        mm.temp_size_in_bytes = None
+        mm.reasons["temp_size_in_bytes"] = (
+            "XLA:TPU takes it from libtpu's allocator, which runs after the buffer assignment: "
+            "no dump file determines it (memory_analysis() on the compiled program gives it, "
+            "as does the 'HLO temp' line under 'Program hbm requirement' in libtpu's INFO log, "
+            "TPU_LOG_DIR); the buffer assignment's device-memory temporaries are "
+            "hbm_temp_allocation_bytes")
     if mm.allocation_count == 0:
         raise UnreadableInputError(
             f"no allocations in the buffer assignment {path or ''}".rstrip()
@@ -1345,7 +1571,6 @@ _OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overl
 
 
 def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
-    from .oom_report import read_oom_reports
 
     reports = read_oom_reports(lines, on_warning=ctx.warn)
     if not reports:
@@ -1357,13 +1582,13 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
             result.modules.append(_module_from_gpu_oom(r, path))
         else:
             result.modules.append(_module_from_oom(r, ctx, path))
+    for m in result.modules[:-1]:
+        m.superseded = True
     result.warnings = ctx.warnings
     return result
 
 
 def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
-    from .oom_report import BREAKDOWN_HINT
-    from .tiling import format_bytes
 
     mm = ModuleMemory(r.module_name, "oom", path)
     mm.platform = _TPU
@@ -1434,12 +1659,12 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     # "HLO temp" line's padded minus unpadded size when the report prints it,
     # else the listed temporaries' extra memory; the arguments' and outputs'
     # comes from their shapes (the report lists those with a shape only).
-    from .oom_report import parse_size
 
     parts = []
     temp_padding = None
     if r.temp_padded_text is not None and r.temp_unpadded_text is not None:
-        temp_padding = parse_size(r.temp_padded_text) - parse_size(r.temp_unpadded_text)
+        temp_padding = (_parse_report_size(r.temp_padded_text)
+                        - _parse_report_size(r.temp_unpadded_text))
         parts.append(("the HLO temporaries", temp_padding))
     else:
         listed = [a for a in allocations if a.kind not in ("parameter", "output")
@@ -1585,7 +1810,14 @@ def _analyze_jax(compiled, ctx: _Context) -> MemoryAnalysis:
     mm.source = "jax"
     if stats is not None:
         mm.memory_analysis = {k: getattr(stats, k) for k in dir(stats)
-                              if k.endswith("_in_bytes") and isinstance(getattr(stats, k), int)}
+                              if (k.endswith("_in_bytes") or k in PEAK_FIELDS)
+                              and isinstance(getattr(stats, k), int)
+                              and not isinstance(getattr(stats, k), bool)}
+        # what the module text cannot determine, XLA's own object says:
+        # its temporaries (the text has no buffer assignment)
+        for k in ("temp_size_in_bytes", "host_temp_size_in_bytes"):
+            if mm.memory_analysis.get(k) is not None:
+                setattr(mm, k, mm.memory_analysis[k])
         for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
                   "host_argument_size_in_bytes", "host_output_size_in_bytes"):
             theirs = mm.memory_analysis.get(k)

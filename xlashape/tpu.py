@@ -121,6 +121,7 @@ from .errors import InvalidShapeError, ShapeTypeError
 from .layout import Layout, Tile
 from .primitive_types import PrimitiveType
 from .shape import Shape
+from .devices import TPU_ALIASES
 
 __all__ = ["CHIPS", "default_layout", "with_default_layout", "canonical_chip"]
 
@@ -130,13 +131,7 @@ P = PrimitiveType
 CHIPS = ("v2", "v3", "v4", "v5e", "v5p", "v6e", "v7x")
 
 # other spellings people use, including jax's ``device.device_kind``
-_ALIASES = {
-    "tpu v2": "v2", "tpu v3": "v3", "tpu v4": "v4",
-    "tpu v5 lite": "v5e", "tpu v5e": "v5e", "v5lite": "v5e", "v5litepod": "v5e",
-    "tpu v5": "v5p", "tpu v5p": "v5p",
-    "tpu v6 lite": "v6e", "tpu v6e": "v6e", "trillium": "v6e",
-    "tpu7x": "v7x", "tpu v7x": "v7x", "tpu7": "v7x", "ironwood": "v7x",
-}
+_ALIASES = TPU_ALIASES  # one table of names: xlashape.devices
 
 
 class _Width(NamedTuple):

@@ -14,23 +14,31 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
+import textwrap
 import time
 from typing import List
 
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
 from ._output import Table, printable, write_lines
+from ..devices import lookup, usable_bytes
+from ..memory import EXAMPLE_DUMP, analyze, space_label
+from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
 
 NAME = "memory"
 
 _PROGRESS_MIN_BYTES = 16 << 20
-_SPACES = Table([("memory space", 34, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
+_SPACES = Table([("memory space", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                  ("aliased", 10, ">"), ("temporaries", 12, ">"), ("other", 10, ">"),
                  ("total", 10, ">")], indent="  ")
 _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
-_SPACE_NAMES = {0: "device memory (HBM)", 1: "fast memory (VMEM on TPU)", 5: "host memory"}
+_LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
+               ("live", 13, "<"),
+               ("buffer", 30, "<"), ("JAX op path", 44, "<"), ("source", 30, "<")], indent="  ")
 
 
 def add_parser(subparsers):
@@ -65,6 +73,16 @@ def add_parser(subparsers):
                    help="for an XLA:GPU out-of-memory error: the dump directory of the same "
                         "program (XLA_FLAGS=--xla_dump_to=DIR); names the buffers that have "
                         "the size the allocator could not find")
+    p.add_argument("--device", metavar="GPU|TPU",
+                   help="judge the peak against this device's usable memory (h100, h200, a100, "
+                        "v5e, v6e, ...; GPUs: jax's default 75%% of device memory)")
+    p.add_argument("--limit", metavar="SIZE",
+                   help="judge the peak against SIZE bytes (80G, 16GiB, 80GB, 1048576)")
+    p.add_argument("--max-peak", metavar="SIZE",
+                   help="exit with status 1 when a module's peak exceeds SIZE (for CI)")
+    p.add_argument("--platform", choices=("cpu", "gpu", "tpu"),
+                   help="the platform the dump was compiled for, when its file names do not say "
+                        "(XLA counts the peak and host memory differently on each)")
     p.add_argument("--module", metavar="NAME",
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
@@ -75,8 +93,6 @@ def add_parser(subparsers):
 
 def example_path() -> str:
     """The small real XLA:TPU dump directory shipped with xlashape."""
-    from ..memory import EXAMPLE_DUMP
-
     return EXAMPLE_DUMP
 
 
@@ -110,8 +126,6 @@ class _Progress:
 
 
 def run(args) -> int:
-    from ..memory import analyze
-
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings")
     display = None
@@ -146,9 +160,6 @@ def run(args) -> int:
     temporary = None
     display = display or path
     if path == "-":
-        import shutil
-        import tempfile
-
         tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
         try:
             shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
@@ -164,8 +175,9 @@ def run(args) -> int:
         progress = _Progress(not args.no_progress and big and sys.stderr.isatty())
         try:
             # a Path: whatever its name, it is a file (hlo_module.source_kind)
-            result = analyze(pathlib.Path(path), top=args.top, chip=args.chip, on_warning=on_warning,
-                             progress=progress, dump=args.dump)
+            result = analyze(pathlib.Path(path), top=args.top, chip=args.chip,
+                             platform=args.platform, on_warning=on_warning, progress=progress,
+                             dump=args.dump)
         finally:
             progress.done()
         if display != path:
@@ -184,24 +196,58 @@ def run(args) -> int:
         if warnings.total > args.max_warnings:
             warn(f"{warnings.total - args.max_warnings} more unreadable lines not shown "
                  "(see --max-warnings)")
+        verdicts = _verdicts(args, modules)
         if args.json:
-            _write_json(modules)
+            _write_json(modules, verdicts)
         else:
-            _write_text(result, modules, display, args.top)
+            _write_text(result, modules, display, args.top, verdicts)
+        if args.max_peak is not None:
+            most = parse_size(args.max_peak)
+            over = [(m, module_peak(m)) for m in modules]
+            over = [(m, p) for m, p in over if p is not None and p[0] > most]
+            if over:
+                for m, p in over:
+                    warn(f"{m.name or '?'}: peak {fmt_bytes(p[0])} ({p[1]} {p[0]}) exceeds "
+                         f"--max-peak {args.max_peak}")
+                return 1
         return 0
     finally:
         if temporary is not None:
             os.unlink(temporary)
 
 
-def _write_json(modules) -> None:
+def _verdicts(args, modules) -> dict:
+    """``id(module) -> Verdict`` for --device / --limit / a --chip with a known HBM."""
+    limit = name = None
+    if args.limit is not None:
+        limit, name = parse_size(args.limit), f"--limit {args.limit}"
+    elif args.device is not None or args.chip is not None:
+        d = lookup(args.device if args.device is not None else args.chip)
+        limit = usable_bytes(d)
+        name = d.name + (f" ({fmt_bytes(d.memory_bytes)}, jax's 75%)" if d.platform == "gpu"
+                         and d.basis == "estimated" else "")
+    if limit is None:
+        return {}
+    out = {}
+    for m in modules:
+        v = judge(m, limit, name)
+        if v is not None:
+            out[id(m)] = v
+    return out
+
+
+def _write_json(modules, verdicts=None) -> None:
     """``{"modules": [...]}``, each module's allocations streamed one by one
     (a dump's buffer assignment is read again for them, never held whole)."""
     out = sys.stdout.write
+    # a log's superseded out-of-memory reports after the one that counts
+    modules = [m for m in modules if not m.superseded] + [m for m in modules if m.superseded]
     out('{"modules": [')
     for i, m in enumerate(modules):
         head = dict(m.header_json())
         head.update(m.extra_json())
+        v = (verdicts or {}).get(id(m))
+        head["verdict"] = v.to_json() if v is not None else None
         text = json.dumps(head, ensure_ascii=True)
         out(("\n" if i == 0 else ",\n") + text[:-1] + ', "allocations": [')
         first = True
@@ -219,7 +265,7 @@ def _size(n) -> str:
     return "-" if not n else fmt_bytes(n)
 
 
-def _write_text(result, modules, display: str, top: int) -> None:
+def _write_text(result, modules, display: str, top: int, verdicts=None) -> None:
     out: List[str] = []
     if result.kind == "dump":
         n = len(result.modules)
@@ -253,7 +299,92 @@ def _write_text(result, modules, display: str, top: int) -> None:
             out.extend(_oom_text(m, top))
         else:
             out.extend(_module_text(m, top))
+        v = (verdicts or {}).get(id(m))
+        if v is not None:
+            out.append(_verdict_line(v))
     write_lines(out)
+
+
+def _verdict_line(v) -> str:
+    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
+    if v.fits:
+        return (f"fits: peak {fmt_bytes(v.peak_bytes)}{what} of {fmt_bytes(v.limit_bytes)} "
+                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
+    return (f"does not fit by {fmt_bytes(-v.margin_bytes)}: peak {fmt_bytes(v.peak_bytes)}{what} "
+            f"of {fmt_bytes(v.limit_bytes)} on {v.limit_name}")
+
+
+def _peak_text(m, top: int) -> List[str]:
+    pa = m.peak
+    out = []
+    figs = []
+    for k in PEAK_FIELDS:
+        val = pa.figures[k]
+        figs.append(f"{k} {val}" if val is not None else f"{k} null")
+    out.append("peak figures: " + ", ".join(figs))
+    for k, why in pa.reasons.items():
+        out.extend(_wrapped(f"{k} is null: {why}"))
+    if pa.live_at_peak:
+        fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
+        out.append(f"the peak: {fmt_bytes(pa.live_at_peak_bytes)} = {fmt_bytes(fixed)} that lives "
+                   f"for the whole program + {fmt_bytes(pa.live_at_peak_bytes - fixed)} of "
+                   "temporaries")
+        if pa.peak_time is not None:
+            out.append(f"  the temporaries' heap, S({pa.peak_memory_space}) "
+                       f"{space_label(pa.peak_memory_space)}, is highest at position "
+                       f"{pa.peak_time} in program order: {pa.peak_instruction or '?'}")
+        if m.platform == "cpu":
+            out.append("  (XLA:CPU's peak_memory_in_bytes leaves the temporaries out: its "
+                       "executable keeps no heap traces)")
+        out.append("heap over program order per memory space (whole-program buffers included):")
+        for color in sorted(pa.heap):
+            h = pa.heap[color]["padded"]
+            if not h:
+                continue
+            out.append((f"  S({color}) {_clip(space_label(color), 28):<28} highest "
+                        f"{fmt_bytes(max(h)):>8}  " + _sparkline(h)).rstrip())
+        shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
+        out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
+                   f"{fmt_bytes(pa.live_at_peak_bytes)}")
+        out.append(_LIVE.header().rstrip())
+        for b in shown:
+            live = "whole program" if b.start is None else f"{b.start}-{b.end}"
+            out.append(_LIVE.format(fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live,
+                                    _clip(b.label, 30), _clip(b.op_name or "", 44),
+                                    _clip(b.source or "", 30)).rstrip())
+        if rest_n:
+            out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
+        groups = pa.by_op_path()
+        if groups:
+            out.append("by JAX op path:")
+            for k, b, c in groups[: max(top, 1) * 2]:
+                out.append(f"  {fmt_bytes(b):>9} {100 * b / max(pa.live_at_peak_bytes, 1):5.1f}%  "
+                           f"{c:>4} buffer{'s' if c != 1 else ' '}  {_clip(k, 80)}")
+            if len(groups) > max(top, 1) * 2:
+                out.append(f"  ... {len(groups) - max(top, 1) * 2} more op paths")
+    if pa.xla_live_range_peak is not None:
+        t, b = pa.xla_live_range_peak
+        out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
+                   "value, tuple tables and thread-local scratch too: not memory_analysis()'s)")
+    return out
+
+
+def _wrapped(text: str, width: int = 100) -> List[str]:
+    return textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ",
+                         break_on_hyphens=False, break_long_words=False)
+
+
+_BARS = " ▁▂▃▄▅▆▇█"
+
+
+def _sparkline(values, width: int = 48) -> str:
+    if not values:
+        return ""
+    n = len(values)
+    step = max(1, -(-n // width))
+    cols = [max(values[i:i + step]) for i in range(0, n, step)]
+    top = max(cols) or 1
+    return "".join(_BARS[min(8, (v * 8 + top - 1) // top)] for v in cols)
 
 
 def _clip(text: str, n: int) -> str:
@@ -265,7 +396,7 @@ def _module_text(m, top: int) -> List[str]:
     where = {"hlo": "HLO text", "dump": "XLA dump", "jax": "a JAX compiled object"}.get(m.source, m.source)
     bits = [where]
     if m.source == "dump":
-        bits.append("buffer assignment read" if m.temp_size_in_bytes is not None
+        bits.append("buffer assignment read" if m.allocation_count
                     else "no buffer assignment: figures from the module text")
         if not m.optimized:
             bits.append("before optimizations")
@@ -278,9 +409,9 @@ def _module_text(m, top: int) -> List[str]:
     out.append(_SPACES.header())
     for sp in sorted(m.memory_spaces):
         t = m.memory_spaces[sp]
-        label = f"S({sp}) {t.name if t.reported_total is not None else _SPACE_NAMES.get(sp, t.name)}"
+        label = f"S({sp}) {space_label(sp, t.name if t.reported_total is not None else None)}"
         other = t.thread_local + t.constants + t.other
-        out.append(_SPACES.format(_clip(label, 34), _size(t.arguments), _size(t.outputs),
+        out.append(_SPACES.format(_clip(label, 40), _size(t.arguments), _size(t.outputs),
                                   _size(t.aliased), _size(t.temporaries), _size(other),
                                   _size(t.total)))
     if not m.memory_spaces:
@@ -294,17 +425,18 @@ def _module_text(m, top: int) -> List[str]:
     stats = [f"argument_size_in_bytes {m.argument_size_in_bytes}",
              f"output_size_in_bytes {m.output_size_in_bytes}",
              f"alias_size_in_bytes {m.alias_size_in_bytes}",
-             "temp_size_in_bytes " + ("?" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
+             "temp_size_in_bytes " + ("null" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
              f"host_argument_size_in_bytes {m.host_argument_size_in_bytes}",
              f"host_output_size_in_bytes {m.host_output_size_in_bytes}"]
     out.append("CompiledMemoryStats figures: " + ", ".join(stats))
     if m.memory_analysis:
         theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
         out.append(f"memory_analysis() of the compiled object: {theirs}")
-    if m.platform == "tpu" and m.temp_size_in_bytes is not None:
-        out.append("  (temp_size_in_bytes: the buffer assignment's preallocated temporaries, as XLA "
-                   "computes it from a buffer assignment; XLA:TPU's memory_analysis() takes "
-                   "it from its own allocator, which runs later, and may differ)")
+    for k, why in m.reasons.items():
+        out.extend(_wrapped(f"{k} is null: {why}"))
+    if m.hbm_temp_allocation_bytes is not None:
+        out.append(f"  hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's figure: the "
+                   "buffer assignment's preallocated temporaries in device memory, S(0))")
     if m.largest and top:
         out.append(f"largest allocations:")
         for rank, a in enumerate(m.largest, 1):
@@ -318,6 +450,8 @@ def _module_text(m, top: int) -> List[str]:
         out.append(ps.text)
     elif top:
         out.append("no allocation is padded")
+    if m.peak is not None:
+        out.extend(_peak_text(m, top))
     for n in m.notes:
         out.append(f"note: {n}")
     for w in m.warnings:
@@ -445,8 +579,10 @@ def _oom_text(m, top: int) -> List[str]:
         out.append(f"allocations listed in the report ({len(listed)}"
                    + (f", the first {shown} shown; --top N for more" if shown < len(listed) else "")
                    + "):")
-        for a in listed[:top]:
-            out.extend(_allocation_lines(a.index or 0, a))
+        # one numbering for the whole list (the report numbers its temporaries
+        # and its arguments/outputs separately, from 1 each)
+        for rank, a in enumerate(listed[:top], 1):
+            out.extend(_allocation_lines(rank, a))
     if m.padding_wasters and top:
         out.append("most padding among them:")
         for rank, a in enumerate(m.padding_wasters, 1):

@@ -1,0 +1,364 @@
+"""The peak figures of ``memory_analysis()`` and what is live at the peak
+(:mod:`xlashape.peak`, :mod:`xlashape.live_range`, :mod:`xlashape.devices`),
+against the real compilers' corpora of ``tests/data`` (``tests/corpora.py``).
+
+Every expected number is XLA's: the ``memory_analysis()`` fields saved beside
+each dump, the totals the live-range file prints, the ``bytes_limit`` an H200
+reported. The text route (buffer assignment + live-range file) and the proto
+route (the ``.hlo.pb``'s heap-simulator traces) must give the same figures.
+"""
+
+import json
+import re
+
+import pytest
+
+import corpora
+from cli_util import run
+from xlashape import memory, protos
+from xlashape.devices import DEVICES, lookup, usable_bytes
+from xlashape.errors import ShapeValueError, XlaShapeError
+from xlashape.live_range import read_live_ranges, read_locations
+from xlashape.tiling import format_bytes
+from xlashape.peak import (PEAK_FIELDS, VERIFIED, judge, parse_size, peak_from_hlo_proto,
+                           peak_of_dump)
+
+DUMPED = [p for p in corpora.programs() if p.dump_file("-buffer-assignment.txt") is not None]
+
+
+def _text_route(prog):
+    lr = prog.dump_file("-live-range.txt")
+    values = prog.dump_file("-buffer-assignment-values.txt")
+    return peak_of_dump(str(prog.dump_file("-buffer-assignment.txt")), prog.platform,
+                        live_range_path=str(lr) if lr else None,
+                        values_path=str(values) if values else None,
+                        hlo_path=str(prog.dump_file(".txt")), unpadded=_unpadded(prog))
+
+
+def _unpadded(prog):
+    # the size model (xlashape.memory) gives a value's size without padding
+    def unpadded(v):
+        if v.shape is not None and v.shape.is_tuple:
+            return 8 * len(v.shape.tuple_shapes)
+        if v.shape is None:
+            return v.size
+        got = memory.unpadded_size(v.shape, prog.platform, prog.chip)
+        return v.size if got is None else min(got, v.size)
+    return unpadded
+
+
+def _has_heap_files(prog):
+    return prog.dump_file("-live-range.txt") is not None and (
+        prog.platform != "tpu" or prog.dump_file("-buffer-assignment-values.txt") is not None)
+
+
+def test_the_corpora_are_there():
+    counts = {p: sum(1 for x in DUMPED if x.platform == p) for p in corpora.PLATFORMS}
+    assert counts["cpu"] >= 15 and counts["gpu"] >= 15 and counts["tpu"] >= 10, counts
+
+
+@pytest.mark.parametrize("prog", DUMPED, ids=corpora.program_id)
+def test_text_route_gives_xla_figures_or_null_with_reason(prog):
+    pa = _text_route(prog)
+    has_heap = _has_heap_files(prog)
+    for k in PEAK_FIELDS:
+        if k in VERIFIED[prog.platform] and (has_heap or not k.startswith("peak")
+                                             or prog.platform == "cpu"):
+            assert k in prog.memory_analysis, k
+            assert pa.figures[k] == prog.memory_analysis[k], k
+        else:
+            assert pa.figures[k] is None, k
+            assert pa.reasons[k], k
+
+
+@pytest.mark.parametrize("prog", [p for p in DUMPED if p.hlo_proto is not None],
+                         ids=corpora.program_id)
+def test_proto_route_agrees_with_text_route_and_xla(prog):
+    pa = memory.peak_of_hlo_proto(str(prog.hlo_proto), prog.platform, prog.chip)
+    text = _text_route(prog)
+    for k in PEAK_FIELDS:
+        if _has_heap_files(prog) or not k.startswith("peak"):
+            assert pa.computed[k] == text.computed[k], k
+        if k in VERIFIED[prog.platform]:
+            assert pa.figures[k] == prog.memory_analysis[k], k
+
+
+@pytest.mark.parametrize("prog", [p for p in corpora.programs("cpu")], ids=corpora.program_id)
+def test_cpu_peak_is_the_executables_buffer_assignment_without_traces(prog):
+    # the BufferAssignmentProto memory_analysis() hands out on the CPU has no
+    # heap-simulator traces: replayed under the generic rule it gives XLA:CPU's peak
+    ba = protos.read_buffer_assignment(str(prog.buffer_assignment_proto))
+    assert len(ba.heap_simulator_traces) == 0
+    hlo = protos.HloProto()
+    hlo.buffer_assignment.CopyFrom(ba)
+    pa = peak_from_hlo_proto(hlo, "gpu")
+    assert pa.computed["peak_memory_in_bytes"] == prog.memory_analysis["peak_memory_in_bytes"]
+
+
+@pytest.mark.parametrize("prog", [p for p in DUMPED if p.platform != "cpu" and _has_heap_files(p)],
+                         ids=corpora.program_id)
+def test_live_at_peak_adds_up_to_xlas_peak(prog):
+    # the buffers listed at the peak are exactly XLA's peak_memory_in_bytes:
+    # the whole-program buffers and the highest heap at its highest point
+    pa = _text_route(prog)
+    assert pa.live_at_peak_bytes == prog.memory_analysis["peak_memory_in_bytes"]
+    assert sum(b for _, b, _ in pa.by_op_path()) == pa.live_at_peak_bytes
+    assert all(b.size == b.unpadded_size + b.padding for b in pa.live_at_peak)
+    if pa.peak_time is not None:
+        h = pa.heap[pa.peak_memory_space]["padded"]
+        assert h[pa.peak_time] == max(h)
+        temps = [b for b in pa.live_at_peak if b.start is not None]
+        assert all(b.start <= pa.peak_time <= b.end for b in temps)
+
+
+@pytest.mark.parametrize("prog", [p for p in DUMPED if p.dump_file("-live-range.txt")],
+                         ids=corpora.program_id)
+def test_live_range_file_peak_is_its_own_breakdown_total(prog):
+    path = prog.dump_file("-live-range.txt")
+    lr = read_live_ranges(str(path))
+    text = path.read_text()
+    m = re.search(r"Stack trace breakdown for peak usage: ([\d ]+) bytes", text)
+    assert m is not None
+    assert lr.xla_peak_bytes == int(m.group(1).replace(" ", ""))
+    assert lr.sequence and len(lr.sequence) <= lr.max_time + 1
+    for start, end in lr.ranges.values():
+        assert start <= end
+
+
+def test_source_lines_and_op_paths_from_stack_frames():
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_decode_small")
+    loc = read_locations(str(prog.dump_file(".txt")))
+    # the module text: loop_multiply_fusion has stack_frame_id=8 -> FileLocations 8
+    # = make_gpu_corpus.py line 423
+    assert loc["loop_multiply_fusion"].op_name == "jit(dev_decode_small)/bhqk,bkhd->bqhd/dot_general"
+    assert loc["loop_multiply_fusion"].source == "make_gpu_corpus.py:423"
+    pa = _text_route(prog)
+    assert pa.peak_instruction == "loop_multiply_fusion"
+    kinds = {b.label: b.kind for b in pa.live_at_peak}
+    assert kinds["kc.1"] == "parameter" and kinds["loop_multiply_fusion"] == "temporary"
+
+
+def test_analyze_attaches_the_peak_and_json_carries_it():
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_attention_cudnn")
+    (m,) = memory.analyze(str(prog.dump_dir)).modules
+    assert m.peak.figures["peak_memory_in_bytes"] == 4194560  # memory_analysis()
+    assert m.peak.xla_live_range_peak[1] == 4194576           # the live-range file's own
+    d = json.loads(json.dumps(m.to_json()))
+    for k in PEAK_FIELDS:
+        assert d["peak"][k] == prog.memory_analysis[k]
+
+
+def test_platform_override_and_unknown_platform():
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_attention_cudnn")
+    (m,) = memory.analyze(str(prog.dump_dir), platform="cpu").modules
+    # under XLA:CPU's rule the peak is the whole-program buffers only
+    assert m.peak.figures["peak_memory_in_bytes"] == 4194304
+    assert m.peak.figures["total_allocation_bytes"] is None
+    with pytest.raises(ShapeValueError):
+        memory.analyze(str(prog.dump_dir), platform="ipu")
+
+
+# -- devices and the verdict ---------------------------------------------------------
+
+
+def test_h200_usable_bytes_is_what_jax_reported():
+    prog = next(p for p in corpora.programs("gpu"))
+    reported = prog.info["device"]["memory_stats"]["bytes_limit"]
+    assert lookup(prog.info["device"]["kind"]).usable_bytes == reported == 112583507968
+
+
+@pytest.mark.parametrize("prog", corpora.programs("tpu"), ids=corpora.program_id)
+def test_tpu_usable_hbm_is_what_the_compiler_reports(prog):
+    # the compile log's "XLA::TPU program HBM usage: 273.0K / 15.75G"
+    log = prog.directory / "tpu_compile_log.txt"
+    if not log.is_file():
+        pytest.skip("no compile log")
+    m = re.search(r"program HBM usage: \S+ / ([\d.]+)G", log.read_text())
+    assert m is not None
+    assert format_bytes(lookup(prog.chip).usable_bytes) == m.group(1) + "G"
+
+
+def test_device_names():
+    assert lookup("TPU v5 lite").name == "v5e" == lookup("v5e:2x2").name
+    assert lookup("NVIDIA H100 80GB HBM3").name == "h100"
+    assert usable_bytes(lookup("h100"), 0.5) == lookup("h100").memory_bytes // 2
+    assert usable_bytes(lookup("v5e"), 0.5) == lookup("v5e").usable_bytes  # no allocator fraction
+    with pytest.raises(ShapeValueError, match="unknown device"):
+        lookup("z80")
+    with pytest.raises(XlaShapeError):
+        usable_bytes(lookup("h100"), 1.5)
+    for d in DEVICES.values():
+        assert 0 < d.usable_bytes <= d.memory_bytes
+
+
+def test_parse_size():
+    assert parse_size("80G") == 80 << 30
+    assert parse_size("16GiB") == 16 << 30
+    assert parse_size("80GB") == 80 * 10 ** 9
+    assert parse_size("1048576") == 1 << 20
+    assert parse_size("1.5K") == 1536
+    for bad in ("", "G", "12Q", "-1G", "1..2G"):
+        with pytest.raises(ShapeValueError):
+            parse_size(bad)
+
+
+def test_verdict():
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_attention_cudnn")
+    (m,) = memory.analyze(str(prog.dump_dir)).modules
+    v = judge(m, 4194560, "exact")
+    assert v.fits and v.margin_bytes == 0 and v.peak_name == "peak_memory_in_bytes"
+    v = judge(m, 4194559, "one short")
+    assert not v.fits and v.margin_bytes == -1
+
+
+# -- the command -----------------------------------------------------------------------
+
+
+def _gpu_dump(name):
+    return str(next(p for p in corpora.programs("gpu") if p.name == name).dump_dir)
+
+
+def test_cli_shows_the_peak_and_live_buffers():
+    r = run("memory", _gpu_dump("dev_decode_small"))
+    assert r.returncode == 0, r.stderr
+    assert "peak_memory_in_bytes 6365276" in r.stdout  # memory_analysis()
+    assert "loop_multiply_fusion" in r.stdout
+    assert "make_gpu_corpus.py:423" in r.stdout
+    assert "by JAX op path:" in r.stdout
+
+
+def test_cli_verdict_and_max_peak():
+    d = _gpu_dump("dev_decode_small")  # peak 6365276 bytes = 6.07M
+    r = run("memory", d, "--limit", "8M")
+    assert r.returncode == 0
+    assert "fits: peak 6.07M of 8.00M (75.9%)" in r.stdout
+    r = run("memory", d, "--limit", "6M")
+    assert "does not fit by 72.1K" in r.stdout  # 6365276 - 6291456 = 73820 bytes = 72.09K
+    r = run("memory", d, "--device", "h200")
+    assert "fits: peak 6.07M of 104.85G" in r.stdout
+    assert run("memory", d, "--max-peak", "6365276").returncode == 0
+    r = run("memory", d, "--max-peak", "6365275")
+    assert r.returncode == 1 and "exceeds --max-peak" in r.stderr
+
+
+def test_cli_json_carries_peak_and_verdict():
+    r = run("memory", _gpu_dump("dev_attention_cudnn"), "--json", "--limit", "4194560")
+    d = json.loads(r.stdout)
+    (m,) = d["modules"]
+    assert m["peak"]["peak_memory_in_bytes"] == 4194560
+    assert m["verdict"] == {"peak_bytes": 4194560, "limit_bytes": 4194560,
+                            "peak_name": "peak_memory_in_bytes", "limit_name": "--limit 4194560",
+                            "fits": True, "margin_bytes": 0}
+    assert m["peak"]["live_at_peak"][0]["size"] == 1048576
+
+
+# -- regressions of issue 18's bugs ------------------------------------------------------
+
+TPU = corpora.DATA / "tpu_corpus"
+
+
+def test_size_zero_allocation_has_unpadded_size_zero():
+    # host_offload's buffer assignment: "allocation 11: size 0, color 1, ..."
+    (m,) = [m for m in memory.analyze(str(TPU / "host_offload" / "dump")).modules
+            if m.name == "jit_offload"]
+    a = [a for a in m.allocations if a.index == 11][0]
+    assert a.size_in_bytes == 0 and a.unpadded_size_in_bytes == 0
+    assert a.to_json()["unpadded_size_in_bytes"] == 0
+
+
+def test_one_name_per_memory_space():
+    # XLA:TPU's memory-usage report calls S(5) "cmem"; every view says host memory
+    assert memory.space_label(5) == "host memory"
+    assert memory.space_label(5, "cmem") == "host memory, 'cmem' in XLA's report"
+    assert memory.space_label(0, "default") == "device memory"
+    r = run("memory", TPU / "host_offload" / "dump", "--module", "jit_offload")
+    assert "S(5) host memory, 'cmem' in XLA's report" in r.stdout
+
+
+def test_oom_allocations_are_numbered_once():
+    # the report lists its temporaries and its arguments/outputs in two
+    # sections, each numbered from 1 by libtpu: one list, one numbering
+    r = run("memory", TPU / "oom_temps" / "oom" / "tpu_driver.WARNING.txt", "--top", "20")
+    listed = r.stdout.split("allocations listed in the report")[1].split("most padding")[0]
+    ranks = [int(x) for x in re.findall(r"^\s+(\d+)\.\s", listed, re.M)]
+    assert ranks == list(range(1, len(ranks) + 1)) and len(ranks) == 14
+
+
+def test_oom_json_puts_the_report_that_counts_first():
+    log = TPU / "oom_temps" / "oom" / "tpu_driver.WARNING.txt"
+    res = memory.analyze(str(log))
+    assert [m.superseded for m in res.modules] == [True] * (len(res.modules) - 1) + [False]
+    d = json.loads(run("memory", log, "--json").stdout)
+    first = d["modules"][0]
+    assert first["superseded"] is False and first["allocations"]
+    assert all(m["superseded"] for m in d["modules"][1:])
+    # libtpu's own figure for the last report: "Used 20.26G of 15.75G hbm"
+    assert first["memory_used_bytes"] == res.modules[-1].memory_used_bytes
+
+
+class _Stats:
+    def __init__(self, **kw):
+        self.__dict__.update(kw)
+
+
+class _Compiled:
+    def __init__(self, text, stats):
+        self._text, self._stats = text, stats
+
+    def as_text(self):
+        return self._text
+
+    def memory_analysis(self):
+        return self._stats
+
+
+def test_analyze_of_a_compiled_object_takes_temp_and_peak_from_memory_analysis():
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_mlp_f32")
+    ma = prog.memory_analysis
+    (m,) = memory.analyze(_Compiled(prog.module_hlo.read_text(), _Stats(**ma))).modules
+    assert m.temp_size_in_bytes == ma["temp_size_in_bytes"] == 50331920
+    for k in PEAK_FIELDS:
+        assert m.memory_analysis[k] == ma[k]
+    v = judge(m, 1 << 30, "1G")
+    assert v.peak_bytes == ma["peak_memory_in_bytes"] and v.peak_name == "peak_memory_in_bytes"
+
+
+def test_cpu_counts_host_memory_as_device_memory_from_text_alone():
+    # XLA:CPU compiles the S(5) parameter as an ordinary buffer ({1,0} in the
+    # entry, S(5) in entry_computation_layout): memory_analysis() counts it as
+    # device memory
+    prog = next(p for p in corpora.programs("cpu") if p.name == "offload")
+    (m,) = memory.analyze(str(prog.module_hlo)).modules
+    assert m.platform == "cpu"
+    assert m.argument_size_in_bytes == prog.memory_analysis["argument_size_in_bytes"] == 8388608
+    assert m.host_argument_size_in_bytes == prog.memory_analysis["host_argument_size_in_bytes"] == 0
+    assert any("XLA:CPU counts host-memory" in n for n in m.notes)
+    # the same text said to be XLA:GPU's: host memory stays host memory
+    (g,) = memory.analyze(str(prog.module_hlo), platform="gpu").modules
+    assert g.host_argument_size_in_bytes == 8388608 and g.argument_size_in_bytes == 0
+
+
+def test_peak_can_be_skipped_and_heap_json_is_bounded(monkeypatch):
+    from xlashape import peak as peak_module
+
+    (m,) = memory.analyze(memory.EXAMPLE_DUMP, peak=False).modules
+    assert m.peak is None and "peak" not in m.to_json()
+    prog = next(p for p in corpora.programs("gpu") if p.name == "dev_remat_scan")
+    (m,) = memory.analyze(str(prog.dump_dir)).modules
+    full = m.peak.heap[0]["padded"]
+    (h,) = m.peak.to_json()["heap"]
+    assert h["step"] == 1 and h["padded"] == list(full) and h["length"] == len(full)
+    monkeypatch.setattr(peak_module, "HEAP_POINTS", 10)
+    (h,) = m.peak.to_json()["heap"]
+    assert len(h["padded"]) <= 10 and h["step"] == -(-len(full) // 10)
+    assert max(h["padded"]) == max(full) == h["peak_bytes"]
+    assert h["padded"][0] == max(full[:h["step"]])
+
+
+def test_reads_names_whole_instructions():
+    from xlashape.live_range import reads
+
+    ops = " f32[8]{0} fusion(f32[8]{0} %copy-done.1, f32[8]{0} %copy-done, s32[] %gte.3)"
+    assert reads(ops, "copy-done.1") and reads(ops, "copy-done") and reads(ops, "gte.3")
+    assert not reads(ops, "copy-done.") and not reads(ops, "copy") and not reads(ops, "gte")
+    assert not reads("", "x")

@@ -1,0 +1,303 @@
+"""Readers for two files of an XLA dump that say *when* buffers live, and
+*where* in the user's program they come from.
+
+``*-live-range.txt`` (XLA's ``HloLiveRange`` of the scheduled module):
+
+- ``InstructionSequence``: the schedule, one ``T:name`` line per instruction
+  (``T`` is the position in program order, nested computations flattened in);
+- ``BufferLiveRange``: every value as ``label:start-end`` (``label`` is the
+  defining instruction plus the shape index, ``while.2{1}``; both ends
+  inclusive);
+- ``Live ranges at T (peak)`` and a "Stack trace breakdown for peak usage":
+  XLA's own peak of that file, which counts every value (tuple tables and
+  thread-local scalars too), so it is *not* ``memory_analysis()``'s peak.
+
+The module text (``*.txt``) carries, per instruction, ``metadata={op_name=...
+source_file=... source_line=... stack_frame_id=N}`` and, at its top, the
+``FileNames`` / ``FunctionNames`` / ``FileLocations`` / ``StackFrames``
+tables that ``stack_frame_id`` points into. :func:`read_locations` turns both
+into an op path and a ``file:line`` per instruction.
+
+Both readers stream their input line by line (memory stays proportional to
+the number of values / instructions, not to the file's size) and never raise
+on a malformed line: it is skipped.
+"""
+
+import re
+from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
+
+from .hlo_module import open_text
+
+__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands", "reads"]
+
+_RANGE = re.compile(r"\s*(\S.*?):(-?\d+)-(-?\d+)\s*$")
+_PEAK = re.compile(r"\s*Live ranges at (\d+) \(peak\):")
+_PEAK_LINE = re.compile(r"\s*(\S.*?): (\d+) bytes")
+_MAX = re.compile(r"HloLiveRange \(max (\d+)\)")
+_HEADER_STARTS = frozenset("HIBLS")
+
+
+class LiveRanges:
+    """One ``*-live-range.txt``: ``sequence`` (instruction names in program
+    order), ``ranges`` (``label -> (start, end)``, labels always carry their
+    shape index, ``{}`` for a whole value), ``max_time``, and XLA's own peak
+    of this file: ``xla_peak_time`` and ``xla_peak_buffers`` (``(label,
+    bytes)`` pairs, as listed)."""
+
+    __slots__ = ("sequence", "ranges", "max_time", "xla_peak_time", "xla_peak_buffers")
+
+    def __init__(self):
+        self.sequence: List[str] = []
+        self.ranges: Dict[str, Tuple[int, int]] = {}
+        self.max_time = 0
+        self.xla_peak_time: Optional[int] = None
+        self.xla_peak_buffers: List[Tuple[str, int]] = []
+
+    @property
+    def xla_peak_bytes(self) -> Optional[int]:
+        """The sum this file prints as its peak (``None`` if it has none)."""
+        if self.xla_peak_time is None:
+            return None
+        return sum(b for _, b in self.xla_peak_buffers)
+
+    def instruction_at(self, time: int) -> Optional[str]:
+        if 0 <= time < len(self.sequence):
+            return self.sequence[time]
+        return None
+
+    def __repr__(self):
+        return (f"<LiveRanges {len(self.sequence)} instructions, {len(self.ranges)} values, "
+                f"XLA's peak at {self.xla_peak_time}>")
+
+
+def label_key(name: str, index: Tuple[int, ...]) -> str:
+    """The live-range file's label of a value: ``name{i,j}`` (``name{}``)."""
+    return name + "{" + ",".join(str(i) for i in index) + "}"
+
+
+def read_live_ranges(source) -> LiveRanges:
+    """Read a ``*-live-range.txt`` (a path, or an iterable of lines)."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        with open_text(source) as f:
+            return _read_live_ranges(f)
+    return _read_live_ranges(source)
+
+
+def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
+    lr = LiveRanges()
+    section = None
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        if s[0] not in _HEADER_STARTS:
+            pass
+        elif s.startswith("HloLiveRange"):
+            m = _MAX.search(s)
+            if m:
+                lr.max_time = int(m.group(1))
+            continue
+        elif s == "InstructionSequence:":
+            section = "seq"
+            continue
+        elif s == "BufferLiveRange:":
+            section = "ranges"
+            continue
+        elif s.startswith("Live ranges at"):
+            m = _PEAK.match(line)
+            if m:
+                section = "peak"
+                lr.xla_peak_time = int(m.group(1))
+                continue
+        elif s.startswith("Stack trace breakdown"):
+            section = None
+            continue
+        if section == "seq":
+            pos, _, name = s.partition(":")
+            if not pos.isdigit() or not name:
+                continue
+            t = int(pos)
+            if t == len(lr.sequence):
+                lr.sequence.append(name)
+            elif t < 1 << 24:
+                while len(lr.sequence) < t:
+                    lr.sequence.append("")
+                lr.sequence.append(name)
+        elif section == "ranges":
+            # "label:start-end" (str methods: this section has a line per value)
+            label, _, span = s.rpartition(":")
+            start, _, end = span.partition("-")
+            try:
+                r = (int(start), int(end))
+            except ValueError:
+                m = _RANGE.match(line)   # a negative start ("-1-5") or a malformed line
+                if not m:
+                    continue
+                label, r = m.group(1), (int(m.group(2)), int(m.group(3)))
+            if not label:
+                continue
+            if not label.endswith("}"):
+                label += "{}"
+            lr.ranges[label] = r
+        elif section == "peak":
+            m = _PEAK_LINE.match(line)
+            if m:
+                label = m.group(1)
+                if not label.endswith("}"):
+                    label += "{}"
+                lr.xla_peak_buffers.append((label, int(m.group(2))))
+    if lr.max_time == 0:
+        lr.max_time = max(len(lr.sequence), max((e for _, e in lr.ranges.values()), default=0))
+    return lr
+
+
+class Location(NamedTuple):
+    """Where an instruction comes from: its ``op_name`` (JAX's op path, e.g.
+    ``jit(f)/dot_general``) and ``source`` (``file:line`` of the innermost
+    frame), each ``None`` when the module text does not say."""
+
+    op_name: Optional[str]
+    source: Optional[str]
+
+
+_INSTR = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+_META = re.compile(r"metadata=\{([^{}]*)\}")
+_KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_TABLE_ROW = re.compile(r"\s*(\d+)\s+(.*?)\s*$")
+
+
+def _kv(text: str) -> Dict[str, str]:
+    out = {}
+    for m in _KV.finditer(text):
+        v = m.group(2)
+        if v.startswith('"'):
+            v = v[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+        out[m.group(1)] = v
+    return out
+
+
+def read_locations(source, names=None) -> Dict[str, Location]:
+    """``instruction name -> Location`` for every instruction of a module
+    text (a path, or an iterable of lines) that has ``op_name`` or a source
+    position -- only those in ``names`` when it is given (memory then stays
+    proportional to ``names``); ``stack_frame_id`` is resolved through the
+    module's ``StackFrames`` tables."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        with open_text(source) as f:
+            return _read_locations(f, names)
+    return _read_locations(source, names)
+
+
+def _read_locations(lines: Iterable[str], names=None) -> Dict[str, Location]:
+    files: Dict[int, str] = {}
+    locations: Dict[int, Tuple[int, int]] = {}
+    frames: Dict[int, int] = {}
+    out: Dict[str, Location] = {}
+    pending: Dict[str, Tuple[Optional[str], Optional[int]]] = {}
+    table = None
+    for line in lines:
+        if table is not None:
+            s = line.strip()
+            if not s:
+                table = None
+                continue
+            m = _TABLE_ROW.match(line)
+            if m:
+                key, rest = int(m.group(1)), m.group(2)
+                if table == "FileNames":
+                    files[key] = rest.strip('"')
+                elif table == "FileLocations":
+                    kv = _kv(rest)
+                    try:
+                        locations[key] = (int(kv.get("file_name_id", "0")), int(kv.get("line", "0")))
+                    except ValueError:
+                        pass
+                elif table == "StackFrames":
+                    kv = _kv(rest)
+                    try:
+                        frames[key] = int(kv.get("file_location_id", "0"))
+                    except ValueError:
+                        pass
+                continue
+            table = None
+        s = line.strip()
+        if s in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+            table = s
+            continue
+        if "metadata={" not in line:
+            continue
+        m = _INSTR.match(line)
+        if not m or (names is not None and m.group(1) not in names):
+            continue
+        mm = _META.search(line)
+        if not mm:
+            continue
+        kv = _kv(mm.group(1))
+        op = kv.get("op_name")
+        src = None
+        if "source_file" in kv:
+            src = kv["source_file"] + (":" + kv["source_line"] if "source_line" in kv else "")
+            out[m.group(1)] = Location(op, src)
+        elif "stack_frame_id" in kv:
+            try:
+                pending[m.group(1)] = (op, int(kv["stack_frame_id"]))
+            except ValueError:
+                out[m.group(1)] = Location(op, None)
+        elif op is not None:
+            out[m.group(1)] = Location(op, None)
+    for name, (op, frame) in pending.items():
+        src = None
+        loc = locations.get(frames.get(frame, -1))
+        if loc is not None and loc[0] in files:
+            src = f"{files[loc[0]]}:{loc[1]}"
+        out[name] = Location(op, src)
+    return out
+
+
+
+
+def read_value_operands(source) -> Dict[int, str]:
+    """From a ``*-buffer-assignment-values.txt``: ``value id -> the operand
+    list of its defining instruction`` as XLA prints it (the text between the
+    opcode's parentheses; ask :func:`reads` whether it names an instruction).
+    The heap simulator lets a value share the buffer of a value its
+    instruction reads directly; this is what tells the two apart."""
+    if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
+        with open_text(source) as f:
+            return _read_value_operands(f)
+    return _read_value_operands(source)
+
+
+def reads(operands: str, name: str) -> bool:
+    """Whether an operand list (from :func:`read_value_operands`) names the
+    instruction ``name`` (``%name`` not followed by more of a name)."""
+    key = "%" + name
+    i = operands.find(key)
+    while i >= 0:
+        j = i + len(key)
+        if j >= len(operands) or not (operands[j].isalnum() or operands[j] in "._-"):
+            return True
+        i = operands.find(key, j)
+    return False
+
+
+def _read_value_operands(lines: Iterable[str]) -> Dict[int, str]:
+    out: Dict[int, str] = {}
+    current = None
+    key = " from instruction:"
+    for line in lines:
+        c = line[:1]
+        if c == "<":
+            end = line.find(" ")
+            try:
+                current = int(line[1:end])
+            except ValueError:
+                current = None
+        elif c == " " and current is not None and line.startswith(key):
+            # "%name = shape opcode(operands), attributes": keep the operands
+            eq = line.find("=")
+            body = line[eq + 1:] if eq >= 0 else ""
+            cut = body.find("), ")
+            out[current] = body if cut < 0 else body[:cut + 1]
+            current = None
+    return out
