@@ -1757,9 +1757,6 @@ def _module_from_gpu_oom(r, path: Optional[str]) -> ModuleMemory:
             "itself may fit)" if r.origin == "autotuner"
             else "the allocation failed when the program ran")
     note = what
-    if r.remat is not None and r.remat.reduced_to_bytes is not None:
-        note += (f"; XLA's rematerialization could only bring the program down to "
-                 f"{format_bytes(r.remat.reduced_to_bytes)}")
     mm.oom = GpuOomSummary(
         "gpu", "device", r.used_bytes, r.memory_limit_bytes, r.excess_bytes, None, None, None,
         note, r.requested_bytes, r.requested_text, r.requested_exact, r.allocator, r.origin,
