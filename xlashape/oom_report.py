@@ -1,4 +1,20 @@
-"""Read TPU out-of-memory reports, as libtpu prints them.
+"""Read out-of-memory reports: libtpu's, and XLA:GPU's errors and logs. The
+one parser of these formats (``xlashape memory`` and ``HloReader`` read
+through it); each report is a typed record, :class:`OomReport` (TPU) or
+:class:`GpuOomReport` (XLA:GPU).
+
+XLA:GPU's form is the exception ``RESOURCE_EXHAUSTED: Out of memory while
+trying to allocate 150.00GiB with allocator GPU_0_bfc on device 0``, and in
+XLA's log around it the BFC allocator's failure ("Allocator (GPU_0_bfc) ran
+out of memory trying to allocate 150.00GiB (rounded to 161061273600)"), its
+stats (``Limit:``, ``InUse:``) and summary, XLA's scheduler's "base limit",
+and the rematerialization warning ("Can't reduce memory use below X by
+rematerialization; only reduced to Y"); the autotuner's variant says the
+same while trying configurations. :class:`GpuOomReport` holds the request,
+the allocator, the limit where the log gives it, and
+:func:`buffers_of_request` finds the buffers of that size in a dump.
+
+libtpu's reports:
 
 Two forms exist. The exception JAX raises when a program does not fit is
 two lines, with totals only::
