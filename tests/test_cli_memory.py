@@ -340,3 +340,12 @@ def test_memory_gpu_oom_with_its_dump():
     assert "request that failed: 150.00GiB (161061273600 bytes" in out
     assert "memory limit: 104.85G (112583507968 bytes" in out
     assert "buffers of the dump with that size (1)" in out and "f32[600,8192,8192]" in out
+
+
+def test_memory_dump_option_needs_a_gpu_oom_error():
+    d = DATA / "gpu_corpus" / "oom"
+    r = fails("memory", DATA / "tpu_corpus" / "oom_temps" / "oom" / "exception.txt",
+              "--dump", d / "dev_oom_three_temps.cpu_dump")
+    assert "--dump DIR goes with an XLA:GPU out-of-memory error" in r.stderr
+    r = fails("memory", d / "dev_oom_three_temps.txt", "--dump", d / "no_such_dump")
+    assert "no_such_dump" in r.stderr

@@ -1,6 +1,7 @@
 """``xlashape memory PATH|-``: where a program's memory goes, as XLA accounts
-for it: a terminal memory viewer for an HLO module, an XLA dump directory or
-a TPU out-of-memory report.
+for it: a terminal memory viewer for an HLO module, an XLA dump directory, a TPU
+out-of-memory report or an XLA:GPU out-of-memory error (with ``--dump DIR``,
+the buffers of the dump that have the size the allocator could not find).
 
 For each module: the totals per memory space (arguments, outputs, aliased,
 temporaries), XLA's ``CompiledMemoryStats`` figures, the largest
@@ -45,16 +46,19 @@ def add_parser(subparsers):
     p = add_command(
         subparsers, NAME,
         "Show where a program's memory goes, as XLA accounts for it: read an HLO module, "
-        "an XLA dump directory (XLA_FLAGS=--xla_dump_to=DIR) or a TPU out-of-memory report, "
+        "an XLA dump directory (XLA_FLAGS=--xla_dump_to=DIR), a TPU out-of-memory report or "
+        "an XLA:GPU out-of-memory error, "
         "and print the totals per memory space, XLA's memory figures, the largest allocations "
         "and the padding wasters with their fixes",
         f"{PROG} memory --example                       # a small real TPU dump shipped with xlashape\n"
         f"  {PROG} memory DUMP_DIR                          # XLA_FLAGS=--xla_dump_to=DUMP_DIR\n"
         f"  {PROG} memory module.after_optimizations.txt --json\n"
-        f"  {PROG} memory - < oom_message.txt")
+        f"  {PROG} memory - < oom_message.txt\n"
+        f"  {PROG} memory gpu_oom.txt --dump DIR                # which buffers have the failed size")
     p.add_argument("path", metavar="PATH", nargs="?",
                    help="an HLO text file (.gz ok), an XLA dump directory, a TPU out-of-memory "
-                        "report or libtpu log, or - for standard input")
+                        "report or libtpu log, an XLA:GPU out-of-memory error or log, or - for "
+                        "standard input")
     p.add_argument("--example", action="store_true",
                    help="read the small real XLA:TPU dump shipped with xlashape")
     p.add_argument("--example-path", action="store_true",
@@ -180,6 +184,11 @@ def run(args) -> int:
                              dump=args.dump)
         finally:
             progress.done()
+        if args.dump is not None and not any(m.source == "oom" and m.platform == "gpu"
+                                             for m in result.modules):
+            raise UsageError("--dump DIR goes with an XLA:GPU out-of-memory error (it names the "
+                             "buffers of the size the allocator could not find); "
+                             f"{display} holds none")
         if display != path:
             result.path = display
             for m in result.modules:
