@@ -117,3 +117,15 @@ def test_a_real_module_lists_the_padding_that_matters():
                           reverse=True)[:10]
         assert [a.padding_in_bytes for a in m.padding_wasters] == expected
         assert m.padding_summary.padding_bytes == sum(a.padding_in_bytes for a in allocs)
+
+
+def test_a_layout_that_is_some_generations_default_is_not_called_requested():
+    from xlashape import tpu
+
+    v3 = tpu.with_default_layout("s4[3,5,7]", chip="v3")
+    v5p = tpu.default_layout("s4[3,5,7]", chip="v5p")
+    assert v3.layout != v5p
+    # without the chip, a default of any generation counts as XLA's own choice
+    assert origin_of(v3, kind="parameter") == "default"
+    assert origin_of(v3, kind="parameter", chip="v3") == "default"
+    assert origin_of(v3, kind="parameter", chip="v5p") == "requested"

@@ -358,14 +358,15 @@ class Advice(NamedTuple):
 
 
 def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] = None,
-              platform: Optional[str] = "tpu", chip: str = "v5e") -> Optional[str]:
+              platform: Optional[str] = "tpu", chip: Optional[str] = None) -> Optional[str]:
     """Where the layout of a buffer comes from (see :data:`ORIGINS`), as far
     as the buffer itself tells: on TPU a buffer outside HBM and host memory
     (``S(1)`` VMEM and up) is compiler scratch; an entry parameter or output
     (``kind`` ``"parameter"`` / ``"output"``) whose layout is not the one
-    XLA:TPU gives that shape by default (:func:`xlashape.tpu.default_layout`)
-    was requested; otherwise ``"default"``. ``None`` when the shape has no
-    layout or the platform is not TPU.
+    XLA:TPU gives that shape by default (:func:`xlashape.tpu.default_layout`
+    on ``chip``; without a chip, on none of the generations) was requested;
+    otherwise ``"default"``. ``None`` when the shape has no layout or the
+    platform is not TPU.
 
     >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)}", kind="parameter")
     'requested'
@@ -383,12 +384,13 @@ def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] 
     if space not in (0, 5):
         return "scratch"
     if kind in ("parameter", "output"):
+        tpu = _tpu()
+        mine = shape.layout.replace(memory_space=0)
         try:
-            default = _tpu().default_layout(shape, chip)
+            defaults = [tpu.default_layout(shape, c) for c in ((chip,) if chip else tpu.CHIPS)]
         except XlaShapeError:
             return None
-        mine = shape.layout.replace(memory_space=0)
-        return "default" if mine == default else "requested"
+        return "default" if mine in defaults else "requested"
     return "default"
 
 
