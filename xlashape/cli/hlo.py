@@ -1,5 +1,7 @@
 """``xlashape hlo FILE|-``: every instruction of an HLO module (or every
-allocation of a TPU out-of-memory report) with its shape, logical and padded
+allocation of a TPU out-of-memory report: of a libtpu log holding several, the
+last; an error that lists no buffers, TPU's two-line one or XLA:GPU's, points
+to ``xlashape memory``) with its shape, logical and padded
 bytes, padding waste and memory space, how its computation is used (entry,
 fusion body, reducer, while body, ...) and whether its result is a new
 buffer or a view of another; totals per memory space (new buffers only) and
