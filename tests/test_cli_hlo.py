@@ -474,7 +474,19 @@ def test_hlo_on_a_concatenation_of_real_logs_counts_one_report():
 def test_hlo_on_the_two_line_error_points_to_memory():
     exc = (DATA / "tpu_corpus" / "oom_temps" / "oom" / "exception.txt").read_text()
     r = fails("hlo", "-", input=exc)
-    assert "two-line out-of-memory error" in r.stderr and "xlashape memory" in r.stderr
+    assert "two-line out-of-memory error" in r.stderr
+    assert "'xlashape memory - < (the same input)'" in r.stderr
     gpu = (DATA / "gpu_corpus" / "oom" / "dev_oom_three_temps.txt")
     r = fails("hlo", gpu)
     assert "XLA:GPU's out-of-memory error" in r.stderr and "--dump DIR" in r.stderr
+
+
+def test_hlo_and_memory_on_the_rematerialization_warning_alone():
+    # XLA's warning, without byte counts as older XLA printed it: no allocation failed
+    text = ("W0130 11:23:59.296923 hlo_rematerialization.cc:3204] Can't reduce memory use below "
+            "2.52GiB by rematerialization; only reduced to 631.67GiB\n")
+    r = fails("hlo", "-", input=text)
+    assert "rematerialization warning" in r.stderr and "--dump" not in r.stderr
+    out = ok("memory", "-", input=text).stdout
+    assert "no allocation failed in this text" in out and "request that failed" not in out
+    assert "the program needs 631.67G" in out

@@ -1755,7 +1755,9 @@ def _module_from_gpu_oom(r, path: Optional[str]) -> ModuleMemory:
     mm._allocations = []
     what = ("XLA's autotuner ran out of memory while trying configurations (the program "
             "itself may fit)" if r.origin == "autotuner"
-            else "the allocation failed when the program ran")
+            else "the allocation failed when the program ran" if r.requested_text
+            else "no allocation failed in this text: XLA's rematerialization warns that the "
+                 "program needs more than it aimed at; the allocator decides when it runs")
     note = what
     mm.oom = GpuOomSummary(
         "gpu", "device", r.used_bytes, r.memory_limit_bytes, r.excess_bytes, None, None, None,

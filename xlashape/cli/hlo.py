@@ -515,21 +515,24 @@ def _oom_input(path: str, source_name: str):
     with open_text(path) as f:
         reports = read_oom_reports(f)
     listed = [r for r in distinct_reports(reports) if r.allocations]
+    target = "- < (the same input)" if source_name == "<stdin>" else source_name
     if not listed:
         if not reports:
             return None, None
         r = reports[-1]
         if r.platform == "gpu":
-            what = (f"XLA:GPU's out-of-memory error (a request of {r.requested_text} failed"
-                    + (f" in {r.allocator}" if r.allocator else "") + ")")
+            what = ((f"XLA:GPU's out-of-memory error (a request of {r.requested_text} failed"
+                     + (f" in {r.allocator}" if r.allocator else "") + ")")
+                    if r.requested_text else "XLA's rematerialization warning")
             hint = ("; with the dump of the same program (XLA_FLAGS=--xla_dump_to=DIR), "
-                    f"'{PROG} memory {source_name} --dump DIR' also names the buffers of that size")
+                    f"'{PROG} memory {target} --dump DIR' also names the buffers of that size"
+                    if r.requested_text else "")
         else:
             what = (f"TPU's two-line out-of-memory error (needs {r.used_text} of {r.limit_text})"
                     if r.form == "short" else "an out-of-memory report that lists no allocations")
             hint = f"; {BREAKDOWN_HINT}" if r.form == "short" else ""
         raise UsageError(f"{source_name} is {what}: it lists no buffers to show here; "
-                         f"'{PROG} memory {source_name}' reports what it says{hint}")
+                         f"'{PROG} memory {target}' reports what it says{hint}")
     chosen = listed[-1]
     number = chosen.allocations[0].report
     note = None

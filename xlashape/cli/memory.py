@@ -527,9 +527,10 @@ def _gpu_oom_text(m) -> List[str]:
         size += (f" ({o.requested_bytes} bytes" + ("" if o.requested_exact else
                  ", as the allocator rounded it" if "rounded" in " ".join(
                      getattr(m, "_gpu_report").messages) else ", from the rounded figure") + ")")
-    out = [f"XLA:GPU out-of-memory error{'' if not m.name else ' in ' + m.name}",
-           f"  request that failed: {size}{where}"
-           + (" (XLA's autotuner)" if o.origin == "autotuner" else "")]
+    out = [f"XLA:GPU out-of-memory error{'' if not m.name else ' in ' + m.name}"]
+    if o.requested_text is not None:
+        out.append(f"  request that failed: {size}{where}"
+                   + (" (XLA's autotuner)" if o.origin == "autotuner" else ""))
     if o.limit is not None:
         out.append(f"  memory limit: {fmt_bytes(o.limit)} ({o.limit} bytes, from "
                    f"{o.memory_limit_source})")
@@ -555,7 +556,7 @@ def _gpu_oom_text(m) -> List[str]:
                     out.append(f"      {b['shape']}")
         else:
             out.append("no buffer of the dump has that size")
-    else:
+    elif o.requested_text is not None:
         out.append(f"  (give the dump of the same program with --dump DIR to see which buffers "
                    f"have that size)")
     for n in m.notes:
