@@ -543,8 +543,10 @@ def test_scan_calls_on_a_file_across_chunk_boundaries(tmp_path, monkeypatch):
 
     p = tmp_path / "m.txt"
     p.write_text(CURRENT_XLA * 3)
-    monkeypatch.setattr(hlo_module, "_SCAN_CHUNK", 37)   # cut lines anywhere
-    assert hlo_module.scan_calls(p) == hlo_module.scan_calls(CURRENT_XLA)
+    expected = hlo_module.scan_calls(CURRENT_XLA)
+    for chunk in (1, 2, 37, 64, 1000):                     # cut lines anywhere
+        monkeypatch.setattr(hlo_module, "_SCAN_CHUNK", chunk)
+        assert hlo_module.scan_calls(p) == expected, chunk
 
 
 def test_streaming_with_call_kinds_knows_them_before_the_caller():
@@ -700,9 +702,38 @@ def test_scan_calls_on_long_lines_agrees_with_the_python_lane(monkeypatch):
     assert fast == slow
     assert fast == {"c1": {"fusion"}, "r": {"fusion"}, "c2": {"fusion"},
                     "cond": {"while_condition"}, "body": {"while_body"}}
-    # a "{" value that closes later on its line takes everything up to the "}"
+    # a "{" value holding another "{" or an "=" is not a list of computations
     assert scan_calls("f = f32[] fusion(a), calls={x, calls={p, q}") == {
-        "x": {"fusion"}, "calls": {"fusion"}, "p": {"fusion"}, "q": {"fusion"}}
+        "p": {"fusion"}, "q": {"fusion"}}
+
+
+def test_nested_call_values_cost_linear_work(monkeypatch):
+    # ", calls={x" n times then "}" n times: each "{" value used to run to
+    # the first "}", so n values named n computations each (n = 20000: 139 s)
+    import xlashape.hlo_module as hm
+
+    n = 3000
+    line = "  %f = f32[] fusion(a), kind=kLoop" + ", calls={x" * n + "}" * n + ", calls=%c1"
+    text = "ENTRY e {\n" + line + "\n}\n"
+    names = [0]
+    real = hm._NAME_REF
+
+    class Counting:
+        def findall(self, value):
+            got = real.findall(value)
+            names[0] += len(got)
+            return got
+
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+    for pure in ("", "1"):
+        monkeypatch.setenv("XLASHAPE_PURE_PYTHON", pure)
+        monkeypatch.setattr(hm, "_NAME_REF", Counting())
+        m = parse_hlo_module(text)
+        assert m.fused_computations == {"x", "c1"} and m.warnings == []
+        assert hm.scan_calls(text) == {"x": {"fusion"}, "c1": {"fusion"}}
+    assert 0 < names[0] <= 4 * n    # names read (Python lane): linear, not n * n
 
 
 def test_warnings_are_counted_and_only_the_first_are_kept():
@@ -757,7 +788,7 @@ def test_source_kind_decides_path_or_text():
                  "HloModule m", "ENTRY %main {", "}", "a\nb", "  ", "",
                  "RESOURCE_EXHAUSTED: Ran out of memory in memory space hbm.",
                  "BufferAssignment:", "allocation 0: size 8, parameter 0:",
-                 "Memory Space: default (color=0)"):
+                 "Memory Space: default (color=0)", "a\0b", "x" * 5000):
         assert source_kind(text) == "text", text
     for path in ("module.txt", "dump/module_0001.jit_f.after_optimizations.txt",
                  "/tmp/x.hlo.gz", "C:\\dumps\\m.txt"):
@@ -786,6 +817,11 @@ def test_scan_calls_takes_one_line_of_hlo_as_text(tmp_path, monkeypatch):
         scan_calls("missing.hlo")
     with pytest.raises(TypeError):
         scan_calls(42)
+    from xlashape import UnreadableInputError
+
+    with pytest.raises(UnreadableInputError, match="not a file name"):
+        scan_calls(Path("a\0b"))
+    assert scan_calls("a\0b") == {}              # a str with a NUL: text
 
 
 _SPECIAL_CHILD = r"""

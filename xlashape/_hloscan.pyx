@@ -477,9 +477,10 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
                               Py_ssize_t kn, Py_ssize_t* starts, Py_ssize_t* vals,
                               Py_ssize_t cap) nogil:
     """hlo_module._calls_in for one key: every ``(?:^|,)\\s*KEY\\s*=\\s*`` in
-    s[a:b] whose value matches ``\\{[^}]*\\}|%?[\\w.\\-]+``: the match start in
+    s[a:b] whose value matches ``\\{[^{}=]*\\}|%?[\\w.\\-]+``: the match start in
     starts, the value's bounds in vals (pairs); the count (-1: more than cap)."""
     cdef Py_ssize_t pos = a, j, e, k, count = 0
+    cdef Py_ssize_t stop_from = -1, stop_at = -1
     cdef const char* hit
     while pos + kn <= b:
         hit = <const char*>memmem(s + pos, b - pos, key, kn)
@@ -503,10 +504,17 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
             e += 1
         pos = e                       # as Python: the next match after the "="
         if e < b and s[e] == 123:
+            # the first "}" ("{" or "=" first: not a list of names) from
+            # e + 1, remembered: many "{" that do not close are scanned once
             k = e + 1
-            while k < b and s[k] != 125:
-                k += 1
-            if k >= b:
+            if stop_from <= k <= stop_at:
+                k = stop_at
+            else:
+                stop_from = k
+                while k < b and s[k] != 125 and s[k] != 123 and s[k] != 61:
+                    k += 1
+                stop_at = k
+            if k >= b or s[k] != 125:
                 continue
             k += 1
         else:
@@ -1331,17 +1339,18 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
         if kn == 0:
             continue
         pos = i - 1                             # the comma: where the match starts
-        # the value: \{[^}\n]*\} or %?[\w.\-]+
+        # the value: \{[^{}=\n]*\} or %?[\w.\-]+
         v_a = i + 1 + kn
         if v_a < n and s[v_a] == 123:
-            # the first "}" or "\n" from v_a + 1: remembered, so that many
-            # "{" values without a "}" on one long line are scanned once
+            # \{[^{}=\n]*\}: the first "}", "{", "=" or "\n" from v_a + 1,
+            # remembered, so that many "{" values that do not close on one
+            # long line are scanned once
             k = v_a + 1
             if stop_from <= k <= stop_at:
                 k = stop_at
             else:
                 stop_from = k
-                while k < n and s[k] != 125 and s[k] != 10:
+                while k < n and s[k] != 125 and s[k] != 10 and s[k] != 123 and s[k] != 61:
                     k += 1
                 stop_at = k
             if k >= n or s[k] != 125:

@@ -141,7 +141,10 @@ _CALL_KEYS_BY_OPCODE = {
     "all-reduce-start": ("to_apply",), "reduce-scatter": ("to_apply",),
     "select-and-scatter": ("select", "scatter"), "topk": ("to_apply",),
 }
-_CALL_VALUE = re.compile(r"\{[^}]*\}|%?[\w.\-]+")
+# A list of computations is "{a, b}": a "{" value holding another "{" or an
+# "=" names none (and would make the names read grow with the square of a
+# garbage line's length).
+_CALL_VALUE = re.compile(r"\{[^{}=]*\}|%?[\w.\-]+")
 _NAME_REF = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 _STACK_SECTIONS = frozenset(("FileNames", "FunctionNames", "FileLocations", "StackFrames"))
 # An entry of a stack-frame section: a number, then a quoted name or a {...} record.
@@ -1772,7 +1775,7 @@ def _default_reader() -> HloReader:
 _CALLS_B = re.compile(
     rb", (calls|to_apply|body|condition|branch_computations|true_computation|false_computation"
     rb"|called_computations|select|scatter)=(\{|%?[\w.\-]+)")
-_BRACE_END_B = re.compile(rb"[}\n]")
+_BRACE_END_B = re.compile(rb"[{}=\n]")   # a "{" value ends at "}" (the others: not one)
 _OPCODE_B = re.compile(rb"[\s)\]}]([a-z][a-z0-9_\-]*)\(")
 _NAME_REF_B = re.compile(rb"%?([A-Za-z_][\w.\-]*)")
 _SCAN_CHUNK = 1 << 23
@@ -1829,14 +1832,19 @@ def _scan_calls(source, kinds, progress) -> Dict[str, set]:
             if cut < 0:
                 tail.append(block)
                 continue
+            start = 0
             if tail:
-                tail.append(block[:cut + 1])
+                # the carried line alone (lines are scanned independently),
+                # then the whole lines after it: no copy of both at once
+                start = block.find(b"\n") + 1
+                tail.append(block[:start])
                 chunk = b"".join(tail)
                 tail.clear()
                 _scan_chunk(chunk, kinds)
                 del chunk
-            else:
-                _scan_chunk(block[:cut + 1], kinds)
+            if start <= cut:
+                _scan_chunk(block if start == 0 and cut + 1 == len(block)
+                            else block[start:cut + 1], kinds)
             if cut + 1 < len(block):
                 tail.append(block[cut + 1:])
             del block
@@ -1929,7 +1937,11 @@ def check_regular_file(path) -> str:
     path = _os.fspath(path)
     if isinstance(path, bytes):
         path = _os.fsdecode(path)
-    what = _not_regular(_os.stat(path).st_mode)
+    try:
+        mode = _os.stat(path).st_mode
+    except ValueError as e:          # a NUL in the name
+        raise UnreadableInputError(f"{path!r} is not a file name ({e})") from None
+    what = _not_regular(mode)
     if what is not None:
         raise UnreadableInputError(f"{path} is {what}, not a regular file: xlashape reads "
                                    "files (or a symbolic link to one)")
@@ -1973,8 +1985,8 @@ def source_kind(source) -> str:
 
     - ``os.PathLike`` (``pathlib.Path``): always a path.
     - ``bytes`` / ``bytearray``: text.
-    - ``str``: text if it holds a line break, is blank, or is one line of
-      what the readers read (an HLO instruction, header or brace, an
+    - ``str``: text if it holds a line break or a NUL, is blank or longer
+      than any path (4096 characters), or is one line of what the readers read (an HLO instruction, header or brace, an
       out-of-memory report, a buffer assignment or memory-usage report
       line), even if a file of that name exists; otherwise a path (a missing
       one then raises ``FileNotFoundError`` naming it, rather than being read
@@ -1990,7 +2002,8 @@ def source_kind(source) -> str:
     if isinstance(source, (bytes, bytearray)):
         return "text"
     if isinstance(source, str):
-        if "\n" in source or "\r" in source or not source.strip():
+        if ("\n" in source or "\r" in source or "\0" in source or len(source) > 4096
+                or not source.strip()):
             return "text"
         if _TEXT_LINE.match(source) is not None:
             return "text"
