@@ -223,3 +223,45 @@ def test_describe_json_non_finite_padding_value_stays_strict_json():
     obj = describe_json("f32[2]", "--pad", "3", "--padding-value", "nan")
     assert obj["padding_value"] == "NaN"
     assert float(obj["padding_value"]) != float(obj["padding_value"])
+
+
+def test_describe_proto_prints_xlas_bytes_and_the_text_format():
+    # XLA's bytes for this shape (jaxlib 0.10.2 Shape(text).to_serialized_proto(),
+    # as recorded in data/xla_shape_protos.jsonl.gz)
+    import gzip
+    import os
+
+    fixture = os.path.join(os.path.dirname(__file__), "data", "xla_shape_protos.jsonl.gz")
+    with gzip.open(fixture, "rt") as fh:
+        fh.readline()
+        text, xla_text, hexed = next(json.loads(line) for line in fh
+                                     if "T(" in line and line.startswith('["('))
+    out = ok("describe", "--proto", text).stdout.splitlines()
+    assert out[0].split()[:3] == ["ShapeProto", str(len(hexed) // 2), "bytes"]
+    assert out[1] == hexed
+    assert "element_type: TUPLE" in out and "tuple_shapes {" in out
+    obj = json.loads(ok("describe", "--proto", "--json", text).stdout)
+    assert obj["proto_hex"] == hexed and obj["shape"] == xla_text
+    assert obj["proto_text"].startswith("element_type: TUPLE\n")
+
+
+def test_shape_argument_may_be_a_shapeproto_file(tmp_path):
+    # XLA's own bytes for a tiled shape, from the fixture
+    import gzip
+    import os
+
+    fixture = os.path.join(os.path.dirname(__file__), "data", "xla_shape_protos.jsonl.gz")
+    with gzip.open(fixture, "rt") as fh:
+        fh.readline()
+        text, xla_text, hexed = next(json.loads(line) for line in fh
+                                     if ":T(" in line and line.startswith('["bf16'))
+    path = tmp_path / "shape.pb"
+    path.write_bytes(bytes.fromhex(hexed))
+    out = ok("describe", str(path)).stdout
+    assert field(out, "shape") == xla_text
+    assert field(ok("describe", text).stdout, "physical bytes") == field(out, "physical bytes")
+    bad = tmp_path / "bad.pb"
+    bad.write_bytes(b"\x10\x0b\x1a\x05\x01")
+    from cli_util import one_error_line
+
+    assert "ShapeProto" in one_error_line("describe", str(bad)).stderr

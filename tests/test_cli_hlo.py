@@ -490,3 +490,29 @@ def test_hlo_and_memory_on_the_rematerialization_warning_alone():
     out = ok("memory", "-", input=text).stdout
     assert "no allocation failed in this text" in out and "request that failed" not in out
     assert "the program needs 631.67G" in out
+
+
+def test_hlo_reads_an_hlo_pb_like_its_text(tmp_path):
+    # XLA:GPU wrote both files for one compilation (data/protos/README.md)
+    import os
+
+    from cli_util import ok, one_error_line
+
+    stem = os.path.join(os.path.dirname(__file__), "data", "protos",
+                        "module_89286.jit_dev_fori_cumulative.sm_9.0a_gpu_after_optimizations")
+
+    def totals(out):
+        # buffers and bytes per memory space (the proto also has the
+        # get-tuple-elements that this XLA's text leaves out: more views)
+        rows = [line for line in out.split("totals per memory space", 1)[1].splitlines()
+                if line.strip().startswith("S(")]
+        assert rows
+        return rows
+
+    from_proto = ok("hlo", stem + ".hlo.pb").stdout
+    from_text = ok("hlo", stem + ".txt").stdout
+    assert totals(from_proto) == totals(from_text)
+    bad = tmp_path / "cut.hlo.pb"
+    with open(stem + ".hlo.pb", "rb") as fh:
+        bad.write_bytes(fh.read()[:200])
+    assert "cut.hlo.pb" in one_error_line("hlo", str(bad)).stderr

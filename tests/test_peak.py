@@ -362,3 +362,20 @@ def test_reads_names_whole_instructions():
     assert reads(ops, "copy-done.1") and reads(ops, "copy-done") and reads(ops, "gte.3")
     assert not reads(ops, "copy-done.") and not reads(ops, "copy") and not reads(ops, "gte")
     assert not reads("", "x")
+
+
+@pytest.mark.parametrize("prog", corpora.programs(), ids=corpora.program_id)
+def test_platform_from_module_text_is_right_or_unknown(prog):
+    # tiled layouts say TPU; XLA:GPU's and XLA:CPU's custom calls and backend
+    # configs say GPU or CPU; a module with none of them stays unknown
+    (m,) = memory.analyze(str(prog.module_hlo), chip=prog.chip).modules
+    assert m.platform in (prog.platform, None)
+    if prog.platform == "tpu":
+        assert m.platform == "tpu"
+
+
+def test_cli_bad_limit_or_device_fails_before_any_output():
+    for args in (("--limit", "foo"), ("--device", "z80"), ("--max-peak", "12Q")):
+        r = run("memory", "--example", *args)
+        assert r.returncode == 2 and r.stdout == "", args
+        assert "error:" in r.stderr

@@ -157,3 +157,55 @@ def test_messages_live_in_a_private_pool():
     with pytest.raises(KeyError):
         descriptor_pool.Default().FindFileByName("xlashape/hlo_subset.proto")
     assert protos.HloProto.DESCRIPTOR.file.pool is not descriptor_pool.Default()
+
+
+DATA_ALL = os.path.join(os.path.dirname(__file__), "data")
+
+
+def _all(pattern):
+    import glob
+
+    return sorted(glob.glob(os.path.join(DATA_ALL, "**", pattern), recursive=True))
+
+
+def test_every_memory_usage_report_reads_and_writes_back_identically():
+    paths = _all("*-memory-usage-report.pb")
+    assert paths
+    for path in paths:
+        raw = _read(path)
+        report = protos.read_memory_usage_report(raw)
+        assert report.SerializeToString() == raw, path
+        assert protos.unknown_field_numbers(report) == [], path
+        with open(path[:-len(".pb")] + ".txt") as fh:
+            totals = [int(t) for t in re.findall(r"^Total bytes: (\d+)", fh.read(), re.M)]
+        assert [s.total_bytes for s in report.memory_space_allocation_entries] == totals, path
+
+
+def test_every_hlo_proto_reads():
+    paths = _all("*.hlo.pb") + _all("*.hlo.pb.gz")
+    assert paths
+    for path in paths:
+        proto = protos.read_hlo_proto(path)
+        assert proto.hlo_module.computations, path
+        again = protos.parse_message(protos.HloProto, proto.SerializeToString())
+        assert again == proto, path
+
+
+def test_serialized_buffer_assignment_is_the_dumps_without_heap_traces():
+    # memory_analysis().serialized_buffer_assignment_proto (saved by the CPU
+    # corpus generator) against the buffer assignment in the same
+    # compilation's .hlo.pb: the same allocations and logical buffers
+    import glob
+
+    pairs = 0
+    for path in _all("buffer_assignment.pb"):
+        dumps = glob.glob(os.path.join(os.path.dirname(path), "dump", "*.hlo.pb"))
+        if not dumps:
+            continue
+        ba = protos.read_buffer_assignment(path)
+        full = protos.read_hlo_proto(dumps[0]).buffer_assignment
+        assert list(ba.buffer_allocations) == list(full.buffer_allocations), path
+        assert list(ba.logical_buffers) == list(full.logical_buffers), path
+        pairs += 1
+    if not pairs:
+        pytest.skip("no serialized buffer assignments in the test data")

@@ -31,6 +31,7 @@ from .errors import (
     ShapeOverflowError,
     ShapeMemoryError,
     ReleasedArrayError,
+    ProtoDecodeError,
 )
 from .primitive_types import (
     PrimitiveType,
@@ -76,6 +77,7 @@ __all__ = [
     "XlaShapeError", "HloParseError", "InvalidShapeError", "ShapeIndexError",
     "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
     "ShapeValueError", "ShapeOverflowError", "ShapeMemoryError", "ReleasedArrayError",
+    "ProtoDecodeError",
     "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",
     "Tile", "SplitConfig", "Layout", "COMBINE_DIMENSION",
     "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",

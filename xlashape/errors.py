@@ -21,6 +21,7 @@ __all__ = [
     "ShapeOverflowError",
     "ShapeMemoryError",
     "ReleasedArrayError",
+    "ProtoDecodeError",
 ]
 
 
@@ -80,6 +81,15 @@ class ReleasedArrayError(ShapeValueError):
     """An operation on a :class:`~xlashape.LayoutArray` after its
     ``release()``: its storage is gone. Also a ``ValueError``, as Python
     raises for a released ``memoryview``."""
+
+
+class ProtoDecodeError(UnreadableInputError, ShapeValueError):
+    """Bytes that are not the protobuf message they were read as (cut off,
+    a bad wire type, invalid UTF-8, ...), or a message xlashape cannot turn
+    into its objects (an unknown element type, a tuple with dimensions,
+    ...). The message names the field: ``ShapeProto.tuple_shapes[1].layout:
+    ...``. Both an :class:`UnreadableInputError` and a
+    :class:`ShapeValueError` (so a ``ValueError``)."""
 
 
 class HloParseError(XlaShapeError, ValueError):

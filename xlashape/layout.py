@@ -137,6 +137,19 @@ class Tile(Frozen):
     def __reduce__(self):
         return (Tile, self._dims)
 
+    def to_proto(self) -> bytes:
+        """The serialized ``TileProto`` (``*`` as INT64_MIN, as XLA stores it)."""
+        from .shape_proto import tile_to_proto
+
+        return tile_to_proto(self).SerializeToString()
+
+    @classmethod
+    def from_proto(cls, data) -> "Tile":
+        """A Tile from ``TileProto`` bytes or message."""
+        from .shape_proto import tile_from_proto
+
+        return tile_from_proto(data)
+
 
 class SplitConfig(Frozen):
     """``SplitConfig(dimension, split_indices)``; ``dimension`` is physical (0 = major-most).
@@ -175,6 +188,19 @@ class SplitConfig(Frozen):
 
     def __reduce__(self):
         return (SplitConfig, (self._dimension, self._split_indices))
+
+    def to_proto(self) -> bytes:
+        """The serialized ``SplitConfigProto``."""
+        from .shape_proto import split_config_to_proto
+
+        return split_config_to_proto(self).SerializeToString()
+
+    @classmethod
+    def from_proto(cls, data) -> "SplitConfig":
+        """A SplitConfig from ``SplitConfigProto`` bytes or message."""
+        from .shape_proto import split_config_from_proto
+
+        return split_config_from_proto(data)
 
 
 def _same_value(a, b) -> bool:
@@ -348,6 +374,32 @@ class Layout(Frozen):
 
     def __reduce__(self):
         return (_layout_from_fields, (self._fields(),))
+
+    # -- XLA's LayoutProto ---------------------------------------------------
+    def to_proto(self) -> bytes:
+        """The serialized ``LayoutProto``, byte for byte what XLA's
+        ``Layout::ToProto`` serializes (see :mod:`xlashape.shape_proto`).
+
+        >>> Layout((1, 0), tiles=[Tile(8, 128)]).to_proto().hex()
+        '0a02010032050a03088001800101'
+        """
+        from .shape_proto import layout_to_proto
+
+        return layout_to_proto(self).SerializeToString()
+
+    def to_proto_message(self):
+        """The :class:`xlashape.protos.LayoutProto` message of :meth:`to_proto`."""
+        from .shape_proto import layout_to_proto
+
+        return layout_to_proto(self)
+
+    @classmethod
+    def from_proto(cls, data) -> "Layout":
+        """A Layout from ``LayoutProto`` bytes or message (XLA's
+        ``Layout::CreateFromProto``)."""
+        from .shape_proto import layout_from_proto
+
+        return layout_from_proto(data)
 
     # -- equality ----------------------------------------------------------
     def equal(

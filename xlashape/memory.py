@@ -247,6 +247,25 @@ def _buffers(shape: Shape, index: Tuple[int, ...] = ()) -> Iterator[Tuple[Tuple[
         yield index, shape
 
 
+def _sizes_by_text(cache: dict, text: str, shape: Shape, platform, chip=None
+                   ) -> Tuple[Optional[int], Optional[int], Optional[str]]:
+    """:func:`_sizes_cached` keyed by the shape's text: a buffer assignment
+    parses every value's shape anew, and keeping those objects alive in the
+    cache would hold memory in proportion to the file."""
+    key = (text, platform, chip)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    try:
+        value = (buffer_size(shape, platform, chip), unpadded_size(shape, platform, chip), None)
+    except XlaShapeError as e:
+        value = (None, None, str(e).splitlines()[0])
+    if len(cache) > 1 << 16:
+        cache.clear()
+    cache[key] = value
+    return value
+
+
 def _sizes_cached(cache: dict, shape: Shape, platform, chip=None
                   ) -> Tuple[Optional[int], Optional[int], Optional[str]]:
     key = (id(shape), platform, chip)
@@ -755,7 +774,6 @@ def _decode(data: bytes, what: str) -> str:
 
 def _sniff_kind(head: str) -> Optional[str]:
     """``hlo``, ``oom``, ``buffer-assignment``, ``memory-report`` or ``None``."""
-
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -836,7 +854,6 @@ def _analyze_text(text: str, ctx: _Context, path: Optional[str]) -> MemoryAnalys
 
 
 def _entry_blocks(stream, total: Optional[int], ctx: _Context):
-
     progress = None
     if ctx.progress is not None:
         def progress(done):
@@ -874,6 +891,8 @@ class _EntryInfo:
         self.last = None
         self.tiled = False
         self.instructions = 0
+        self.platform_hint: Optional[str] = None
+        self.hint_checks = 0
 
 
 def _entry_only(lines: Iterable[str]) -> Iterator[str]:
@@ -930,6 +949,10 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
             n = ins.parameter_number
             if n is not None:
                 target.params[n] = (ins.name, ins.shape)
+        elif (target.platform_hint is None and target.hint_checks < 256
+              and ins.opcode in ("fusion", "custom-call")):
+            target.hint_checks += 1
+            target.platform_hint = _platform_hint(ins.attributes_text)
         if ins.is_root:
             target.root = (ins.name, ins.opcode, ins.shape, ins.operand_names if ins.opcode == "tuple" else ())
         target.last = ins
@@ -950,6 +973,22 @@ def _module_from_lines(lines: Iterable[str], ctx: _Context, source: str,
     mm._text_source = (dict(reader.module_attributes), entry)
     _text_figures(mm, reader.module_attributes, entry, ctx, ctx.chip)
     return mm
+
+
+# what XLA:GPU and XLA:CPU write into their modules' custom-call targets and
+# backend configs (the compiled text of the corpora: cuBLAS/cuDNN/cuSOLVER
+# calls and the stream a GPU op runs on; XLA:CPU's LAPACK calls, its loop
+# partitions and its YNNPACK/oneDNN fusions)
+_GPU_MARKS = ("operation_queue_id", "__cublas", "__cudnn", "cusolver", "xla.gpu.", "__triton")
+_CPU_MARKS = ("outer_dimension_partitions", "lapack_", "__ynn", "__onednn", "xla.cpu.")
+
+
+def _platform_hint(attributes: str) -> Optional[str]:
+    if any(m in attributes for m in _GPU_MARKS):
+        return "gpu"
+    if any(m in attributes for m in _CPU_MARKS):
+        return "cpu"
+    return None
 
 
 def _host_space_dropped(params, entry) -> bool:
@@ -1009,6 +1048,8 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
     mm.platform = _platform_of([s for _, s in params] + ([result] if result is not None else []))
     if mm.platform is None and (ctx.platform == "cpu" or _host_space_dropped(params, entry)):
         mm.platform = "cpu"
+    if mm.platform is None:
+        mm.platform = entry.platform_hint
     if ctx.platform is not None:
         mm.platform = ctx.platform
     platform = mm.platform
@@ -1110,7 +1151,6 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-
     modules = find_dump_modules(path, on_warning=ctx.warn)
     if not modules:
         try:
@@ -1132,7 +1172,6 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
 
 
 def _platform_from_key(key: str) -> Optional[str]:
-
     if re.search(r"(?:^|\.)cl_\d+\.$", key):
         return _TPU
     if key.endswith("cpu_"):
@@ -1233,7 +1272,7 @@ def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
         elif v.shape is None:
             return v.size
         else:
-            got = _sizes_cached(sizes, v.shape, platform, ctx.chip)[1]
+            got = _sizes_by_text(sizes, v.shape_text, v.shape, platform, ctx.chip)[1]
             got = v.size if got is None else min(got, v.size)
         if len(cache) > 1 << 16:
             cache.clear()
@@ -1253,36 +1292,6 @@ def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Opt
             add_locations(mm.peak, hlo_path)
         except (OSError, XlaShapeError) as e:
             mm.warnings.append(f"op paths and source lines could not be read: {e}")
-
-
-_PRIMITIVE_NAMES = None
-
-
-def shape_text_of_proto(shape_proto) -> str:
-    """XLA's text of a ``ShapeProto`` (``bf16[8,128]{1,0:T(8,128)(2,1)S(1)}``),
-    for the size model: element type, dimensions and the layout's order,
-    tiles, tail padding, element size and memory space."""
-    global _PRIMITIVE_NAMES
-    if _PRIMITIVE_NAMES is None:
-        _PRIMITIVE_NAMES = {v: k.lower() for k, v in protos.PrimitiveTypeProto.items()}
-    et = _PRIMITIVE_NAMES.get(shape_proto.element_type, "")
-    if et == "tuple":
-        return "(" + ", ".join(shape_text_of_proto(t) for t in shape_proto.tuple_shapes) + ")"
-    text = f"{et}[{','.join(str(d) for d in shape_proto.dimensions)}]"
-    if not shape_proto.HasField("layout"):
-        return text
-    lay = shape_proto.layout
-    attrs = ""
-    for t in lay.tiles:
-        attrs += "(" + ",".join("*" if d == -(1 << 63) else str(d) for d in t.dimensions) + ")"
-    attrs = ("T" + attrs) if attrs else ""
-    if lay.tail_padding_alignment_in_elements > 1:
-        attrs += f"L({lay.tail_padding_alignment_in_elements})"
-    if lay.element_size_in_bits:
-        attrs += f"E({lay.element_size_in_bits})"
-    if lay.memory_space:
-        attrs += f"S({lay.memory_space})"
-    return text + "{" + ",".join(str(d) for d in lay.minor_to_major) + (":" + attrs if attrs else "") + "}"
 
 
 def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalysis":
@@ -1307,14 +1316,14 @@ def peak_of_hlo_proto(source, platform: Optional[str], chip=None) -> "PeakAnalys
             sp = sp.tuple_shapes[i]
         if len(sp.tuple_shapes):
             return 8 * len(sp.tuple_shapes)
-        text = shape_text_of_proto(sp)
-        got = cache.get(text)
+        key = (sp.SerializeToString(deterministic=True), lb.size)
+        got = cache.get(key)
         if got is None:
             try:
-                got = _sizes_cached(sizes, parse_shape(text), platform, chip)[1]
+                got = _sizes_cached(sizes, Shape.from_proto(sp), platform, chip)[1]
             except XlaShapeError:
                 got = None
-            cache[text] = got = lb.size if got is None else min(got, lb.size)
+            cache[key] = got = lb.size if got is None else min(got, lb.size)
         return got
 
     return peak_from_hlo_proto(hlo, platform, unpadded=unpadded)
@@ -1334,7 +1343,6 @@ def _analyze_buffer_assignment_file(path: str, ctx: _Context) -> MemoryAnalysis:
         rep = os.path.join(d, key + "after_optimizations-memory-usage-report.txt")
         report = rep if os.path.exists(rep) else None
         if os.path.exists(hlo):
-
             dm = DumpModule(key, _number(key), hlo, True, path, report)
             result = MemoryAnalysis("dump", path)
             result.modules.append(_module_from_dump(dm, ctx))
@@ -1358,7 +1366,7 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
     for v in a.values:
         unp = None
         if v.shape is not None:
-            _, unp, _ = _sizes_cached(sizes, v.shape, platform, chip)
+            _, unp, _ = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
         details.append(ValueInfo(v.name, v.label, v.size, v.offset, v.shape_text, unp))
         if unp is not None:
             key = (v.offset, v.size)
@@ -1391,7 +1399,6 @@ def _allocation_from_ba(a, platform, sizes: dict, chip=None) -> Allocation:
 def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm: Optional[ModuleMemory],
                                    path: Optional[str], peak: Optional[PeakBuilder] = None
                                    ) -> ModuleMemory:
-
     mm = ModuleMemory(text_mm.name if text_mm else None, "dump", path)
     if text_mm is not None:
         mm.warnings.extend(text_mm.warnings)
@@ -1482,7 +1489,7 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                             mm.notes.append(f"tuple tables take {g}-byte granules in this buffer "
                                             "assignment (" + ("TPU v4/v5e" if g == 512 else
                                                               "TPU v5p/v6e") + ")")
-                size, _, problem = _sizes_cached(sizes, v.shape, platform, chip)
+                size, _, problem = _sizes_by_text(sizes, v.shape_text, v.shape, platform, chip)
                 if problem is not None or size != v.size:
                     rec = mismatches.get(v.shape_text)
                     if rec is None:
@@ -1571,7 +1578,6 @@ _OOM_KINDS = {"hlo temp": "temp", "scoped": "scoped", "global": "global", "overl
 
 
 def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
-
     reports = read_oom_reports(lines, on_warning=ctx.warn)
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
@@ -1589,7 +1595,6 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
 
 
 def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
-
     mm = ModuleMemory(r.module_name, "oom", path)
     mm.platform = _TPU
     mm.memory_used_bytes = r.used_bytes

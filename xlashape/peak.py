@@ -55,7 +55,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 from .errors import ShapeValueError
 
 from .hlo_module import open_text
-from .live_range import (LiveRanges, Location, label_key, read_live_ranges, read_locations,
+from .live_range import (LiveRanges, Location, read_live_ranges, read_locations,
                          read_value_operands, reads)
 from .xla_dump import iter_buffer_assignment
 
@@ -148,6 +148,16 @@ class PeakBuffer(NamedTuple):
         d = self._asdict()
         d["padding"] = self.padding
         return d
+
+
+class _Value(NamedTuple):
+    label: str
+    name: str
+    offset: int
+    size: int
+    shape_text: str
+    id: int
+    is_phi: bool
 
 
 # a heap buffer: values at one offset that share memory, as a list
@@ -308,6 +318,7 @@ class PeakBuilder:
         # the heap of this allocation: values at one offset whose live
         # ranges meet are one buffer in the simulator's trace (SHARE_WITH)
         by_offset: Dict[int, List] = {}
+        by_id = {v.id: v for v in a.values} if unpadded is not None else {}
         for v in a.values:
             if v.shape_text.startswith("("):
                 continue  # tuple pointer tables are not in the heap trace
@@ -316,11 +327,13 @@ class PeakBuilder:
             if r is None:
                 self.missing += 1
                 continue
+            # keep what the view needs, not the parsed shape
+            rec = (r[0], r[1], _Value(label, v.name, v.offset, v.size, v.shape_text, v.id, v.is_phi))
             got = by_offset.get(v.offset)
             if got is None:
-                by_offset[v.offset] = [(r[0], r[1], v)]
+                by_offset[v.offset] = [rec]
             else:
-                got.append((r[0], r[1], v))
+                got.append(rec)
         clusters: List[list] = []
         strict = self.strict
         ucache = self._ucache
@@ -335,7 +348,7 @@ class PeakBuilder:
                     key = (v.shape_text, v.size)
                     u = ucache.get(key)
                     if u is None:
-                        u = ucache[key] = unpadded(v)
+                        u = ucache[key] = unpadded(by_id[v.id])
                 if cur is not None and s <= cur[1] and (
                         strict is None or v.is_phi
                         or reads(strict.get(v.id, ""), cur[4][-1][2].name)):

@@ -10,15 +10,16 @@ clash with the ``xla.*`` messages that jaxlib or TensorFlow register in
 protobuf's default pool.
 
 Schema: the field numbers are those of XLA as shipped in jaxlib 0.10.2
-(checked against openxla/xla ``xla/xla_data.proto`` and
-``xla/service/hlo.proto``). Only the fields xlashape reads are declared; the
+(checked against the descriptors compiled into that jaxlib, and against
+openxla/xla ``xla/xla_data.proto`` at commit 011b758 and
+``xla/service/hlo.proto`` at 0b8fa9f). Only the fields xlashape reads are declared; the
 others (literals, shardings, windows, dimension numbers, newer fields) are
 kept by protobuf as unknown fields: they survive a parse and a
 re-serialization unchanged, and :func:`unknown_field_numbers` lists them.
 
 Readers (each returns the message; bad bytes raise
-:class:`~xlashape.errors.UnreadableInputError`, a ``ValueError``, naming
-what failed):
+:class:`~xlashape.errors.ProtoDecodeError`, an ``UnreadableInputError`` and
+a ``ShapeValueError``, naming what failed):
 
 - :func:`read_hlo_proto`: an ``HloProto`` from a ``*.hlo.pb`` /
   ``*.hlo.pb.gz`` file (``--xla_dump_hlo_as_proto``) or its bytes; a bare
@@ -41,7 +42,7 @@ from typing import Iterable, List, Optional, Tuple, Union
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf import message as _pb_message
 
-from .errors import UnreadableInputError
+from .errors import ProtoDecodeError, UnreadableInputError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -434,15 +435,40 @@ def _build_pool():
 _POOL = _build_pool()
 
 
-def _message_class(full_name: str):
-    desc = _POOL.FindMessageTypeByName(full_name)
+def _class_of(desc):
     try:
         from google.protobuf.message_factory import GetMessageClass
-    except ImportError:  # protobuf < 4.21: the factory object
+    except ImportError:  # protobuf < 4.22: the factory object
         from google.protobuf.message_factory import MessageFactory
 
         return MessageFactory(_POOL).GetPrototype(desc)
     return GetMessageClass(desc)
+
+
+def _attach_nested(cls, desc) -> None:
+    """Nested messages and enums as class attributes (``HeapSimulatorTrace.Event.Kind``),
+    as generated code has them; the upb runtime does this itself, the
+    pure-Python one does not."""
+    from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
+
+    for nested in desc.nested_types:
+        sub = _class_of(nested)
+        if not hasattr(cls, nested.name):
+            setattr(cls, nested.name, sub)
+        _attach_nested(sub, nested)
+    for enum in desc.enum_types:
+        if not hasattr(cls, enum.name):
+            setattr(cls, enum.name, EnumTypeWrapper(enum))
+        for value in enum.values:
+            if not hasattr(cls, value.name):
+                setattr(cls, value.name, value.number)
+
+
+def _message_class(full_name: str):
+    desc = _POOL.FindMessageTypeByName(full_name)
+    cls = _class_of(desc)
+    _attach_nested(cls, desc)
+    return cls
 
 
 TileProto = _message_class("xla.TileProto")
@@ -487,7 +513,7 @@ def parse_message(cls, data: BytesLike, what: Optional[str] = None):
 
     Malformed bytes (a cut-off field, a bad wire type, a length past the
     end, invalid UTF-8 in a string field, nesting deeper than protobuf
-    allows) raise :class:`UnreadableInputError` naming *what* and the
+    allows) raise :class:`ProtoDecodeError` naming *what* and the
     message type. Fields this module does not declare are kept as unknown
     fields, as protobuf does.
     """
@@ -503,11 +529,11 @@ def parse_message(cls, data: BytesLike, what: Optional[str] = None):
     try:
         msg.ParseFromString(data)
     except _pb_message.DecodeError as e:
-        raise UnreadableInputError(
+        raise ProtoDecodeError(
             f"{what}: not a valid {cls.DESCRIPTOR.full_name} "
             f"({len(data)} bytes): {e}") from None
     except (ValueError, TypeError, RecursionError, OverflowError) as e:
-        raise UnreadableInputError(
+        raise ProtoDecodeError(
             f"{what}: not a valid {cls.DESCRIPTOR.full_name} "
             f"({len(data)} bytes): {type(e).__name__}: {e}") from None
     return msg
@@ -533,13 +559,13 @@ def _load_bytes(source: Source, what: str) -> Tuple[bytes, str]:
         try:
             data = gzip.decompress(data)
         except (OSError, EOFError, zlib.error) as e:
-            raise UnreadableInputError(f"{label}: bad gzip data: {e}") from None
+            raise ProtoDecodeError(f"{label}: bad gzip data: {e}") from None
     return data, label
 
 
 def _require_nonempty(data: bytes, label: str, kind: str) -> None:
     if not data:
-        raise UnreadableInputError(f"{label}: empty, not a serialized {kind}")
+        raise ProtoDecodeError(f"{label}: empty, not a serialized {kind}")
 
 
 def read_hlo_proto(source: Source):
@@ -554,6 +580,16 @@ def read_hlo_proto(source: Source):
     """
     data, label = _load_bytes(source, "HLO proto")
     _require_nonempty(data, label, "xla.HloProto")
+    if _starts_like_bare_module(data):
+        # the module's bytes are field 1 of an HloProto: parse them as that
+        out = HloProto()
+        try:
+            out.ParseFromString(b"\x0a" + _varint(len(data)) + data)
+        except Exception:
+            pass
+        else:
+            if out.hlo_module.computations:
+                return out
     try:
         proto = parse_message(HloProto, data, label)
     except UnreadableInputError as e:
@@ -566,20 +602,47 @@ def read_hlo_proto(source: Source):
     # Not an HloProto holding a module: a bare HloModuleProto? (In an
     # HloProto field 1 is the module and field 3 the buffer assignment; in
     # an HloModuleProto field 1 is the name and field 3 the computations.)
-    module = HloModuleProto()
+    out = HloProto()
     try:
-        module.ParseFromString(data)
-        is_module = len(module.computations) > 0
+        out.ParseFromString(b"\x0a" + _varint(len(data)) + data)
+        is_module = len(out.hlo_module.computations) > 0
     except Exception:
         is_module = False
     if is_module:
-        out = HloProto()
-        out.hlo_module.CopyFrom(module)
         return out
     if first_error is not None:
         raise first_error
-    raise UnreadableInputError(
+    raise ProtoDecodeError(
         f"{label}: an HloProto without an HLO module (no computations)")
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def _starts_like_bare_module(data: bytes) -> bool:
+    """True if *data* opens with a name string rather than a module message.
+
+    Both messages start with field 1, length-delimited (byte 0x0a). In an
+    HloProto it holds the module, whose own first field is its name (0x0a
+    again) or another field tag (a byte below 0x20 for fields 1-3); in a bare
+    HloModuleProto it holds the module's name, whose first character is
+    printable."""
+    if len(data) < 3 or data[0] != 0x0A:
+        return False
+    i = 1
+    while i < len(data) and data[i] & 0x80:
+        i += 1
+    i += 1
+    return i < len(data) and data[i] >= 0x20
 
 
 def read_hlo_module_proto(source: Source):

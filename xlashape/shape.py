@@ -286,6 +286,37 @@ class Shape(Frozen):
         fields.update(changes)
         return Shape(**fields)
 
+    # -- XLA's ShapeProto ----------------------------------------------------
+    def to_proto(self) -> bytes:
+        """The serialized ``ShapeProto``, byte for byte what XLA's
+        ``Shape::ToProto`` serializes (see :mod:`xlashape.shape_proto`).
+
+        >>> Shape("f32", (2, 3), Layout((1, 0))).to_proto().hex()
+        '100b1a0202032a070a02010080010132020000'
+        """
+        from .shape_proto import shape_to_proto
+
+        return shape_to_proto(self).SerializeToString()
+
+    def to_proto_message(self):
+        """The :class:`xlashape.protos.ShapeProto` message of :meth:`to_proto`."""
+        from .shape_proto import shape_to_proto
+
+        return shape_to_proto(self)
+
+    @classmethod
+    def from_proto(cls, data) -> "Shape":
+        """A Shape from ``ShapeProto`` bytes (or message); fields xlashape does
+        not model are kept (``xlashape.shape_proto.unmodeled_fields``). Bad
+        bytes raise :class:`~xlashape.errors.ProtoDecodeError` naming the field.
+
+        >>> str(Shape.from_proto(bytes.fromhex('100b1a0202032a070a02010080010132020000')))
+        'f32[2,3]{1,0}'
+        """
+        from .shape_proto import shape_from_proto
+
+        return shape_from_proto(data)
+
     def __reduce__(self):
         if self._element_type in (P.TUPLE, P.BUFFER):
             return (_shape_from_parts, (self._element_type, (), None, None, self._tuple_shapes))

@@ -1,6 +1,6 @@
 """What every command shares on the input side: the argument parser, numbers
-from the command line, the SHAPE argument (text or ``-`` for standard input,
-with ``--pad`` / ``--padding-value``), warnings, and turning an error into the
+from the command line, the SHAPE argument (text, ``-`` for standard input, or
+a ``*.pb`` file of XLA's ShapeProto, with ``--pad`` / ``--padding-value``), warnings, and turning an error into the
 one line the user sees.
 
 Rules every command follows through these helpers:
@@ -17,6 +17,7 @@ Rules every command follows through these helpers:
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 from typing import List, Optional
@@ -165,7 +166,8 @@ def add_shape_args(p, padding: bool = True, tpu: bool = False) -> None:
     ``--tpu [CHIP]`` (see :func:`load_shape`)."""
     p.add_argument("shape", metavar="SHAPE", nargs="?" if tpu else None,
                    help="an XLA shape as HLO text, e.g. 'f32[2,3]{0,1}' (quote it for the "
-                        "shell), or - to read it from standard input")
+                        "shell), - to read it from standard input, or a FILE.pb holding "
+                        "XLA's serialized ShapeProto")
     if tpu:
         from ..tpu import CHIPS
 
@@ -186,6 +188,27 @@ def shape_required_in_usage(p) -> None:
     line shows it as required."""
     usage = " ".join(p.format_usage().split()[1:])  # without "usage:"
     p.usage = usage.replace(p.prog, "%(prog)s", 1).replace("[SHAPE]", "SHAPE")
+
+
+def _shape_proto_file(arg: str):
+    """A Shape from a file of XLA's serialized ``ShapeProto`` when SHAPE
+    names an existing ``*.pb`` file; else ``None`` (SHAPE is text)."""
+    if not arg.endswith(".pb") or not os.path.isfile(arg):
+        return None
+    from ..shape import Shape
+
+    try:
+        with open(arg, "rb") as fh:
+            data = fh.read(MAX_PROTO_SHAPE_BYTES + 1)
+    except OSError as e:
+        raise UsageError(f"{arg} cannot be read: {e}") from None
+    if len(data) > MAX_PROTO_SHAPE_BYTES:
+        raise UsageError(f"{arg} is larger than {MAX_PROTO_SHAPE_BYTES} bytes: not one ShapeProto")
+    return Shape.from_proto(data)
+
+
+#: The largest ShapeProto file SHAPE may name.
+MAX_PROTO_SHAPE_BYTES = 1 << 24
 
 
 def read_shape_text(text: str) -> str:
@@ -251,11 +274,12 @@ def load_shape(args, *, need_array: bool = True, always_warn: bool = False):
             raise UsageError("the following arguments are required: SHAPE")
     if args.shape is None:
         raise UsageError("the following arguments are required: SHAPE")
-    text = read_shape_text(args.shape)
+    proto = _shape_proto_file(args.shape)
+    text = read_shape_text(args.shape) if proto is None else str(proto)
     if getattr(args, "tpu", None) is not None:
         shape = _tpu_shape(args, text)
     else:
-        shape = parse_shape(text)
+        shape = parse_shape(text) if proto is None else proto
     pad = getattr(args, "pad", None)
     pv = getattr(args, "padding_value", None)
     if pad is not None or pv is not None:

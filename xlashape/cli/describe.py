@@ -27,8 +27,21 @@ def add_parser(subparsers):
                         "fields, tile_levels, unpadded_bytes, padded_bytes, "
                         "physical_dimensions, ...; a tuple lists its elements; with --tpu "
                         "the chip in \"tpu\")")
+    p.add_argument("--proto", action="store_true",
+                   help="print XLA's ShapeProto of the shape instead: its bytes in hex "
+                        "(what XLA's Shape::ToProto serializes) and protobuf's text format "
+                        "(with --json: \"proto_hex\" and \"proto_text\")")
     shape_required_in_usage(p)
     return p
+
+
+def _proto_lines(shape) -> List[str]:
+    from google.protobuf import text_format
+
+    msg = shape.to_proto_message()
+    data = msg.SerializeToString()
+    text = text_format.MessageToString(msg).splitlines()
+    return [field("ShapeProto", f"{len(data)} bytes"), data.hex(), ""] + text
 
 
 def run(args) -> int:
@@ -36,6 +49,16 @@ def run(args) -> int:
     from ..layout import memory_space_name
 
     shape = load_shape(args, need_array=False, always_warn=True)
+    if args.proto:
+        from google.protobuf import text_format
+
+        if args.json:
+            msg = shape.to_proto_message()
+            write_json({"shape": str(shape), "proto_hex": msg.SerializeToString().hex(),
+                        "proto_text": text_format.MessageToString(msg)})
+        else:
+            write_lines(_proto_lines(shape))
+        return 0
     if args.json:
         obj = describe_json(shape)
         if args.tpu:

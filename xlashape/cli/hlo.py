@@ -333,6 +333,20 @@ def open_input(file: str, no_progress: bool):
     if os.path.isdir(file):
         raise UsageError(f"{file} is a directory; 'hlo' reads one module file "
                          "(for a dump directory use 'xlashape memory')")
+    if file.endswith((".hlo.pb", ".hlo.pb.gz")) and os.path.isfile(file):
+        # XLA's HloProto: read it, then go on with its text
+        import tempfile
+
+        from ..hlo_proto import read_hlo_proto_module
+
+        text = read_hlo_proto_module(file).to_text()
+        tmp = tempfile.NamedTemporaryFile("w", prefix="xlashape-proto-", suffix=".txt",
+                                          delete=False, encoding="utf-8")
+        try:
+            tmp.write(text)
+        finally:
+            tmp.close()
+        return tmp.name, file, os.path.getsize(tmp.name), tmp.name
     try:
         size = os.path.getsize(file)
     except OSError:

@@ -23,7 +23,7 @@ import time
 from typing import List
 
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
-from ._output import Table, printable, write_lines
+from ._output import Table, write_lines
 from ..devices import lookup, usable_bytes
 from ..memory import EXAMPLE_DUMP, analyze, space_label
 from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
@@ -83,7 +83,9 @@ def add_parser(subparsers):
     p.add_argument("--limit", metavar="SIZE",
                    help="judge the peak against SIZE bytes (80G, 16GiB, 80GB, 1048576)")
     p.add_argument("--max-peak", metavar="SIZE",
-                   help="exit with status 1 when a module's peak exceeds SIZE (for CI)")
+                   help="exit with status 1 when a module's peak (the one the verdict judges: "
+                        "device memory over program order, or an out-of-memory report's "
+                        "figure) exceeds SIZE (for CI)")
     p.add_argument("--platform", choices=("cpu", "gpu", "tpu"),
                    help="the platform the dump was compiled for, when its file names do not say "
                         "(XLA counts the peak and host memory differently on each)")
@@ -130,6 +132,9 @@ class _Progress:
 
 
 def run(args) -> int:
+    # sizes and device names are checked before anything is printed
+    spec = _limit_of(args)
+    most = parse_size(args.max_peak) if args.max_peak is not None else None
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings")
     display = None
@@ -205,13 +210,12 @@ def run(args) -> int:
         if warnings.total > args.max_warnings:
             warn(f"{warnings.total - args.max_warnings} more unreadable lines not shown "
                  "(see --max-warnings)")
-        verdicts = _verdicts(args, modules)
+        verdicts = _verdicts(spec, modules)
         if args.json:
             _write_json(modules, verdicts)
         else:
             _write_text(result, modules, display, args.top, verdicts)
-        if args.max_peak is not None:
-            most = parse_size(args.max_peak)
+        if most is not None:
             over = [(m, module_peak(m)) for m in modules]
             over = [(m, p) for m, p in over if p is not None and p[0] > most]
             if over:
@@ -225,18 +229,22 @@ def run(args) -> int:
             os.unlink(temporary)
 
 
-def _verdicts(args, modules) -> dict:
-    """``id(module) -> Verdict`` for --device / --limit / a --chip with a known HBM."""
-    limit = name = None
+def _limit_of(args):
+    """``(bytes, name)`` from --limit / --device / --chip, or ``None``."""
     if args.limit is not None:
-        limit, name = parse_size(args.limit), f"--limit {args.limit}"
-    elif args.device is not None or args.chip is not None:
+        return parse_size(args.limit), f"--limit {args.limit}"
+    if args.device is not None or args.chip is not None:
         d = lookup(args.device if args.device is not None else args.chip)
-        limit = usable_bytes(d)
-        name = d.name + (f" ({fmt_bytes(d.memory_bytes)}, jax's 75%)" if d.platform == "gpu"
-                         and d.basis == "estimated" else "")
-    if limit is None:
+        return usable_bytes(d), d.name + (f" ({fmt_bytes(d.memory_bytes)}, jax's 75%)"
+                                          if d.platform == "gpu" and d.basis == "estimated" else "")
+    return None
+
+
+def _verdicts(spec, modules) -> dict:
+    """``id(module) -> Verdict`` against ``spec`` (from :func:`_limit_of`)."""
+    if spec is None:
         return {}
+    limit, name = spec
     out = {}
     for m in modules:
         v = judge(m, limit, name)
@@ -447,7 +455,7 @@ def _module_text(m, top: int) -> List[str]:
         out.append(f"  hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's figure: the "
                    "buffer assignment's preallocated temporaries in device memory, S(0))")
     if m.largest and top:
-        out.append(f"largest allocations:")
+        out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
             out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
     ps = getattr(m, "padding_summary", None)

@@ -1,0 +1,330 @@
+"""Fuzz xlashape's protobuf readers with malformed bytes.
+
+Seeds are the real protos of the test data (every ``*.hlo.pb``,
+``*.hlo.pb.gz`` (uncompressed), ``*-memory-usage-report.pb``,
+``buffer_assignment.pb`` under tests/data that is at most 64 KiB, and
+ShapeProtos of the shape fixture). Each input
+is a seed mutated (bit flips, byte changes, insertions, deletions, cuts,
+repeated or spliced chunks, enlarged length prefixes), random bytes, or
+(about a third of the HLO and shape inputs) the seed parsed with fields set
+to odd values and written back (well-formed bytes, bad content); it
+goes to every reader that takes bytes:
+
+- ``protos.read_hlo_proto``, ``read_buffer_assignment``,
+  ``read_memory_usage_report``
+- ``hlo_proto.read_hlo_proto_module`` (then every instruction's shape
+  printed and its ``result`` computed)
+- ``Shape.from_proto`` (then ``str``, ``hash``, ``to_proto``, its memory
+  footprint through the tiling model, ``validate_shape``),
+  ``Layout.from_proto``, ``shape_proto.ProgramShape.from_proto``
+
+Each must return or raise an exception of xlashape's family
+(``XlaShapeError``); anything else is a failure, printed with the input's
+hex. Inputs run in child processes in batches; a batch whose process dies
+is run again (another job may have killed it) and, if it dies again, halved
+until the input that kills it is found.
+
+    python tests/fuzz/fuzz_protos.py [N=100000] [SEED=0]
+
+Exit status 0 when every input behaved. ``tests/test_fuzz_protos.py`` runs a
+small number of inputs in-process.
+"""
+
+import glob
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TESTS = os.path.dirname(HERE)
+ROOT = os.path.dirname(TESTS)
+BATCH = 2000
+MAX_SEED_BYTES = 64 * 1024
+
+
+def seeds():
+    """(kind, bytes) of every seed; kind says which reader it was made for."""
+    out = []
+    data = os.path.join(TESTS, "data")
+    for kind, pattern in (("hlo", "*.hlo.pb"), ("report", "*-memory-usage-report.pb"),
+                          ("ba", "buffer_assignment.pb")):
+        for path in sorted(glob.glob(os.path.join(data, "**", pattern), recursive=True)):
+            if os.path.getsize(path) <= MAX_SEED_BYTES:
+                with open(path, "rb") as fh:
+                    out.append((kind, fh.read()))
+    for path in sorted(glob.glob(os.path.join(data, "**", "*.hlo.pb.gz"), recursive=True)):
+        with gzip.open(path, "rb") as fh:
+            raw = fh.read()
+        if len(raw) <= MAX_SEED_BYTES:
+            out.append(("hlo", raw))
+    fixture = os.path.join(data, "xla_shape_protos.jsonl.gz")
+    with gzip.open(fixture, "rt") as fh:
+        fh.readline()
+        rows = [json.loads(line) for line in fh]
+    for row in rows[::40]:
+        out.append(("shape", bytes.fromhex(row[2])))
+    return out
+
+
+def _varint(n):
+    b = bytearray()
+    while True:
+        c = n & 0x7F
+        n >>= 7
+        if n:
+            b.append(c | 0x80)
+        else:
+            b.append(c)
+            return bytes(b)
+
+
+def mutate(rng, data, other):
+    """One malformed variant of ``data`` (``other``: a second seed to splice)."""
+    b = bytearray(data)
+    k = rng.random()
+    if not b or k < 0.04:
+        return bytes(rng.getrandbits(8) for _ in range(rng.randint(0, 64)))
+    n_edits = rng.choice((1, 1, 1, 2, 3, 8))
+    for _ in range(n_edits):
+        op = rng.randrange(9)
+        if not b:
+            b = bytearray(rng.getrandbits(8) for _ in range(8))
+        i = rng.randrange(len(b))
+        if op == 0:  # bit flip
+            b[i] ^= 1 << rng.randrange(8)
+        elif op == 1:  # byte change
+            b[i] = rng.choice((0, 0x7F, 0x80, 0xFF, rng.getrandbits(8)))
+        elif op == 2:  # insert
+            b[i:i] = bytes(rng.getrandbits(8) for _ in range(rng.randint(1, 8)))
+        elif op == 3:  # delete
+            del b[i:i + rng.randint(1, 16)]
+        elif op == 4:  # cut
+            del b[i:]
+        elif op == 5:  # repeat a chunk
+            j = min(len(b), i + rng.randint(1, 64))
+            b[j:j] = b[i:j] * rng.randint(1, 4)
+        elif op == 6:  # splice another seed
+            j = rng.randrange(len(other) + 1)
+            b[i:] = other[j:j + rng.randint(1, 256)]
+        elif op == 7:  # a length prefix made huge or off by one
+            b[i:i + 1] = rng.choice((_varint(rng.getrandbits(35)), _varint(1 << 62),
+                                     bytes([max(0, b[i] - 1)]), bytes([min(255, b[i] + 1)])))
+        else:  # a well-formed field with a random number and wire type
+            field = rng.choice((1, 2, 3, 4, 5, 6, 7, 9, 15, 16, 17, 99, 536870911))
+            wire = rng.choice((0, 1, 2, 5))
+            payload = {0: _varint(rng.getrandbits(64)), 1: bytes(8), 5: bytes(4),
+                       2: _varint(3) + b"abc"}[wire]
+            b[i:i] = _varint(field << 3 | wire) + payload
+    return bytes(b)
+
+
+_INTS = (0, 1, -1, 2, 7, 13, 17, 34, 99, 1 << 31, -(1 << 63), (1 << 63) - 1)
+
+
+def _rand_int(rng):
+    return rng.choice(_INTS) if rng.random() < 0.7 else rng.randint(-(1 << 63), (1 << 63) - 1)
+
+
+def _shake_shape(rng, shape):
+    """Change one field of a ShapeProto message in place (well-formed bytes,
+    odd values)."""
+    op = rng.randrange(8)
+    if op == 0:
+        shape.element_type = rng.choice((0, 1, 11, 13, 14, 17, 34, 35, 36, 99, 1 << 20))
+    elif op == 1:
+        shape.dimensions.append(_rand_int(rng))
+    elif op == 2:
+        shape.is_dynamic_dimension.append(rng.random() < 0.5)
+    elif op == 3:
+        shape.layout.minor_to_major.append(_rand_int(rng))
+    elif op == 4:
+        shape.layout.tiles.add().dimensions.extend(_rand_int(rng) for _ in range(rng.randint(0, 3)))
+    elif op == 5:
+        field = rng.choice(("element_size_in_bits", "memory_space", "dynamic_shape_metadata_prefix_bytes",
+                            "tail_padding_alignment_in_elements"))
+        setattr(shape.layout, field, _rand_int(rng))
+    elif op == 6:
+        shape.layout.index_primitive_type = rng.choice((0, 1, 6, 8, 11, 13, 99))
+        shape.layout.split_configs.add(dimension=_rand_int(rng), split_indices=[_rand_int(rng)])
+    else:
+        sub = shape.tuple_shapes.add()
+        sub.element_type = rng.choice((11, 13, 17, 34))
+        if rng.random() < 0.5:
+            shape.layout.physical_shape.element_type = rng.choice((4, 13, 17))
+
+
+def structured(rng, kind, data):
+    """A seed parsed, one or a few of its fields set to odd values, written
+    back: well-formed protobuf that xlashape must still judge."""
+    from xlashape import protos
+
+    if kind == "shape":
+        msg = protos.ShapeProto()
+        msg.ParseFromString(data)
+        for _ in range(rng.randint(1, 3)):
+            target = msg
+            if msg.tuple_shapes and rng.random() < 0.5:
+                target = rng.choice(msg.tuple_shapes)
+            _shake_shape(rng, target)
+        return msg.SerializeToString()
+    if kind != "hlo":
+        return data
+    msg = protos.read_hlo_proto(data)  # an HloProto or a bare HloModuleProto
+    mod = msg.hlo_module
+    comps = list(mod.computations)
+    if not comps:
+        return data
+    for _ in range(rng.randint(1, 3)):
+        comp = rng.choice(comps)
+        if not comp.instructions:
+            continue
+        ins = rng.choice(comp.instructions)
+        op = rng.randrange(9)
+        if op < 3:
+            _shake_shape(rng, ins.shape)
+        elif op == 3:
+            ins.operand_ids.append(rng.choice((ins.id, -1, 0, _rand_int(rng))))
+        elif op == 4:
+            ins.called_computation_ids.append(rng.choice((comp.id, -1, _rand_int(rng))))
+        elif op == 5:
+            ins.opcode = rng.choice(("while", "fusion", "conditional", "parameter", "", "\u00e9"))
+        elif op == 6:
+            comp.root_id = _rand_int(rng)
+        elif op == 7:
+            mod.entry_computation_id = _rand_int(rng)
+        else:
+            seq = mod.schedule.sequences[rng.choice((comp.id, _rand_int(rng)))]
+            seq.instruction_ids.append(rng.choice((ins.id, _rand_int(rng))))
+    return msg.SerializeToString()
+
+
+_POOL = []
+
+
+def inputs(n, seed, start=0):
+    """Inputs ``start`` .. ``n - 1`` of run ``seed``; input k depends only on
+    (seed, k), so any range can be regenerated alone."""
+    if not _POOL:
+        _POOL.extend(seeds())
+    pool = _POOL
+    for k in range(start, n):
+        rng = random.Random(f"{seed}:{k}")
+        kind, data = rng.choice(pool)
+        _, other = rng.choice(pool)
+        if kind in ("hlo", "shape") and rng.random() < 0.35:
+            yield kind, structured(rng, kind, data)
+        else:
+            yield kind, mutate(rng, data, other)
+
+
+def check(data):
+    """Feed ``data`` to every reader; the failures (not of xlashape's family)."""
+    from xlashape import Layout, Shape
+    from xlashape import hlo_proto, protos
+    from xlashape.errors import XlaShapeError
+    from xlashape.shape_proto import ProgramShape
+
+    def shape_use(s):
+        from xlashape import shape_util
+        from xlashape.hlo_module import memory_footprint
+
+        str(s)
+        hash(s)
+        s.to_proto()
+        memory_footprint(s)  # sizes through the tiling model, whatever the layout
+        shape_util.validate_shape(s)
+
+    def module_use(m):
+        for ins in m.instructions():
+            str(ins.shape)
+            ins.result
+            ins.called_computations
+
+    targets = (
+        ("read_hlo_proto", protos.read_hlo_proto, None),
+        ("read_buffer_assignment", protos.read_buffer_assignment, None),
+        ("read_memory_usage_report", protos.read_memory_usage_report, None),
+        ("read_hlo_proto_module", hlo_proto.read_hlo_proto_module, module_use),
+        ("Shape.from_proto", Shape.from_proto, shape_use),
+        ("Layout.from_proto", Layout.from_proto, lambda lay: (str(lay), lay.to_proto())),
+        ("ProgramShape.from_proto", ProgramShape.from_proto, lambda p: (str(p), p.to_proto())),
+    )
+    failures = []
+    for name, fn, use in targets:
+        try:
+            out = fn(data)
+            if use is not None:
+                use(out)
+        except XlaShapeError:
+            pass
+        except Exception as e:  # noqa: BLE001 - any other exception is the finding
+            failures.append((name, f"{type(e).__name__}: {e}"[:300]))
+    return failures
+
+
+_CHILD = r"""
+import json, sys
+sys.path.insert(0, {root!r}); sys.path.insert(0, {here!r})
+import fuzz_protos as F
+n, seed, start, stop = map(int, sys.argv[1:5])
+bad = 0
+for k, (kind, data) in enumerate(F.inputs(stop, seed, start), start):
+    for name, err in F.check(data):
+        bad += 1
+        print(json.dumps([k, name, err, data.hex()[:400]]), flush=True)
+print(json.dumps(["done", bad]), flush=True)
+"""
+
+
+def run_batch(n, seed, start, stop):
+    code = _CHILD.format(root=ROOT, here=HERE)
+    proc = subprocess.run([sys.executable, "-c", code, str(n), str(seed), str(start),
+                           str(stop)], capture_output=True, text=True)
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.startswith("[")]
+    done = bool(lines) and lines[-1][0] == "done"
+    return proc.returncode, done, [x for x in lines if x[0] != "done"], proc.stderr[-2000:]
+
+
+def find_crashes(n, seed, start, stop, out):
+    """Halve [start, stop) until the inputs whose process dies are found."""
+    rc, done, _bad, err = run_batch(n, seed, start, stop)
+    if rc == 0 and done:
+        return
+    if stop - start == 1:
+        out.append((start, rc, err[-500:]))
+        return
+    mid = (start + stop) // 2
+    find_crashes(n, seed, start, mid, out)
+    find_crashes(n, seed, mid, stop, out)
+
+
+def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 100000
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+    failures, crashes = [], []
+    for start in range(0, n, BATCH):
+        stop = min(n, start + BATCH)
+        rc, done, bad, err = run_batch(n, seed, start, stop)
+        if rc != 0 or not done:
+            # the process died: once more (another job may have killed it),
+            # then look for the input that kills it
+            print(f"batch {start}-{stop}: exit status {rc}, run again", flush=True)
+            rc, done, bad, err = run_batch(n, seed, start, stop)
+            if rc != 0 or not done:
+                find_crashes(n, seed, start, stop, crashes)
+        failures += bad
+        print(f"{stop}/{n} inputs: {len(failures)} failures, {len(crashes)} crashes", flush=True)
+    for f in failures[:20]:
+        print("FAILURE", f)
+    for c in crashes[:20]:
+        print("CRASH", c)
+    print(json.dumps({"inputs": n, "seed": seed, "seeds": len(seeds()),
+                      "failures": len(failures), "crashes": len(crashes)}))
+    return 1 if failures or crashes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
