@@ -150,16 +150,6 @@ class PeakBuffer(NamedTuple):
         return d
 
 
-class _Value(NamedTuple):
-    label: str
-    name: str
-    offset: int
-    size: int
-    shape_text: str
-    id: int
-    is_phi: bool
-
-
 # a heap buffer: values at one offset that share memory, as a list
 # [start, end, size, unpadded, [(start, end, value), ...]] (lists: cheap to make)
 _C_START, _C_END, _C_SIZE, _C_UNPADDED, _C_VALUES = range(5)
@@ -318,17 +308,25 @@ class PeakBuilder:
         # the heap of this allocation: values at one offset whose live
         # ranges meet are one buffer in the simulator's trace (SHARE_WITH)
         by_offset: Dict[int, List] = {}
-        by_id = {v.id: v for v in a.values} if unpadded is not None else {}
+        ucache = self._ucache
         for v in a.values:
-            if v.shape_text.startswith("("):
+            shape_text = v.shape_text
+            if shape_text.startswith("("):
                 continue  # tuple pointer tables are not in the heap trace
             label = v.label
             r = ranges.get(label if label.endswith("}") else label + "{}")
             if r is None:
                 self.missing += 1
                 continue
-            # keep what the view needs, not the parsed shape
-            rec = (r[0], r[1], _Value(label, v.name, v.offset, v.size, v.shape_text, v.id, v.is_phi))
+            size = v.size
+            if unpadded is None:
+                u = size
+            else:
+                key = (shape_text, size)
+                u = ucache.get(key)
+                if u is None:
+                    u = ucache[key] = unpadded(v)
+            rec = (r[0], r[1], v, u)
             got = by_offset.get(v.offset)
             if got is None:
                 by_offset[v.offset] = [rec]
@@ -336,19 +334,11 @@ class PeakBuilder:
                 got.append(rec)
         clusters: List[list] = []
         strict = self.strict
-        ucache = self._ucache
         for vals in by_offset.values():
             if len(vals) > 1:
                 vals.sort(key=_START_END)
             cur = None
-            for s, e, v in vals:
-                if unpadded is None:
-                    u = v.size
-                else:
-                    key = (v.shape_text, v.size)
-                    u = ucache.get(key)
-                    if u is None:
-                        u = ucache[key] = unpadded(by_id[v.id])
+            for s, e, v, u in vals:
                 if cur is not None and s <= cur[1] and (
                         strict is None or v.is_phi
                         or reads(strict.get(v.id, ""), cur[4][-1][2].name)):
