@@ -188,7 +188,8 @@ def test_hlo_reads_a_tpu_out_of_memory_report():
     assert b["report"] == {"size": "2.50G", "unpadded_size": "320.00M",
                            "allocation_type": "HLO temp",
                            "op_name": "jit(train_step)/jit(main)/mlp/up_proj/broadcast_in_dim",
-                           "label": "broadcast.3115 = broadcast(param.7), dimensions={0,1,3}"}
+                           "label": "broadcast.3115 = broadcast(param.7), dimensions={0,1,3}",
+                           "report": 1}
 
 
 def test_hlo_oom_text_output_matches_the_reports_own_figures():
@@ -420,6 +421,75 @@ def test_hlo_oom_report_text_is_printable():
     r = ok("hlo", "-", input=msg)
     assert _no_raw_controls(r.stdout)
     assert "allocation type HLO temp\\x1b[5m" in r.stdout
+
+
+def _log_sizes(text, report_line):
+    """Independent reading: the listed sizes of the report starting at
+    ``report_line`` (1-based), as libtpu printed them."""
+    lines = text.splitlines()[report_line:]
+    out = []
+    for line in lines:
+        if re.match(r"^[IWEF]\d{4} ", line):
+            break
+        m = re.match(r"^\s+\d+\. Size: (\S+)$", line)
+        if m:
+            out.append(m.group(1))
+    return out
+
+
+def test_hlo_on_a_log_with_several_reports_lists_only_the_last():
+    # libtpu logs one report per allocation it tries: adding them all up counted the
+    # program several times (225.57G printed for a program that needs 48.25G)
+    log = DATA / "tpu_corpus" / "oom_gather_v6e" / "oom" / "tpu_driver.WARNING.txt"
+    text = log.read_text()
+    starts = [i + 1 for i, line in enumerate(text.splitlines()) if "Ran out of memory in memory space" in line]
+    assert len(starts) > 2
+    out = ok("hlo", log, "--summary").stdout
+    assert "the last of" in out and f"report at line {starts[-1]}" in out
+    # the total is the last report's own "Used" figure (tuple-shaped allocations are
+    # their tables of pointers, as the report sizes them, not their elements again)
+    used = re.findall(r"Used (\S+) of", text)[-1]
+    row = [x for x in out.splitlines() if x.strip().startswith("S(0)")][0]
+    assert row.split()[-3:-1] == [used, used]
+    rows = json.loads(ok("hlo", log, "--json").stdout)
+    assert {r["report"]["report"] for r in rows} == {rows[0]["report"]["report"]}
+    listed = _log_sizes(text, starts[-1])
+    assert 0 < len(rows) <= len(listed)
+    assert [r["report"]["size"] for r in rows] == [
+        x for x in listed if x in {r["report"]["size"] for r in rows}][:len(rows)]
+    assert all(r["line"] > starts[-1] for r in rows)
+
+
+def test_hlo_on_a_concatenation_of_real_logs_counts_one_report():
+    # two real logs one after the other: the last report of the second counts
+    a = (DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt").read_text()
+    b = (DATA / "tpu_corpus" / "oom_padded_temps" / "oom" / "tpu_driver.WARNING.txt").read_text()
+    rows = json.loads(ok("hlo", "-", "--json", input=a + b).stdout)
+    offset = len(a.splitlines())
+    starts = [i + 1 for i, line in enumerate((a + b).splitlines())
+              if "Ran out of memory in memory space" in line]
+    assert all(r["line"] > starts[-1] > offset for r in rows)
+
+
+def test_hlo_on_the_two_line_error_points_to_memory():
+    exc = (DATA / "tpu_corpus" / "oom_temps" / "oom" / "exception.txt").read_text()
+    r = fails("hlo", "-", input=exc)
+    assert "two-line out-of-memory error" in r.stderr
+    assert "'xlashape memory - < (the same input)'" in r.stderr
+    gpu = (DATA / "gpu_corpus" / "oom" / "dev_oom_three_temps.txt")
+    r = fails("hlo", gpu)
+    assert "XLA:GPU's out-of-memory error" in r.stderr and "--dump DIR" in r.stderr
+
+
+def test_hlo_and_memory_on_the_rematerialization_warning_alone():
+    # XLA's warning, without byte counts as older XLA printed it: no allocation failed
+    text = ("W0130 11:23:59.296923 hlo_rematerialization.cc:3204] Can't reduce memory use below "
+            "2.52GiB by rematerialization; only reduced to 631.67GiB\n")
+    r = fails("hlo", "-", input=text)
+    assert "rematerialization warning" in r.stderr and "--dump" not in r.stderr
+    out = ok("memory", "-", input=text).stdout
+    assert "no allocation failed in this text" in out and "request that failed" not in out
+    assert "the program needs 631.67G" in out
 
 
 def test_hlo_reads_an_hlo_pb_like_its_text(tmp_path):

@@ -310,3 +310,42 @@ def test_every_warning_is_counted_only_the_first_shown(tmp_path):
         f"xlashape: warning: {n - 3} more skipped lines not shown (see --max-warnings)",
         f"xlashape: error: no HLO instructions or out-of-memory allocations found in {p} "
         f"({n} lines skipped)"]
+
+
+def test_a_dump_whose_files_have_different_module_numbers_is_one_module(tmp_path):
+    # XLA may number the optimized module anew: module_0000...before_optimizations.txt
+    # and module_0005...after_optimizations*.txt are one module (it showed two, and a
+    # false warning that one was read before optimizations)
+    import shutil
+
+    src = DATA / "tpu_corpus" / "while_loop" / "dump"
+    for f in src.iterdir():
+        name = f.name
+        if "after_optimizations" in name:
+            name = "module_0005" + name[len("module_0000"):]
+        shutil.copy(f, tmp_path / name)
+    assert len(list(tmp_path.glob("module_0000.*"))) == 1
+    result = memory.analyze(tmp_path)
+    (m,) = result.modules
+    assert m.optimized and m.path.endswith("module_0005.jit_loop.cl_1004524046.after_optimizations.txt")
+    assert not any("before optimizations" in w for w in m.warnings + list(result.warnings))
+    out = ok("memory", tmp_path).stdout
+    assert "1 module" in out and "before optimizations" not in out
+
+
+def test_memory_gpu_oom_with_its_dump():
+    d = DATA / "gpu_corpus" / "oom"
+    text = (d / "dev_oom_broadcast_output.log.txt").read_text() + (d / "dev_oom_broadcast_output.txt").read_text()
+    out = ok("memory", "-", "--dump", d / "dev_oom_broadcast_output.cpu_dump", input=text).stdout
+    assert "request that failed: 150.00GiB (161061273600 bytes" in out
+    assert "memory limit: 104.85G (112583507968 bytes" in out
+    assert "buffers of the dump with that size (1)" in out and "f32[600,8192,8192]" in out
+
+
+def test_memory_dump_option_needs_a_gpu_oom_error():
+    d = DATA / "gpu_corpus" / "oom"
+    r = fails("memory", DATA / "tpu_corpus" / "oom_temps" / "oom" / "exception.txt",
+              "--dump", d / "dev_oom_three_temps.cpu_dump")
+    assert "--dump DIR goes with an XLA:GPU out-of-memory error" in r.stderr
+    r = fails("memory", d / "dev_oom_three_temps.txt", "--dump", d / "no_such_dump")
+    assert "no_such_dump" in r.stderr

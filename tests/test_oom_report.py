@@ -19,6 +19,7 @@ import pytest
 from xlashape import tiling
 from xlashape.hlo_module import MAX_KEPT_WARNINGS
 from xlashape.memory import analyze
+from xlashape import oom_report
 from xlashape.oom_report import (
     BREAKDOWN_HINT,
     looks_like_oom_report,
@@ -145,3 +146,150 @@ def test_bad_shapes_in_a_long_report_are_counted_not_all_kept():
     assert all(a.shape is None and a.shape_text == "f32[zz]" for a in r.allocations)
     result = analyze(head + entries)
     assert result.warnings.total == n and len(result.warnings) == MAX_KEPT_WARNINGS
+
+
+# -- XLA:GPU ---------------------------------------------------------------------------
+
+GPU_OOM = DATA / "gpu_corpus" / "oom"
+GPU_PROGRAMS = ["dev_oom_broadcast_output", "dev_oom_three_temps"]
+_GPU_EXC = re.compile(r"Out of memory while trying to allocate (\S+) with allocator (\w+)")
+_GPU_ROUNDED = re.compile(r"\(rounded to (\d+)\)")
+_GPU_BASE = re.compile(r"exceeds the base limit \((\d+)\)")
+_GPU_REMAT = re.compile(r"only reduced to \S+ \((\d+) bytes\)")
+
+
+@pytest.mark.parametrize("name", GPU_PROGRAMS)
+def test_gpu_exception_and_log_read_as_xla_printed_them(name):
+    exc = (GPU_OOM / f"{name}.txt").read_text()
+    log = (GPU_OOM / f"{name}.log.txt").read_text()
+    size, allocator = _GPU_EXC.search(exc).groups()
+    assert looks_like_oom_report(exc) and looks_like_oom_report(log)
+    (r,) = read_oom_reports(exc)
+    assert (r.platform, r.requested_text, r.allocator) == ("gpu", size, allocator)
+    assert r.executable_name == "jit__lambda" and r.memory_limit_bytes is None
+    # the log adds the allocator's rounding, the limit XLA compiled for, the remat warning
+    (r,) = read_oom_reports(log + "\n" + exc)
+    assert r.requested_text == size
+    assert r.requested_bytes == r.rounded_bytes == int(_GPU_ROUNDED.search(log).group(1))
+    assert r.memory_limit_bytes == int(_GPU_BASE.search(log).group(1))
+    assert r.remat.reduced_to_bytes == int(_GPU_REMAT.search(log).group(1))
+    # the printed size is the rounded request, as tsl prints it
+    assert f"{r.rounded_bytes / (1 << 30):.2f}GiB" == size
+
+
+@pytest.mark.parametrize("name", GPU_PROGRAMS)
+def test_gpu_oom_with_the_dump_names_the_buffers_of_that_size(name):
+    # the dump: the same jax program compiled by XLA:CPU (tests/oracle/gen_gpu_oom_dumps.py)
+    text = (GPU_OOM / f"{name}.log.txt").read_text() + (GPU_OOM / f"{name}.txt").read_text()
+    dump = GPU_OOM / f"{name}.cpu_dump"
+    (mm,) = analyze(text, dump=dump).modules
+    o = mm.oom
+    rounded = int(_GPU_ROUNDED.search(text).group(1))
+    assert (o.form, o.requested_bytes, o.allocator) == ("gpu", rounded, "GPU_0_bfc")
+    assert mm.memory_limit_bytes == int(_GPU_BASE.search(text).group(1))
+    ba = next(dump.glob("*buffer-assignment.txt")).read_text()
+    sizes = [int(s) for s in re.findall(r"^allocation \d+: size (\d+)", ba, re.M)]
+    expected = [s for s in sizes if -(-s // 256) * 256 == rounded]
+    assert expected and [b["size_in_bytes"] for b in o.matching_buffers] == expected
+    d = mm.to_json()
+    assert d["oom"]["requested_bytes"] == rounded and d["oom"]["allocator"] == "GPU_0_bfc"
+    assert d["memory_limit_bytes"] == mm.memory_limit_bytes
+
+
+_BFC_OLD = """\
+2021-10-12 20:59:07.627340: W tensorflow/core/common_runtime/bfc_allocator.cc:457] Allocator (GPU_0_bfc) ran out of memory trying to allocate 1.25KiB (rounded to 1280)requested by op Add
+If the cause is memory fragmentation maybe the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' will improve the situation.
+Current allocation summary follows.
+2021-10-12 20:59:07.627400: I tensorflow/core/common_runtime/bfc_allocator.cc:1010] BFCAllocator dump for GPU_0_bfc
+2021-10-12 20:59:07.627500: I tensorflow/core/common_runtime/bfc_allocator.cc:1066] 3 Chunks of size 1073741824 totalling 3.00GiB
+2021-10-12 20:59:07.627600: I tensorflow/core/common_runtime/bfc_allocator.cc:1070] Sum Total of in-use chunks: 3.00GiB
+2021-10-12 20:59:07.627700: I tensorflow/core/common_runtime/bfc_allocator.cc:1072] total_region_allocated_bytes_: 3221225472 memory_limit_: 3221225472 available bytes: 0 curr_region_allocation_bytes_: 6442450944
+2021-10-12 20:59:07.627800: I tensorflow/core/common_runtime/bfc_allocator.cc:1078] Stats: 
+Limit:                      3221225472
+InUse:                      3221225472
+MaxInUse:                   3221225472
+NumAllocs:                           3
+MaxAllocSize:               1073741824
+Reserved:                            0
+PeakReserved:                        0
+LargestFreeBlock:                    0
+"""
+
+_BFC_NEW = """\
+W1126 01:17:38.730092    2958 bfc_allocator.cc:598] Allocator (GPU_1_bfc) ran out of memory trying to allocate 2.00MiB (rounded to 2097152) from the lower end requested by op 
+If this is caused by memory fragmentation, the environment variable 'TF_GPU_ALLOCATOR=cuda_malloc_async' may improve the situation.
+Current allocation summary follows.
+I1126 01:17:38.730100    2958 bfc_allocator.cc:1100] Allocator memory summary: rounded request 2.00MiB, total free in pool 1.00MiB, largest free chunk usable by lower end 1.00MiB, unallocated bytes 0B, pool size 4.00GiB, pool limit 4.00GiB
+"""
+
+
+def test_gpu_allocator_log_variants_from_the_source_formats():
+    # bfc_allocator.cc's failure line and DumpMemoryLog, AllocatorStats::DebugString
+    (r,) = read_oom_reports(_BFC_OLD)
+    assert (r.allocator, r.requested_text, r.rounded_bytes, r.requested_bytes) == (
+        "GPU_0_bfc", "1.25KiB", 1280, 1280)
+    # the summary's memory_limit_ and the stats' Limit: both exact, the first read is kept
+    assert (r.memory_limit_bytes, r.memory_limit_source) == (
+        3221225472, "the allocator's summary (memory_limit_)")
+    (r,) = read_oom_reports(_BFC_OLD.replace("memory_limit_: 3221225472", ""))
+    assert (r.memory_limit_bytes, r.memory_limit_source) == (
+        3221225472, "the allocator's stats (Limit)")
+    assert r.in_use_bytes == 3221225472 and r.chunks_in_use == [(3, 1073741824)]
+    assert r.largest_free_block_bytes == 0 and r.op_name == "Add"
+    (r,) = read_oom_reports(_BFC_NEW)
+    assert (r.allocator, r.rounded_bytes) == ("GPU_1_bfc", 2097152)
+    # only the rounded "pool limit" is printed: it is used, and said to be rounded
+    assert r.memory_limit_bytes == 4 << 30 and "rounded" in r.memory_limit_source
+
+
+def test_gpu_messages_variants_from_the_source_formats():
+    # tf_allocator_adapter.cc: the byte count, device memory and host memory
+    (r,) = read_oom_reports("RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+                            "33762398024 bytes.")
+    assert (r.requested_bytes, r.requested_exact, r.host_memory, r.allocator) == (
+        33762398024, True, False, None)
+    (r,) = read_oom_reports("RESOURCE_EXHAUSTED: Out of host memory while trying to allocate "
+                            "1024 bytes. Please set the environment variable "
+                            "XLA_PJRT_GPU_HOST_MEMORY_LIMIT_GB to allocate larger host memory")
+    assert r.host_memory and r.requested_bytes == 1024
+    # the stream executor's allocator
+    (r,) = read_oom_reports("Failed to allocate request for 10.01GiB (10750000000B) on device "
+                            "ordinal 0")
+    assert (r.requested_bytes, r.requested_exact, r.device) == (10750000000, True, 0)
+    # the autotuner running out while trying algorithms: the program may still fit
+    (r,) = read_oom_reports(
+        "W0101 gpu_conv_algorithm_picker.cc:729] Failed to determine best cudnn convolution "
+        "algorithm: Resource exhausted: Out of memory while trying to allocate 16777716 bytes.")
+    assert r.origin == "autotuner" and r.requested_bytes == 16777716
+    # the wording issue 18 quotes for XLA's autotuner ("Failed to get configs ... Out of memory")
+    (r,) = read_oom_reports("E0000 autotuner_pass.cc:140] Failed to get configs for fusion.3: "
+                            "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 2.00GiB.")
+    assert (r.origin, r.requested_bytes, r.requested_exact) == ("autotuner", 2 << 30, False)
+    # the rematerialization warning without byte counts (older XLA), on its own
+    (r,) = read_oom_reports("W0130 11:23:59.296923 hlo_rematerialization.cc:3204] Can't reduce "
+                            "memory use below 2.52GiB by rematerialization; only reduced to "
+                            "631.67GiB")
+    assert r.requested_text is None and r.remat.reduced_to_bytes == round(631.67 * (1 << 30))
+    # the allocator's "not a failure" warning alone is no failure
+    assert read_oom_reports(
+        "W bfc_allocator.cc:291] Allocator (GPU_0_bfc) ran out of memory trying to allocate "
+        "16.02GiB with freed_by_count=0. The caller indicates that this is not a failure, but "
+        "this may mean that there could be performance gains if more memory were available.") == []
+
+
+def test_tpu_logs_keep_xlas_remat_warning_with_the_report():
+    # libtpu's log holds XLA's rematerialization warning too: it is no GPU report
+    log = (DATA / "tpu_corpus" / "oom_arguments_v4" / "oom" / "tpu_driver.WARNING.txt").read_text()
+    reports = read_oom_reports(log)
+    assert all(r.platform == "tpu" for r in reports)
+    m = _GPU_REMAT.search(log)
+    assert reports[0].remat.reduced_to_bytes == int(m.group(1))
+
+
+def test_several_reports_of_one_log_the_last_counts():
+    log = (DATA / "tpu_corpus" / "oom_gather_v6e" / "oom" / "tpu_driver.WARNING.txt").read_text()
+    reports = read_oom_reports(log)
+    distinct = oom_report.distinct_reports(reports)
+    assert len(distinct) < len(reports)
+    assert oom_report.counted_report(reports) is distinct[-1]
+    assert distinct[-1].line == max(r.line for r in reports if r.form == "detailed")

@@ -29,7 +29,6 @@ from xlashape.tiling import (
     linear_indices,
     multidimensional_index,
     multidimensional_indices,
-    padding_report,
     physical_dimensions,
     physical_element_count,
     physical_size_in_bytes,
@@ -37,6 +36,7 @@ from xlashape.tiling import (
     strides,
 )
 from xlashape._core import CompiledPlan
+from xlashape.padding import padding_report
 from xlashape import index_maps, tiling
 
 # The bulk maps exist twice with the same contract: the numpy model in

@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 
 from xlashape import COMBINE_DIMENSION, Layout, Shape, index_maps
 from xlashape._core import CompiledPlan
+from xlashape.padding import padding_report
 from xlashape.tiling import (
     LayoutPlan,
     linear_indices,
     multidimensional_indices,
-    padding_report,
     plan,
 )
 from strategies import tiled_layout_parts
@@ -302,6 +302,6 @@ def test_tile_levels_describe_the_physical_dimensions(shape):
 @SETTINGS
 @given(shapes(max_elements=20000))
 def test_size_only_computation_matches_the_plan(shape):
-    from xlashape.tiling import _size_with
+    from xlashape.tiling import size_with_layout
 
-    assert _size_with(shape, shape.layout) == plan(shape).size_in_bytes
+    assert size_with_layout(shape, shape.layout) == plan(shape).size_in_bytes

@@ -50,7 +50,7 @@ from .layout import (
 )
 from .shape import Shape, UNBOUNDED_SIZE
 from .hlo_text import parse_shape, parse_layout
-from . import shape_util, layout_util, index_util, tiling, index_maps, tpu
+from . import shape_util, layout_util, index_util, tiling, index_maps, tpu, padding
 from .shape_util import (
     make_shape,
     make_shape_with_dense_layout,
@@ -82,7 +82,7 @@ __all__ = [
     "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",
     "Shape", "UNBOUNDED_SIZE",
     "parse_shape", "parse_layout",
-    "shape_util", "layout_util", "index_util", "tiling", "index_maps", "tpu",
+    "shape_util", "layout_util", "index_util", "tiling", "index_maps", "tpu", "padding",
     "make_shape", "make_shape_with_dense_layout", "make_shape_with_descending_layout",
     "make_scalar_shape", "make_tuple_shape", "make_token_shape", "make_opaque_shape",
     "make_buffer_shape", "validate_shape",

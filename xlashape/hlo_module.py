@@ -155,13 +155,6 @@ _QUOTE_OR_COMMENT = re.compile(r'"|/\*')
 _WS_RUN = re.compile(r"\s*")
 
 # Out-of-memory report lines (TPU "Largest program allocations" listing).
-_OOM_MARKERS = ("Ran out of memory", "RESOURCE_EXHAUSTED", "Largest program allocations")
-_OOM_SIZE = re.compile(r"(?:^|[\s.:])Size:\s*([0-9][0-9.]*\s*[KMGTPE]?i?B?)")
-_OOM_SHAPE = re.compile(r"(?:^|\s)Shape:\s*")
-_OOM_UNPADDED = re.compile(r"Unpadded size:\s*([0-9][0-9.]*\s*[KMGTPE]?i?B?)")
-_OOM_LABEL = re.compile(r"XLA label:\s*(.*?)\s*$")
-_OOM_ALLOC_TYPE = re.compile(r"Allocation type:\s*(.*?)\s*$")
-_OOM_OP_NAME = re.compile(r'op_name="((?:[^"\\]|\\.)*)"')
 
 _CHUNK_LINES = 4096
 _MAX_STATEMENT_LINES = 2000
@@ -1127,8 +1120,11 @@ class HloReader:
         self._pending: Optional[list] = None
         self._ready: Optional[list] = None
         self._skipping = False
-        self._oom: Optional[dict] = None
+        #: the out-of-memory report parser (xlashape.oom_report), once the
+        #: input may be a report
+        self._oom = None
         self._oom_count = 0
+        self._oom_report = 0
         self._use_fast = True
         #: the compiled row writer (compiled_json_rows) while ``hlo --json`` reads
         self.json_sink = None
@@ -1199,6 +1195,8 @@ class HloReader:
     def _set_mode(self, mode: str) -> None:
         if self.mode is None:
             self.mode = mode
+            if mode == "hlo":
+                self._oom = None       # not a report: the compiled scanner may take over
             pending, self._pending_warnings = self._pending_warnings, []
             dropped, self._pending_dropped = self._pending_dropped, 0
             if mode == "hlo":
@@ -1389,19 +1387,27 @@ class HloReader:
                             yield from got
         yield from self._finish()
 
-    def _flush_oom(self, rec) -> Optional[Instruction]:
-        if rec is None or rec.get("shape") is None:
+    def _oom_instruction(self, a) -> Optional[Instruction]:
+        """An allocation of an out-of-memory report (``oom_report.OomAllocation``)
+        as an instruction of the pseudo-computation :data:`OOM_REPORT`: the
+        instruction its XLA label names, with the report's figures as
+        attributes (``report``: which report of the input, from 1)."""
+        if a.shape is None:
             return None
+        if a.report != self._oom_report:
+            self._oom_report, self._oom_count = a.report, 0     # numbered per report
         self._oom_count += 1
-        label = rec.get("label", "")
+        label = a.label or ""
         lm = re.match(r"%?([A-Za-z_][\w.\-]*)\s*=\s*(?:[^=]*?\s)?([a-z][a-z0-9_\-]*)\(", label)
         if lm:
             name, opcode = lm.group(1), lm.group(2)
         else:
             name, opcode = f"allocation.{self._oom_count}", ""
-        attrs = {k: rec[k] for k in ("size", "unpadded_size", "allocation_type", "op_name",
-                                     "label") if k in rec}
-        return Instruction(OOM_REPORT, name, rec["shape"], opcode, line=rec["line"],
+        attrs = {"size": a.size_text, "unpadded_size": a.unpadded_text,
+                 "allocation_type": a.allocation_type, "op_name": a.op_name, "label": a.label}
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        attrs["report"] = a.report
+        return Instruction(OOM_REPORT, name, a.shape, opcode, line=a.line,
                            attributes=attrs, reader=self)
 
     def _finish(self) -> List[Instruction]:
@@ -1414,10 +1420,8 @@ class HloReader:
             self._warn(self._pending[0], "incomplete instruction at the end of the input: "
                        + _clip(" ".join(self._pending[1])))
             self._pending = None
-        done = self._flush_oom(self._oom)
-        self._oom = None
-        if done is not None:
-            out.append(done)
+        if self._oom is not None:
+            out.extend(i for i in map(self._oom_instruction, self._oom.finish()) if i is not None)
         if self.mode is None and self._pending_warnings:
             self._set_mode("hlo")  # nothing recognisable: report everything
         return out
@@ -1524,47 +1528,18 @@ class HloReader:
             self._current = None
             return out
 
-        # -- out-of-memory report -------------------------------------------
+        # -- out-of-memory report (read by xlashape.oom_report) -----------------
         if self.mode != "hlo":
-            if any(k in s for k in _OOM_MARKERS):
+            parser = self._oom
+            if parser is None:
+                from .oom_report import _TpuParser
+
+                parser = self._oom = _TpuParser(self._emit)
+            got = parser.feed(raw, lineno)
+            if parser.reports:
                 self._set_mode("oom")
-            sm = _OOM_SIZE.search(line)
-            shm = _OOM_SHAPE.search(line)
-            oom = self._oom
-            if sm or shm or oom is not None:
-                if sm:
-                    self._set_mode("oom")
-                    done = self._flush_oom(oom)
-                    if done is not None:
-                        out = (out or []) + [done]
-                    oom = self._oom = {"size": sm.group(1).replace(" ", ""), "line": lineno}
-                if shm:
-                    if oom is None:
-                        oom = self._oom = {"line": lineno}
-                    self._set_mode("oom")
-                    try:
-                        oom["shape"], _ = self.shape_at(line, shm.end())
-                        oom["line"] = lineno
-                    except HloParseError as e:
-                        self._emit(HloWarning(lineno, f"bad shape in report: {e.message}"))
-                um = _OOM_UNPADDED.search(line)
-                if um:
-                    oom["unpadded_size"] = um.group(1).replace(" ", "")
-                lm = _OOM_LABEL.search(line)
-                if lm:
-                    oom["label"] = lm.group(1)
-                am = _OOM_ALLOC_TYPE.search(line)
-                if am:
-                    oom["allocation_type"] = am.group(1)
-                om = _OOM_OP_NAME.search(line)
-                if om and "Operator:" in line:
-                    oom["op_name"] = om.group(1)
-                if s.startswith("====") and oom is not None:
-                    done = self._flush_oom(oom)
-                    self._oom = None
-                    if done is not None:
-                        out = (out or []) + [done]
-                return out
+            if got:
+                out = (out or []) + [i for i in map(self._oom_instruction, got) if i is not None]
             if self.mode == "oom":
                 return out
         self._warn(lineno, "not an HLO instruction, computation header or '}': " + _clip(s))

@@ -24,7 +24,7 @@ XLA reports for it, computed the way XLA computes them:
 - from an out-of-memory report, the limit, the excess, the listed
   allocations, and whether the program would fit without padding.
 
-Every allocation with padding says why (:func:`xlashape.tiling.padding_report`:
+Every allocation with padding says why (:func:`xlashape.padding.padding_report`:
 which dimension and tile level) and what would make it smaller.
 
 >>> m = analyze('''HloModule jit_f, input_output_alias={ {0}: (0, {}, may-alias) }, entry_computation_layout={(f32[8,1,1024]{1,2,0:T(8,128)}, f32[]{:T(128)})->(f32[8,1,1024]{1,2,0:T(8,128)}, s32[]{:T(128)})}
@@ -72,11 +72,14 @@ from .hlo_text import parse_shape
 from .oom_report import BREAKDOWN_HINT, looks_like_oom_report, read_oom_reports
 from .oom_report import parse_size as _parse_report_size
 from .shape_util import byte_size_of
-from .tiling import format_bytes, padding_report, physical_size_in_bytes
+from .padding import advice
+from .tiling import format_bytes, physical_size_in_bytes
 from .xla_dump import (BufferAllocation, BufferValue, DumpModule, MemorySpaceUsage, _number,
                        find_dump_modules, iter_buffer_assignment, read_memory_usage_report)
 from .hlo_proto import module_from_proto
 from .layout import memory_space_name
+from .oom_report import buffers_of_request, distinct_reports
+from .padding import origin_of, padding_summary, summarize_padding
 from .devices import TPU_ALIASES
 from . import protos
 from .live_range import read_live_ranges, read_locations, read_value_operands
@@ -287,20 +290,25 @@ class PaddingExplanation(NamedTuple):
     """Why a buffer is padded and what would make it smaller: ``sources``
     (one sentence per padding source, largest first) and ``fixes`` (layouts
     or reshapes that would really be smaller, each with the size it would
-    take), from :func:`xlashape.tiling.padding_report`."""
+    take), from :func:`xlashape.padding.padding_report`."""
 
     sources: Tuple[str, ...]
     fixes: Tuple[str, ...]
+    note: Optional[str] = None
+    origin: Optional[str] = None
 
 
-_EXPLAINED: Dict[str, Optional[PaddingExplanation]] = {}
+_EXPLAINED: Dict[tuple, Optional[PaddingExplanation]] = {}
 
 
-def explain_padding(shape) -> Optional[PaddingExplanation]:
+def explain_padding(shape, origin: Optional[str] = None) -> Optional[PaddingExplanation]:
     """:class:`PaddingExplanation` for an array shape with padding, else
-    ``None`` (no padding, not an array, or a layout xlashape cannot plan)."""
+    ``None`` (no padding, not an array, or a layout xlashape cannot plan).
+    ``origin`` (see :data:`xlashape.padding.ORIGINS`) decides the fixes: none
+    for a compiler scratch buffer, the default layout first for a requested
+    one (:func:`xlashape.padding.advice`)."""
 
-    key = shape if isinstance(shape, str) else shape_text(shape)
+    key = (shape if isinstance(shape, str) else shape_text(shape), origin)
     if key in _EXPLAINED:
         return _EXPLAINED[key]
     result = None
@@ -311,10 +319,10 @@ def explain_padding(shape) -> Optional[PaddingExplanation]:
         if shape.is_buffer:
             shape = shape.buffer_shape
         if shape.is_array and not shape.is_unbounded_dynamic:
-            rep = padding_report(shape)
-            if rep.padded_bytes > rep.unpadded_bytes:
-                result = PaddingExplanation(tuple(s.description for s in rep.sources),
-                                            tuple(str(s) for s in rep.suggestions))
+            adv = advice(shape, origin=origin)
+            if adv is not None:
+                result = PaddingExplanation(adv.sources, tuple(str(f) for f in adv.fixes),
+                                            adv.note, origin)
     except XlaShapeError:
         result = None
     if len(_EXPLAINED) > 1 << 14:
@@ -406,7 +414,11 @@ class Allocation:
         if self.padding_in_bytes <= 0:
             return None
         shape = self.padded_shape()
-        return None if shape is None else explain_padding(shape)
+        if shape is None:
+            return None
+        own = shape == self.shape
+        return explain_padding(shape, origin_of(shape, kind=self.kind if own else "temp",
+                                                memory_space=self.memory_space, platform=None))
 
     def padded_shape(self) -> Optional[str]:
         """The shape whose padding the allocation carries: its own for a
@@ -449,7 +461,7 @@ class Allocation:
             e = self.explanation()
             if e is not None:
                 d["padding"] = {"shape": self.padded_shape(), "sources": list(e.sources),
-                                "fixes": list(e.fixes)}
+                                "fixes": list(e.fixes), "origin": e.origin, "note": e.note}
         return d
 
     def __repr__(self):
@@ -552,6 +564,8 @@ class ModuleMemory:
         self.warnings: List[str] = []
         self.largest: List[Allocation] = []
         self.padding_wasters: List[Allocation] = []
+        #: :class:`xlashape.padding.PaddingSummary`: how much is padding, whether it matters
+        self.padding_summary = None
         self.oom: Optional[OomSummary] = None
         self.memory_analysis: Optional[dict] = None
         self.allocation_count = 0
@@ -676,7 +690,7 @@ _SNIFF_BYTES = 1 << 16
 def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
-            prefer: str = "text") -> MemoryAnalysis:
+            prefer: str = "text", dump=None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
     text of one of those, or a JAX compiled object
@@ -709,6 +723,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     ``progress(bytes_read, total_bytes)`` is called now and then on long
     inputs.
 
+    ``dump``: for an XLA:GPU out-of-memory error, the dump directory of the
+    same program: the allocations of the requested size are named
+    (:func:`match_oom_dump`).
+
     A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
     decides (pass a ``pathlib.Path`` to name any file).
 
@@ -717,6 +735,11 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
     be read.
     """
+    if dump is not None:
+        result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
+                         on_warning=on_warning, progress=progress)
+        match_oom_dump(result, dump, top=top)
+        return result
     if platform is not None:
         platform = platform.lower()
         if platform not in PLATFORMS:
@@ -1174,9 +1197,10 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
 def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None:
     allocations = list(allocations)
     mm.largest = heapq.nlargest(top, allocations, key=lambda a: a.size_in_bytes or 0)
-    mm.padding_wasters = [a for a in heapq.nlargest(top, allocations,
-                                                    key=lambda a: a.padding_in_bytes)
-                          if a.padding_in_bytes > 0]
+    # "most padding" lists only padding that matters (padding.padding_summary)
+    summary = padding_summary(allocations, top=top)
+    mm.padding_summary = summary
+    mm.padding_wasters = summary.listed
 
 
 # -- dumps -------------------------------------------------------------------------
@@ -1592,7 +1616,11 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
             + (f" ({ba_warnings.total} lines could not be read; the first: {ba_warnings[0]})"
                if ba_warnings else ""))
     mm.largest = [x[2] for x in sorted(largest, reverse=True)]
-    mm.padding_wasters = [x[2] for x in sorted(wasters, reverse=True)]
+    spaces = mm.memory_spaces.values()
+    summary = summarize_padding(sum(t.padding for t in spaces), sum(t.total for t in spaces),
+                                [x[2] for x in wasters], top=top)
+    mm.padding_summary = summary
+    mm.padding_wasters = summary.listed
     for text, (got, ours, problem, label, line, count) in mismatches.items():
         times = f" ({count} values)" if count > 1 else ""
         if problem is not None:
@@ -1939,14 +1967,12 @@ def _analyze_oom(lines, ctx: _Context, path: Optional[str]) -> MemoryAnalysis:
     if not reports:
         raise UnreadableInputError(f"no out-of-memory report found in {path or 'the input'}")
     result = MemoryAnalysis("oom", path)
-    previous = None
-    for r in reports:
-        key = (r.module_name, r.form, r.used_text, r.limit_text, r.excess_text,
-               tuple((a.section, a.size_text, a.shape_text, a.label) for a in r.allocations))
-        if key == previous:
-            continue      # libtpu logs the same report again when it suppresses the crash
-        previous = key
-        result.modules.append(_module_from_oom(r, ctx, path))
+    # libtpu logs the same report again when it suppresses the crash
+    for r in distinct_reports(reports):
+        if r.platform == "gpu":
+            result.modules.append(_module_from_gpu_oom(r, path))
+        else:
+            result.modules.append(_module_from_oom(r, ctx, path))
     for m in result.modules[:-1]:
         m.superseded = True
     result.warnings = ctx.warnings
@@ -2072,6 +2098,91 @@ def _module_from_oom(r, ctx: _Context, path: Optional[str]) -> ModuleMemory:
     if r.form == "short":
         mm.warnings.append("the per-buffer breakdown is not in this message: " + BREAKDOWN_HINT)
     return mm
+
+
+class GpuOomSummary(NamedTuple):
+    """What XLA:GPU's out-of-memory messages say (the ``oom`` of a module
+    read from them; see :class:`xlashape.oom_report.GpuOomReport`):
+    the fields of :class:`OomSummary` (``used``: what XLA's
+    rematerialization pass says the program needs, when it was logged) and
+    ``requested_bytes`` / ``requested_text`` (the allocation that failed),
+    ``allocator`` (``GPU_0_bfc``), ``origin`` (``allocator`` or
+    ``autotuner``), ``memory_limit_source``, ``remat_target_bytes``, and
+    ``matching_buffers``: given the dump of the same program
+    (``analyze(..., dump=DIR)``), the allocations of that size."""
+
+    form: str
+    memory_space: str
+    used: Optional[int]
+    limit: Optional[int]
+    excess: Optional[int]
+    padding_bytes: Optional[int]
+    padding_basis: Optional[str]
+    fits_without_padding: Optional[bool]
+    note: str
+    requested_bytes: Optional[int]
+    requested_text: Optional[str]
+    requested_exact: bool
+    allocator: Optional[str]
+    origin: str
+    memory_limit_source: Optional[str]
+    remat_target_bytes: Optional[int]
+    matching_buffers: Optional[list]
+
+    def to_json(self) -> dict:
+        return dict(self._asdict())
+
+
+def _module_from_gpu_oom(r, path: Optional[str]) -> ModuleMemory:
+    mm = ModuleMemory(r.executable_name, "oom", path)
+    mm.platform = "gpu"
+    mm.memory_limit_bytes = r.memory_limit_bytes
+    mm.memory_used_bytes = r.used_bytes
+    for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
+              "host_argument_size_in_bytes", "host_output_size_in_bytes",
+              "host_alias_size_in_bytes"):
+        setattr(mm, k, None)
+    mm._allocations = []
+    what = ("XLA's autotuner ran out of memory while trying configurations (the program "
+            "itself may fit)" if r.origin == "autotuner"
+            else "the allocation failed when the program ran" if r.requested_text
+            else "no allocation failed in this text: XLA's rematerialization warns that the "
+                 "program needs more than it aimed at; the allocator decides when it runs")
+    note = what
+    mm.oom = GpuOomSummary(
+        "gpu", "device", r.used_bytes, r.memory_limit_bytes, r.excess_bytes, None, None, None,
+        note, r.requested_bytes, r.requested_text, r.requested_exact, r.allocator, r.origin,
+        r.memory_limit_source, None if r.remat is None else r.remat.target_bytes, None)
+    mm._gpu_report = r
+    if r.memory_limit_bytes is None:
+        mm.notes.append("the memory limit is not in this text: XLA's log of the same run gives "
+                        "it (the allocator's stats or XLA's scheduler's 'base limit')")
+    return mm
+
+
+def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
+    """Given the dump of the same program (a directory, or what
+    :func:`analyze` made of it), name in each XLA:GPU out-of-memory module of
+    ``result`` the allocations whose size is the failed request
+    (``oom.matching_buffers``: module, allocation index, kind, size, the
+    values in it), largest first."""
+    dumped = dump if isinstance(dump, MemoryAnalysis) else analyze(dump, top=top)
+    for mm in result.modules:
+        r = getattr(mm, "_gpu_report", None)
+        if r is None:
+            continue
+        found = []
+        # the dump's module of the failed executable, when the message names it
+        named = [dm for dm in dumped.modules if r.executable_name and dm.name == r.executable_name]
+        for dm in named or dumped.modules:
+            for a in buffers_of_request(r, dm.iter_allocations()):
+                found.append({"module": dm.name, "index": a.index, "kind": a.kind,
+                              "size_in_bytes": a.size_in_bytes, "shape": a.shape,
+                              "names": list(a.values)[:8]})
+        mm.oom = mm.oom._replace(matching_buffers=found)
+        if not found:
+            mm.notes.append(f"no allocation of the dump has the requested size "
+                            f"({r.requested_text}): is it the dump of the same program?")
 
 
 # -- JAX compiled objects ------------------------------------------------------------

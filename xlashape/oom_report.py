@@ -1,4 +1,20 @@
-"""Read TPU out-of-memory reports, as libtpu prints them.
+"""Read out-of-memory reports: libtpu's, and XLA:GPU's errors and logs. The
+one parser of these formats (``xlashape memory`` and ``HloReader`` read
+through it); each report is a typed record, :class:`OomReport` (TPU) or
+:class:`GpuOomReport` (XLA:GPU).
+
+XLA:GPU's form is the exception ``RESOURCE_EXHAUSTED: Out of memory while
+trying to allocate 150.00GiB with allocator GPU_0_bfc on device 0``, and in
+XLA's log around it the BFC allocator's failure ("Allocator (GPU_0_bfc) ran
+out of memory trying to allocate 150.00GiB (rounded to 161061273600)"), its
+stats (``Limit:``, ``InUse:``) and summary, XLA's scheduler's "base limit",
+and the rematerialization warning ("Can't reduce memory use below X by
+rematerialization; only reduced to Y"); the autotuner's variant says the
+same while trying configurations. :class:`GpuOomReport` holds the request,
+the allocator, the limit where the log gives it, and
+:func:`buffers_of_request` finds the buffers of that size in a dump.
+
+libtpu's reports:
 
 Two forms exist. The exception JAX raises when a program does not fit is
 two lines, with totals only::
@@ -45,14 +61,15 @@ returns them all, in order.
 from __future__ import annotations
 
 import re
-from typing import Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import HloParseError
 from .hlo_module import HloWarning, _clip, _hlo_text
 from .shape import Shape
 
-__all__ = ["OomReport", "OomAllocation", "read_oom_reports", "parse_size", "looks_like_oom_report",
-           "BREAKDOWN_HINT"]
+__all__ = ["OomReport", "OomAllocation", "GpuOomReport", "RematWarning", "read_oom_reports",
+           "distinct_reports", "counted_report", "buffers_of_request", "parse_size",
+           "parse_gpu_size", "looks_like_oom_report", "BREAKDOWN_HINT"]
 
 #: Where the per-buffer breakdown is when the two-line exception is all one has.
 BREAKDOWN_HINT = (
@@ -64,8 +81,8 @@ BREAKDOWN_HINT = (
 
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\]\s]+\]\s?")
 _SIZE = r"(-?\d+(?:\.\d+)?\s*[KMGTPE]?i?B?)"
-_DETAILED = re.compile(r"Ran out of memory in memory space (\w+)\.\s*Used " + _SIZE + r" of "
-                       + _SIZE + r" \w+\.(?:\s*Exceeded \w+ capacity by " + _SIZE + r"\.)?")
+_DETAILED = re.compile(r"Ran out of memory in memory space (\w+)\.(?:\s*Used " + _SIZE + r" of "
+                       + _SIZE + r" \w+\.)?(?:\s*Exceeded \w+ capacity by " + _SIZE + r"\.)?")
 _SHORT = re.compile(r"Ran out of memory on (\w+),\s*(.*?)\(" + _SIZE + r"\)\s*exceeds available \w+ \("
                     + _SIZE + r"\)")
 _MODULE = re.compile(r"HLO module:\s*([^\s]+?)\.?(?:\s|$)")
@@ -114,7 +131,7 @@ class OomAllocation:
 
     __slots__ = ("rank", "section", "size_text", "unpadded_text", "padding_text",
                  "expansion_text", "shape_text", "shape", "operator", "label",
-                 "allocation_type", "line")
+                 "allocation_type", "line", "report")
 
     def __init__(self, rank: int, section: str, size_text: str, line: int):
         self.rank = rank
@@ -129,6 +146,8 @@ class OomAllocation:
         self.operator = None
         self.label = None
         self.allocation_type = None
+        #: which report of the input it is listed in (from 1)
+        self.report = 0
 
     @property
     def size(self) -> Optional[int]:
@@ -188,6 +207,8 @@ class OomReport:
     (the line that starts the report).
     """
 
+    platform = "tpu"
+
     def __init__(self, form: str, memory_space: str, line: int, message: str):
         self.form = form
         self.memory_space = memory_space
@@ -207,6 +228,8 @@ class OomReport:
         self.temp_unpadded_text: Optional[str] = None
         self.temp_padded_text: Optional[str] = None
         self.allocations: List[OomAllocation] = []
+        #: XLA's rematerialization warning logged before the report, if any
+        self.remat: Optional[RematWarning] = None
 
     used_bytes = property(lambda self: parse_size(self.used_text),
                           doc="Memory the program needs, in bytes (as printed, rounded).")
@@ -249,31 +272,53 @@ class OomReport:
 
 
 def looks_like_oom_report(text: str) -> bool:
-    """True if ``text`` (or its first part) holds an out-of-memory report."""
+    """True if ``text`` (or its first part) holds an out-of-memory report:
+    libtpu's (detailed or two-line) or XLA:GPU's (the ``RESOURCE_EXHAUSTED``
+    exception, the BFC allocator's log, the rematerialization warning)."""
     return ("Ran out of memory in memory space" in text or "Ran out of memory on " in text
-            or "CompileTimeHbmOom" in text)
+            or "CompileTimeHbmOom" in text or _GPU_ANY.search(text) is not None)
 
 
-def read_oom_reports(source, *, on_warning: Optional[Callable[[HloWarning], None]] = None
-                     ) -> List[OomReport]:
-    """Every out-of-memory report in ``source`` (text, a file object or an
-    iterable of lines: an exception message, a libtpu log file, ...), in
-    order. Lines outside reports are ignored; a listed allocation whose
-    shape does not parse is kept without a shape and reported to
-    ``on_warning`` with its line number."""
-    if isinstance(source, str):
-        source = source.splitlines()
-    hlo_text = _hlo_text()
-    reports: List[OomReport] = []
-    cur: Optional[OomReport] = None
-    entry: Optional[OomAllocation] = None
-    section = "program"
-    in_list = False
-    block: Optional[str] = None        # "usage" / "program" while reading their lines
-    last_module: Optional[str] = None
-    lineno = 0
-    for raw in source:
-        lineno += 1
+class _TpuParser:
+    """libtpu's reports, one line at a time (the state machine behind
+    :func:`read_oom_reports` and ``HloReader``'s reading of a report).
+
+    :meth:`feed` returns the allocations the line completes (an entry is
+    complete at the next entry, its ``=====`` line, the next report or log
+    message, or :meth:`finish`). A line may hold several fields (a report
+    pasted onto one line): each field starts at its label."""
+
+    def __init__(self, on_warning: Optional[Callable[[HloWarning], None]] = None):
+        self.on_warning = on_warning
+        self.reports: List[OomReport] = []
+        self.cur: Optional[OomReport] = None
+        self.entry: Optional[OomAllocation] = None
+        self.section = "program"
+        self.in_list = False
+        self.block: Optional[str] = None       # "usage" / "program" while reading their lines
+        self._hlo_text = _hlo_text()
+
+    def _close_entry(self, done: List[OomAllocation]) -> None:
+        if self.entry is not None:
+            done.append(self.entry)
+            self.entry = None
+
+    def finish(self) -> List[OomAllocation]:
+        done: List[OomAllocation] = []
+        self._close_entry(done)
+        self.cur = None
+        # a report without a module name belongs to the module named before it
+        # (libtpu names it once, then logs the allocator's reports)
+        name = None
+        for r in self.reports:
+            if r.module_name is None:
+                r.module_name = name
+            else:
+                name = r.module_name
+        return done
+
+    def feed(self, raw: str, lineno: int) -> List[OomAllocation]:
+        done: List[OomAllocation] = []
         line = raw.rstrip("\r\n")
         gm = _GLOG.match(line)
         if gm is not None:
@@ -281,96 +326,119 @@ def read_oom_reports(source, *, on_warning: Optional[Callable[[HloWarning], None
         m = _DETAILED.search(line)
         sm = None if m is not None else _SHORT.search(line)
         if m is not None or sm is not None:
+            self._close_entry(done)
             if m is not None:
                 cur = OomReport("detailed", m.group(1).lower(), lineno, line.strip())
                 cur.used_text, cur.limit_text, cur.excess_text = (
                     _norm(m.group(2)), _norm(m.group(3)), _norm(m.group(4)))
+                rest = line[m.end():]
             else:
                 cur = OomReport("short", sm.group(1).lower(), lineno, line.strip())
                 cur.required_what = sm.group(2).strip().rstrip(",").strip() or None
                 cur.used_text, cur.limit_text = _norm(sm.group(3)), _norm(sm.group(4))
-            reports.append(cur)
-            entry = None
-            in_list = False
-            block = None
+                rest = ""
+            self.cur = cur
+            self.reports.append(cur)
+            self.in_list = False
+            self.section = "program"
+            self.block = None
             mm = _MODULE.search(line)
             if mm:
-                cur.module_name = last_module = mm.group(1)
-            continue
+                cur.module_name = mm.group(1)
+            if rest.strip():
+                self._fields(rest, lineno, done)
+            return done
+        cur = self.cur
         if cur is None:
-            continue
+            return done
         if gm is not None:
             # another log message: the report (continuation lines carry no
             # log prefix) has ended
-            cur = None
-            entry = None
-            continue
+            self._close_entry(done)
+            self.cur = None
+            return done
         if cur.module_name is None:
             mm = _MODULE.search(line)
             if mm:
-                cur.module_name = last_module = mm.group(1)
+                cur.module_name = mm.group(1)
         if cur.form == "short":
-            continue
+            return done
         s = line.strip()
         if not s:
-            block = None
-            continue
+            self.block = None
+            return done
         hm = _USAGE_HEAD.match(line)
         if hm:
             cur.usage_total_text = _norm(hm.group(2))
-            block = "usage"
-            continue
+            self.block = "usage"
+            return done
         hm = _PROGRAM_HEAD.match(line)
         if hm:
             cur.program_total_text = _norm(hm.group(2))
-            block = "program"
-            continue
+            self.block = "program"
+            return done
         om = _OUTPUT.match(line)
         if om:
             cur.output_text, cur.output_shares_text = _norm(om.group(1)), _norm(om.group(2))
-            continue
+            return done
         lm = _LIST_HEAD.match(line)
         if lm:
-            section = "program" if lm.group(1) == "allocations" else "arguments and outputs"
-            in_list = True
-            block = None
-            entry = None
-            continue
-        if block is not None and not in_list:
+            self._close_entry(done)
+            self.section = "program" if lm.group(1) == "allocations" else "arguments and outputs"
+            self.in_list = True
+            self.block = None
+            return done
+        if self.block is not None and not self.in_list:
             bm = _BREAKDOWN.match(line)
             if bm:
                 name = bm.group(1).strip()
                 value = bm.group(2)
-                target = cur.usage if block == "usage" else cur.program
+                target = cur.usage if self.block == "usage" else cur.program
                 target[name] = value if value == "unknown size" else _norm(value)
                 if name == "HLO temp":
                     dm = _HLO_TEMP_DETAIL.search(bm.group(3))
                     if dm:
-                        cur.temp_unpadded_text, cur.temp_padded_text = _norm(dm.group(1)), _norm(dm.group(2))
-                continue
-        if not in_list:
-            continue
-        em = _ENTRY.match(line)
-        if em:
-            entry = OomAllocation(int(em.group(1)), section, _norm(em.group(2)), lineno)
-            cur.allocations.append(entry)
-            continue
+                        cur.temp_unpadded_text, cur.temp_padded_text = (
+                            _norm(dm.group(1)), _norm(dm.group(2)))
+                return done
         if s.startswith("====="):
-            entry = None
-            continue
-        fm = _FIELD.match(line)
-        if fm and entry is not None:
-            key, value = fm.group(1), fm.group(2)
+            self._close_entry(done)
+            return done
+        self._fields(line, lineno, done)
+        return done
+
+    def _fields(self, text: str, lineno: int, done: List[OomAllocation]) -> None:
+        """The entry starts (``N. Size: X``) and fields (``Shape: ...``) in
+        ``text``, each up to the next label."""
+        marks = list(_LABEL.finditer(text))
+        for k, lm in enumerate(marks):
+            value = text[lm.end():marks[k + 1].start() if k + 1 < len(marks) else len(text)]
+            value = value.strip()
+            if lm.group("rank") is not None:
+                size = _SIZE_AT.match(value)
+                if size is None:
+                    continue
+                self._close_entry(done)
+                self.entry = OomAllocation(int(lm.group("rank")), self.section,
+                                           _norm(size.group(1)), lineno)
+                self.entry.report = len(self.reports)
+                self.cur.allocations.append(self.entry)
+                continue
+            entry = self.entry
+            if entry is None:
+                continue
+            key = lm.group("key")
             if key == "Operator":
                 entry.operator = value
             elif key == "Shape":
                 entry.shape_text = value
+                entry.line = lineno
                 try:
-                    entry.shape = hlo_text.parse_shape(value)
+                    entry.shape = self._hlo_text.parse_shape(value)
                 except HloParseError as e:
-                    if on_warning is not None:
-                        on_warning(HloWarning(lineno, f"shape of allocation {entry.rank} does "
-                                                      f"not parse: {e.message}"))
+                    if self.on_warning is not None:
+                        self.on_warning(HloWarning(lineno, f"bad shape in report (allocation "
+                                                           f"{entry.rank}): {e.message}"))
             elif key == "Unpadded size":
                 entry.unpadded_text = _norm(value)
             elif key == "Extra memory due to padding":
@@ -383,16 +451,442 @@ def read_oom_reports(source, *, on_warning: Optional[Callable[[HloWarning], None
                 entry.label = value
             else:
                 entry.allocation_type = value
+
+
+_LABEL = re.compile(r"(?:^|(?<=\s))(?:(?P<rank>\d+)\.\s*Size:|(?P<key>Operator|Shape|Unpadded size|"
+                    r"Extra memory due to padding|XLA label|Allocation type):)")
+_SIZE_AT = re.compile(_SIZE + r"(?:\s|$)")
+
+
+# -- XLA:GPU -------------------------------------------------------------------------
+#
+# The formats, from XLA's sources (xla/tsl/framework/bfc_allocator.cc,
+# allocator.cc's AllocatorStats::DebugString, stream_executor's
+# tf_allocator_adapter.cc and device memory allocators,
+# xla/service/hlo_rematerialization.cc, xla/service/gpu/gpu_hlo_schedule.cc),
+# with the older wordings seen in released logs. Sizes are
+# tsl::strings::HumanReadableNumBytes ("150.00GiB", "880.28MiB", "512B").
+
+_HSIZE = r"(\d+(?:\.\d+)?\s*(?:[KMGTPE]i?)?B)"
+_GPU_EXCEPTION = re.compile(
+    r"Out of (host )?memory (?:while trying to allocate|allocating) (\d+(?:\.\d+)?\s*(?:[KMGTPE]i?B|B|bytes))"
+    r"(?:\s+with allocator (\w+))?(?:\s+on device (\d+))?")
+_GPU_SE_ALLOC = re.compile(r"Failed to allocate request for " + _HSIZE + r"\s*\((\d+)B?\)"
+                           r"(?: on device ordinal (\d+))?")
+_BFC_FAIL = re.compile(r"Allocator \(([^)]*)\) ran out of memory trying to allocate " + _HSIZE
+                       + r"(?: \(rounded to (?P<rounded>\d+)\))?(?:\s*from the \w+ end)?"
+                       + r"(?:\s*requested by op ?(?P<op>\S*))?(?: with freed_by_count=\d+)?\s*\.?"
+                       + r"(?P<retry>\s*The caller indicates that this is not a failure)?")
+_BFC_STAT = re.compile(r"^\s*(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|"
+                       r"LargestFreeBlock):\s+(-?\d+)\s*$")
+_BFC_SUMMARY = re.compile(r"Allocator memory summary: rounded request " + _HSIZE + r".*?"
+                          r"pool size " + _HSIZE + r", pool limit " + _HSIZE)
+_BFC_OLD_SUMMARY = re.compile(r"total_region_allocated_bytes_:\s*(\d+)\s+memory_limit_:\s*(\d+)")
+_BFC_INUSE_TOTAL = re.compile(r"Sum Total of in-use chunks: " + _HSIZE)
+_BFC_CHUNKS = re.compile(r"^\s*(\d+) Chunks of size (\d+) totalling " + _HSIZE)
+_REMAT = re.compile(r"Can't reduce memory use below " + _HSIZE + r"(?: \((\d+) bytes\))? by "
+                    r"rematerialization; only reduced to " + _HSIZE + r"(?: \((\d+) bytes\))?"
+                    r"(?:, down from " + _HSIZE + r"(?: \((\d+) bytes\))? originally)?")
+_SCHED_LIMIT = re.compile(r"The byte size of input/output arguments \((\d+)\) exceeds the base "
+                          r"limit \((\d+)\)")
+_EXECUTABLE = re.compile(r"\[executable_name='([^']*)'\]")
+_AUTOTUNE = re.compile(r"autotun|Failed to get configs|Failed to determine best|algorithm picker|"
+                       r"algorithm_picker", re.IGNORECASE)
+_GPU_ANY = re.compile(r"Out of (?:host )?memory (?:while trying to allocate|allocating) \d|"
+                      r"ran out of memory trying to allocate|by rematerialization; only reduced to|"
+                      r"Failed to allocate request for \d")
+_GPU_KEYWORDS = re.compile(r"emory|allocate|Limit|InUse|Chunks|chunks|byte size|LargestFreeBlock|"
+                           r"executable_name|total_region|autotun|Failed to")
+_BINARY_UNITS = {"B": 0, "KiB": 1, "MiB": 2, "GiB": 3, "TiB": 4, "PiB": 5, "EiB": 6}
+
+
+def parse_gpu_size(text: Optional[str]) -> Optional[int]:
+    """A size as XLA:GPU logs it (tsl's HumanReadableNumBytes: ``150.00GiB``,
+    ``512B``; or ``33762398024 bytes``) in bytes: exact for bytes, else the
+    printed figure times its unit, rounded (the text is rounded: see
+    :attr:`GpuOomReport.requested_bytes` for the exact figure when the log
+    gives it). ``None`` for text that is not a size.
+
+    >>> parse_gpu_size("150.00GiB"), parse_gpu_size("33762398024 bytes"), parse_gpu_size("512B")
+    (161061273600, 33762398024, 512)
+    """
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(bytes|B|[KMGTPE]iB|[KMGTPE]B?)\s*", text)
+    if m is None:
+        return None
+    unit = m.group(2)
+    if unit == "bytes":
+        return int(float(m.group(1)))
+    power = _BINARY_UNITS.get(unit)
+    if power is None:
+        power = _UNITS[unit[0]]
+    return int(round(float(m.group(1)) * (1024 ** power)))
+
+
+class RematWarning(NamedTuple):
+    """XLA's "Can't reduce memory use below X by rematerialization; only
+    reduced to Y, down from Z originally": the memory ``target`` the
+    rematerialization pass aimed at (derived from the device's memory
+    limit, not the limit itself), what the program still needs after it
+    (``reduced_to``) and before (``original``), in bytes (exact when the log
+    prints the byte count, else from the rounded text), and the ``line``."""
+
+    target_bytes: Optional[int]
+    reduced_to_bytes: Optional[int]
+    original_bytes: Optional[int]
+    line: int
+    text: str
+
+
+class GpuOomReport:
+    """One XLA:GPU out-of-memory failure: what was asked for and by whom.
+
+    - ``requested_text`` as printed; ``requested_bytes``: the byte count
+      when the message gives it ("N bytes", ``requested_exact`` True), else
+      the allocator's "(rounded to N)" (the request rounded up to a multiple
+      of 256 bytes: ``rounded_bytes``), else the printed text's figure
+      (rounded to two decimals);
+    - ``allocator`` (``GPU_0_bfc``; ``None`` when the message names none),
+      ``device`` (the ordinal), ``host_memory`` (the request was for pinned
+      host memory), ``executable_name`` (``jit__lambda``), ``origin``:
+      ``"allocator"`` (running the program), ``"autotuner"`` (XLA's autotuner
+      ran out while trying configurations: the program itself may fit);
+    - ``memory_limit_bytes`` and ``memory_limit_source`` where the log gives
+      the limit: the allocator's stats (``Limit:``, exact), XLA's scheduler
+      ("exceeds the base limit (N)", exact) or the allocator's summary
+      ("pool limit 105.00GiB", rounded); ``in_use_bytes`` (``InUse:`` or
+      "Sum Total of in-use chunks"), ``largest_free_block_bytes``,
+      ``chunks_in_use`` (``[(count, size)]`` from the allocator's summary),
+      ``io_bytes`` (XLA's scheduler: the program's arguments and outputs);
+    - ``remat`` (:class:`RematWarning`), ``retries`` (the allocator's
+      "not a failure" warnings before: ``[(allocator, size text)]``),
+      ``line`` (where the failure is reported), ``messages`` (the lines read).
+    """
+
+    platform = "gpu"
+    form = "gpu"
+    has_breakdown = False
+
+    def __init__(self):
+        self.requested_text: Optional[str] = None
+        self.requested_bytes: Optional[int] = None
+        self.requested_exact = False
+        self.rounded_bytes: Optional[int] = None
+        self.allocator: Optional[str] = None
+        self.device: Optional[int] = None
+        self.host_memory = False
+        self.executable_name: Optional[str] = None
+        self.op_name: Optional[str] = None
+        self.origin = "allocator"
+        self.memory_limit_bytes: Optional[int] = None
+        self.memory_limit_source: Optional[str] = None
+        self.in_use_bytes: Optional[int] = None
+        self.peak_in_use_bytes: Optional[int] = None
+        self.largest_free_block_bytes: Optional[int] = None
+        self.chunks_in_use: List[Tuple[int, int]] = []
+        self.io_bytes: Optional[int] = None
+        self.remat: Optional[RematWarning] = None
+        self.retries: List[Tuple[str, str]] = []
+        self.line: Optional[int] = None
+        self.messages: List[str] = []
+        self._seen: set = set()
+
+    # the names the TPU report has, so that code listing reports can show both
+    memory_space = "device"
+    allocations = property(lambda self: [], doc="none: XLA:GPU's messages list no buffers")
+    module_name = property(lambda self: self.executable_name)
+    limit_bytes = property(lambda self: self.memory_limit_bytes)
+
+    @property
+    def used_bytes(self) -> Optional[int]:
+        """What the program needs as XLA estimated it (the rematerialization
+        warning's "only reduced to"), else ``None``."""
+        return None if self.remat is None else self.remat.reduced_to_bytes
+
+    @property
+    def excess_bytes(self) -> Optional[int]:
+        if self.used_bytes is None or self.memory_limit_bytes is None:
+            return None
+        return self.used_bytes - self.memory_limit_bytes
+
+    def _set_limit(self, value: int, source: str, rank: int) -> None:
+        # the exact figures win over the rounded one
+        if self.memory_limit_bytes is None or rank < self._limit_rank:
+            self.memory_limit_bytes, self.memory_limit_source, self._limit_rank = value, source, rank
+
+    _limit_rank = 9
+
+    def _request(self, text: str, exact: Optional[int], line: int) -> None:
+        if exact is not None and not self.requested_exact:
+            self.requested_text = text.replace(" ", "")
+            self.requested_bytes, self.requested_exact = exact, True
+        elif self.requested_text is None:
+            self.requested_text = text.replace(" ", "")
+            self.requested_bytes = parse_gpu_size(text)
+        if self.line is None:
+            self.line = line
+
+    def matches_size(self, size: int) -> bool:
+        """Whether a buffer of ``size`` bytes is what was asked for: equal to
+        the exact request, or rounding to the allocator's 256-byte
+        rounding, or printing as the request's rounded text."""
+        if self.requested_exact and self.requested_bytes is not None:
+            if size == self.requested_bytes:
+                return True
+        if self.rounded_bytes is not None and -(-size // 256) * 256 == self.rounded_bytes:
+            return True
+        if not self.requested_exact and self.requested_text is not None:
+            return _human(size) == self.requested_text.replace("bytes", "B")
+        return False
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in (
+            "requested_text", "requested_bytes", "requested_exact", "rounded_bytes", "allocator",
+            "device", "host_memory", "executable_name", "origin", "memory_limit_bytes",
+            "memory_limit_source", "in_use_bytes", "largest_free_block_bytes", "io_bytes", "line")}
+        d["chunks_in_use"] = [{"count": c, "size": s} for c, s in self.chunks_in_use]
+        d["remat"] = None if self.remat is None else {
+            "target_bytes": self.remat.target_bytes, "reduced_to_bytes": self.remat.reduced_to_bytes,
+            "original_bytes": self.remat.original_bytes, "line": self.remat.line}
+        return d
+
+    def __repr__(self):
+        return (f"<GpuOomReport {self.requested_text} with {self.allocator or 'an allocator'}, "
+                f"limit {self.memory_limit_bytes}, line {self.line}>")
+
+
+def _human(n: int) -> str:
+    """tsl::strings::HumanReadableNumBytes: ``512B``, ``150.00GiB``."""
+    if n < 1024:
+        return f"{n}B"
+    units = "KMGTPE"
+    value = float(n)
+    i = -1
+    while value >= 1024 and i < len(units) - 1:
+        value /= 1024
+        i += 1
+    return f"{value:.2f}{units[i]}iB"
+
+
+# the order in which XLA:GPU's messages about one failure come
+_STAGES = {"schedule": 0, "remat": 1, "bfc": 2, "exception": 3}
+
+
+class _GpuParser:
+    """XLA:GPU's messages about running out of memory, grouped into one
+    :class:`GpuOomReport` per failure: a message that comes earlier in the
+    sequence (scheduler, rematerialization, allocator, exception) than one
+    already read, or a second of the same kind, starts the next failure."""
+
+    def __init__(self):
+        self.reports: List[GpuOomReport] = []
+        self.cur: Optional[GpuOomReport] = None
+        self.stage = -1
+
+    def _report(self, stage: str) -> GpuOomReport:
+        k = _STAGES[stage]
+        if self.cur is None or k < self.stage or stage in self.cur._seen:
+            self.cur = GpuOomReport()
+            self.reports.append(self.cur)
+        self.cur._seen.add(stage)
+        self.stage = k
+        return self.cur
+
+    def feed(self, raw: str, lineno: int) -> None:
+        line = raw.rstrip("\r\n")
+        m = _SCHED_LIMIT.search(line)
+        if m:
+            r = self._report("schedule")
+            r.io_bytes = int(m.group(1))
+            r._set_limit(int(m.group(2)), "XLA's scheduler (the device's memory limit)", 1)
+            r.messages.append(line.strip())
+            return
+        m = _REMAT.search(line)
+        if m:
+            r = self._report("remat")
+            r.remat = RematWarning(_exact_or(m.group(2), m.group(1)), _exact_or(m.group(4), m.group(3)),
+                                   _exact_or(m.group(6), m.group(5)), lineno, m.group(0))
+            r.messages.append(line.strip())
+            return
+        m = _BFC_FAIL.search(line)
+        if m:
+            if m.group("retry"):
+                # the allocator's "not a failure" warning: recorded, no failure yet
+                if self.cur is None:
+                    self.cur = GpuOomReport()
+                    self.reports.append(self.cur)
+                    self.stage = -1
+                self.cur.retries.append((m.group(1), m.group(2).replace(" ", "")))
+                return
+            r = self._report("bfc")
+            r.allocator = m.group(1)
+            r._request(m.group(2), None, lineno)
+            if m.group("rounded"):
+                r.rounded_bytes = int(m.group("rounded"))
+                if not r.requested_exact:
+                    r.requested_bytes = r.rounded_bytes
+            if m.group("op"):
+                r.op_name = m.group("op")
+            if _AUTOTUNE.search(line):
+                r.origin = "autotuner"
+            r.messages.append(line.strip())
+            return
+        r = self.cur
+        m = _GPU_EXCEPTION.search(line)
+        if m:
+            r = self._report("exception")
+            text = m.group(2)
+            r._request(text, int(text.split()[0]) if text.endswith("bytes") else None, lineno)
+            r.host_memory = r.host_memory or bool(m.group(1))
+            if m.group(3):
+                r.allocator = m.group(3)
+            if m.group(4):
+                r.device = int(m.group(4))
+            em = _EXECUTABLE.search(line)
+            if em:
+                r.executable_name = em.group(1)
+            if _AUTOTUNE.search(line):
+                r.origin = "autotuner"
+            r.messages.append(line.strip())
+            return
+        m = _GPU_SE_ALLOC.search(line)
+        if m:
+            r = self._report("exception")
+            r._request(m.group(1), int(m.group(2)), lineno)
+            if m.group(3):
+                r.device = int(m.group(3))
+            if _AUTOTUNE.search(line):
+                r.origin = "autotuner"
+            r.messages.append(line.strip())
+            return
+        if r is None:
+            return
+        em = _EXECUTABLE.search(line)
+        if em and r.executable_name is None:
+            r.executable_name = em.group(1)
+        m = _BFC_STAT.match(_strip_glog(line))
+        if m:
+            key, value = m.group(1), int(m.group(2))
+            if key == "Limit" and value > 0:
+                r._set_limit(value, "the allocator's stats (Limit)", 0)
+            elif key == "InUse":
+                r.in_use_bytes = value
+            elif key == "MaxInUse":
+                r.peak_in_use_bytes = value
+            elif key == "LargestFreeBlock":
+                r.largest_free_block_bytes = value
+            return
+        m = _BFC_OLD_SUMMARY.search(line)
+        if m:
+            r._set_limit(int(m.group(2)), "the allocator's summary (memory_limit_)", 0)
+            return
+        m = _BFC_SUMMARY.search(line)
+        if m:
+            r._set_limit(parse_gpu_size(m.group(3)), "the allocator's summary (pool limit, rounded)", 2)
+            return
+        m = _BFC_INUSE_TOTAL.search(line)
+        if m and r.in_use_bytes is None:
+            r.in_use_bytes = parse_gpu_size(m.group(1))
+            return
+        m = _BFC_CHUNKS.match(_strip_glog(line))
+        if m:
+            r.chunks_in_use.append((int(m.group(1)), int(m.group(2))))
+
+    def finish(self) -> List[GpuOomReport]:
+        # retries alone (the allocator coped) are not a failure
+        return [r for r in self.reports if r.requested_text is not None or r.remat is not None]
+
+
+def _strip_glog(line: str) -> str:
+    gm = _GLOG.match(line) or _TS_LOG.match(line)
+    return line[gm.end():] if gm else line
+
+
+_TS_LOG = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+:\s+[IWEF]\s+\S+\]\s?")
+
+
+def _exact_or(exact: Optional[str], text: Optional[str]) -> Optional[int]:
+    if exact is not None:
+        return int(exact)
+    return parse_gpu_size(text)
+
+
+def read_oom_reports(source, *, on_warning: Optional[Callable[[HloWarning], None]] = None
+                     ) -> List:
+    """Every out-of-memory report in ``source`` (text, a file object or an
+    iterable of lines: an exception message, a libtpu log, XLA:GPU's log),
+    in order: :class:`OomReport` for libtpu's (``platform`` ``"tpu"``),
+    :class:`GpuOomReport` for XLA:GPU's (``platform`` ``"gpu"``). Lines
+    outside reports are ignored; a listed allocation whose shape does not
+    parse is kept without a shape and reported to ``on_warning`` with its
+    line number. The one parser of these formats: ``xlashape memory`` and
+    ``HloReader`` (``xlashape hlo``) read reports through it."""
+    if isinstance(source, str):
+        source = source.splitlines()
+    tpu = _TpuParser(on_warning)
+    gpu = _GpuParser()
+    order: List[Tuple[int, object]] = []
+    lineno = 0
+    for raw in source:
+        lineno += 1
+        tpu.feed(raw, lineno)
+        if _GPU_KEYWORDS.search(raw) is not None:
+            gpu.feed(raw, lineno)
+    tpu.finish()
+    reports = [(r.line, r) for r in tpu.reports]
+    for g in gpu.finish():
+        if g.requested_text is None and tpu.reports:
+            # XLA's rematerialization warning in libtpu's log: it belongs to
+            # the TPU report that follows it
+            nxt = [r for r in tpu.reports if r.line > g.remat.line]
+            if nxt and nxt[0].remat is None:
+                nxt[0].remat = g.remat
             continue
-    # a report without a module name belongs to the module named before it
-    # (libtpu names it once, then logs the allocator's reports)
-    name = None
+        reports.append((g.line if g.line is not None else g.remat.line, g))
+    reports.sort(key=lambda x: x[0])
+    return [r for _, r in reports]
+
+
+def distinct_reports(reports: List) -> List:
+    """``reports`` without the repeats libtpu logs (it logs the same report
+    again when it suppresses the crash): a report equal to the one before
+    it is left out."""
+    out = []
+    previous = None
     for r in reports:
-        if r.module_name is None:
-            r.module_name = name
-        else:
-            name = r.module_name
-    return reports
+        key = _report_key(r)
+        if key == previous:
+            continue
+        previous = key
+        out.append(r)
+    return out
+
+
+def _report_key(r) -> tuple:
+    if isinstance(r, GpuOomReport):
+        return ("gpu", r.requested_text, r.allocator, r.line)
+    return (r.module_name, r.form, r.used_text, r.limit_text, r.excess_text,
+            tuple((a.section, a.size_text, a.shape_text, a.label) for a in r.allocations))
+
+
+def counted_report(reports: List):
+    """The report that counts when a log holds several (libtpu tries more
+    than one allocation before it gives up, and XLA:GPU may fail more than
+    once): the last one, after :func:`distinct_reports`. ``None`` when
+    there is none. The earlier ones are superseded: adding their
+    allocations up counts the same program several times."""
+    d = distinct_reports(reports)
+    return d[-1] if d else None
+
+
+def buffers_of_request(report: GpuOomReport, allocations: Iterable) -> List:
+    """The allocations (``xlashape.memory.Allocation``, from the dump of the
+    same program) whose size is what the allocator was asked for (see
+    :meth:`GpuOomReport.matches_size`), largest first."""
+    out = [a for a in allocations
+           if getattr(a, "size_in_bytes", None) is not None and report.matches_size(a.size_in_bytes)]
+    return out
 
 
 def _norm(text: Optional[str]) -> Optional[str]:

@@ -352,6 +352,7 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
     # "module_0004.jit_f.cpu_" on CPU): pair them by directory and number+name
     modules: List[DumpModule] = []
     taken = set()
+    paired = set()
     for (root, key), path in optimized.items():
         ba = os.path.join(root, key + _BUFFER_ASSIGNMENT)
         rep = os.path.join(root, key + _MEMORY_REPORT)
@@ -361,6 +362,25 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
         for (r2, k2) in unoptimized:
             if r2 == root and key.startswith(k2):
                 taken.add((r2, k2))
+                paired.add((root, key))
+    # XLA may give the optimized module a new number (module_0003.jit_f.
+    # before_optimizations.txt, module_0004.jit_f...after_optimizations.txt):
+    # a "before" file left over belongs to the optimized module of the same
+    # name without a "before" file of its own, the next one by number
+    for (root, key) in sorted(unoptimized, key=lambda rk: (rk[0], _number(rk[1]) or 0)):
+        if (root, key) in taken:
+            continue
+        name = _MODULE_FILE.sub("", key, count=1)
+        number = _number(key)
+        candidates = sorted(
+            (_number(k2) if _number(k2) is not None else 1 << 62, k2)
+            for (r2, k2) in optimized
+            if r2 == root and (r2, k2) not in paired and k2 != key
+            and _MODULE_FILE.sub("", k2, count=1).startswith(name)
+            and (number is None or _number(k2) is None or _number(k2) >= number))
+        if candidates:
+            paired.add((root, candidates[0][1]))
+            taken.add((root, key))
     for (root, key), path in unoptimized.items():
         if (root, key) in taken:
             continue

@@ -28,7 +28,8 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..tiling import format_bytes, format_expansion, padding_report
+    from ..padding import padding_report
+    from ..tiling import format_bytes, format_expansion
 
     shape = load_shape(args)
     rep = padding_report(shape)

@@ -1,5 +1,7 @@
 """``xlashape hlo FILE|-``: every instruction of an HLO module (or every
-allocation of a TPU out-of-memory report) with its shape, logical and padded
+allocation of a TPU out-of-memory report: of a libtpu log holding several, the
+last; an error that lists no buffers, TPU's two-line one or XLA:GPU's, points
+to ``xlashape memory``) with its shape, logical and padded
 bytes, padding waste and memory space, how its computation is used (entry,
 fusion body, reducer, while body, ...) and whether its result is a new
 buffer or a view of another; totals per memory space (new buffers only) and
@@ -395,6 +397,7 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
     from ..hlo_module import (OOM_REPORT, HloReader, TextBlocks, memory_footprint, open_text,
                               scan_calls, shape_text)
 
+    only_report, report_note = _oom_input(path, source_name)
     big = total is None or total >= _PROGRESS_MIN_BYTES
     show_progress = not args.no_progress and big and sys.stderr.isatty()
     call_kinds = scan_calls(pathlib.Path(path), progress=_scan_progress(total) if show_progress else None)
@@ -411,12 +414,17 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
         jsonw = JsonArrayWriter()
     last_comp = object()
     show_table = mode != "text" or not args.summary
+    instructions = reader.read(lines)
+    if only_report is not None:
+        instructions = (i for i in instructions if i.attributes.get("report") == only_report)
     try:
-        if mode == "json" and not args.details:
+        if mode == "json" and not args.details and only_report is None:
             _json_rows(reader, lines, summary, jsonw, on_warning)
             return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
-        for ins in reader.read(lines):
+        for ins in instructions:
             fp = memory_footprint(ins.shape)
+            if ins.computation == OOM_REPORT and ins.shape.is_tuple:
+                fp = _tuple_table_footprint(ins, fp)
             summary.add(ins, fp, ins.result)
             if not show_table:
                 continue
@@ -481,10 +489,77 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
     finally:
         progress.done()
         stream.close()
-    return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
+    return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table,
+                   report_note)
 
 
-def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table) -> int:
+def _tuple_table_footprint(ins, fp):
+    """A tuple-shaped allocation of an out-of-memory report is the tuple's
+    table of pointers, not its elements (those are allocations of their
+    own): the size the report prints, unpadded as it prints it (else 8 bytes
+    an element)."""
+    from ..hlo_module import Footprint
+    from ..oom_report import parse_size
+
+    padded = parse_size(ins.attributes.get("size"))
+    if padded is None:
+        return fp
+    unpadded = parse_size(ins.attributes.get("unpadded_size"))
+    if unpadded is None:
+        unpadded = min(8 * len(ins.shape.tuple_shapes), padded)
+    return Footprint(unpadded, padded, 0, ((0, unpadded, padded),), None)
+
+
+def _oom_input(path: str, source_name: str):
+    """For an out-of-memory report: ``(report, note)``, the number of the
+    report whose allocations to list (the one that counts, see
+    :func:`xlashape.oom_report.counted_report`: a libtpu log holds one report
+    per allocation attempt, and adding them all up counts the program
+    several times) and a line saying so; ``(None, None)`` for HLO. A report
+    that lists no allocations (TPU's two-line exception, XLA:GPU's errors) is
+    a usage error pointing to ``xlashape memory``, which reads its totals."""
+    from ..hlo_module import open_text
+    from ..oom_report import (BREAKDOWN_HINT, counted_report, distinct_reports,
+                              looks_like_oom_report, read_oom_reports)
+
+    with open_text(path) as f:
+        head = f.read(1 << 16)
+    if not looks_like_oom_report(head) or "HloModule" in head or "ENTRY " in head:
+        return None, None
+    with open_text(path) as f:
+        reports = read_oom_reports(f)
+    listed = [r for r in distinct_reports(reports) if r.allocations]
+    target = "- < (the same input)" if source_name == "<stdin>" else source_name
+    if not listed:
+        if not reports:
+            return None, None
+        r = reports[-1]
+        if r.platform == "gpu":
+            what = ((f"XLA:GPU's out-of-memory error (a request of {r.requested_text} failed"
+                     + (f" in {r.allocator}" if r.allocator else "") + ")")
+                    if r.requested_text else "XLA's rematerialization warning")
+            hint = ("; with the dump of the same program (XLA_FLAGS=--xla_dump_to=DIR), "
+                    f"'{PROG} memory {target} --dump DIR' also names the buffers of that size"
+                    if r.requested_text else "")
+        else:
+            what = (f"TPU's two-line out-of-memory error (needs {r.used_text} of {r.limit_text})"
+                    if r.form == "short" else "an out-of-memory report that lists no allocations")
+            hint = f"; {BREAKDOWN_HINT}" if r.form == "short" else ""
+        raise UsageError(f"{source_name} is {what}: it lists no buffers to show here; "
+                         f"'{PROG} memory {target}' reports what it says{hint}")
+    chosen = listed[-1]
+    number = chosen.allocations[0].report
+    note = None
+    total = len(distinct_reports([r for r in reports if r.platform == "tpu"]))
+    if total > 1:
+        note = (f"the last of {total} reports in this log (libtpu reports each allocation it "
+                f"tries; the earlier ones are left out, adding them up would count the "
+                f"program more than once): report at line {chosen.line}")
+    return number, note
+
+
+def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table,
+            report_note=None) -> int:
     if jsonw is not None:
         jsonw.close()
     if warnings.total > args.max_warnings:
@@ -509,7 +584,10 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
         if warnings.total > skipped:
             head.append(f", {warnings.total - skipped} other warning"
                         + ("s" if warnings.total - skipped != 1 else ""))
-        write_lines(([""] if show_table else []) + ["".join(head)] + summary.report())
+        write_lines(([""] if show_table else []) + ["".join(head)]
+                    + ([report_note] if report_note else []) + summary.report())
+    elif report_note:
+        warn(report_note)
     return 0
 
 

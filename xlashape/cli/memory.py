@@ -1,6 +1,7 @@
 """``xlashape memory PATH|-``: where a program's memory goes, as XLA accounts
-for it: a terminal memory viewer for an HLO module, an XLA dump directory or
-a TPU out-of-memory report.
+for it: a terminal memory viewer for an HLO module, an XLA dump directory, a TPU
+out-of-memory report or an XLA:GPU out-of-memory error (with ``--dump DIR``,
+the buffers of the dump that have the size the allocator could not find).
 
 For each module: the totals per memory space (arguments, outputs, aliased,
 temporaries), XLA's ``CompiledMemoryStats`` figures, the largest
@@ -45,18 +46,21 @@ def add_parser(subparsers):
     p = add_command(
         subparsers, NAME,
         "Show where a program's memory goes, as XLA accounts for it: read an HLO module, "
-        "an XLA dump directory (XLA_FLAGS=--xla_dump_to=DIR) or a TPU out-of-memory report, "
+        "an XLA dump directory (XLA_FLAGS=--xla_dump_to=DIR), a TPU out-of-memory report or "
+        "an XLA:GPU out-of-memory error, "
         "and print the totals per memory space, XLA's memory figures, the largest allocations "
         "and the padding wasters with their fixes",
         f"{PROG} memory --example                       # a small real TPU dump shipped with xlashape\n"
         f"  {PROG} memory DUMP_DIR                          # XLA_FLAGS=--xla_dump_to=DUMP_DIR\n"
         f"  {PROG} memory module.after_optimizations.txt --json\n"
         f"  {PROG} memory - < oom_message.txt\n"
+        f"  {PROG} memory gpu_oom.txt --dump DIR                # which buffers have the failed size\n"
         f"  {PROG} memory DUMP_DIR --html report.html     # a page to look at, offline\n"
         f"  {PROG} memory diff A B --max-growth 5%        # two compiles of one program")
     p.add_argument("path", metavar="PATH", nargs="?",
                    help="an HLO text file (.gz ok), an XLA dump directory, a TPU out-of-memory "
-                        "report or libtpu log, or - for standard input")
+                        "report or libtpu log, an XLA:GPU out-of-memory error or log, or - for "
+                        "standard input")
     p.add_argument("--example", action="store_true",
                    help="read the small real XLA:TPU dump shipped with xlashape")
     p.add_argument("--example-path", action="store_true",
@@ -71,6 +75,10 @@ def add_parser(subparsers):
                    help="the TPU generation (v4, v5e, v5p, v6e; or a topology such as v6e:2x2): "
                         "it sets the size of tuple tables, which HLO text does not say "
                         "(default: v4/v5e sizes; a dump's buffer assignment shows them)")
+    p.add_argument("--dump", metavar="DIR",
+                   help="for an XLA:GPU out-of-memory error: the dump directory of the same "
+                        "program (XLA_FLAGS=--xla_dump_to=DIR); names the buffers that have "
+                        "the size the allocator could not find")
     p.add_argument("--device", metavar="GPU|TPU",
                    help="judge the peak against this device's usable memory (h100, h200, a100, "
                         "v5e, v6e, ...; GPUs: jax's default 75%% of device memory)")
@@ -203,9 +211,14 @@ def run(args) -> int:
             # a Path: whatever its name, it is a file (hlo_module.source_kind)
             result = analyze(pathlib.Path(path), top=args.top, chip=args.chip,
                              platform=args.platform, prefer="proto" if args.proto else "text",
-                             on_warning=on_warning, progress=progress)
+                             on_warning=on_warning, progress=progress, dump=args.dump)
         finally:
             progress.done()
+        if args.dump is not None and not any(m.source == "oom" and m.platform == "gpu"
+                                             for m in result.modules):
+            raise UsageError("--dump DIR goes with an XLA:GPU out-of-memory error (it names the "
+                             "buffers of the size the allocator could not find); "
+                             f"{display} holds none")
         if display != path:
             result.path = display
             for m in result.modules:
@@ -502,10 +515,13 @@ def _module_text(m, top: int) -> List[str]:
         out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
             out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
+    ps = getattr(m, "padding_summary", None)
     if m.padding_wasters and top:
-        out.append("most padding:")
+        out.append("most padding" + (f" ({ps.text})" if ps is not None else "") + ":")
         for rank, a in enumerate(m.padding_wasters, 1):
             out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
+    elif top and ps is not None and ps.padding_bytes:
+        out.append(ps.text)
     elif top:
         out.append("no allocation is padded")
     if m.peak is not None:
@@ -559,6 +575,8 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
         if e is not None:
             for s in e.sources:
                 lines.append(f"      why: {s}")
+            if e.note:
+                lines.append(f"      note: {e.note}")
             if e.fixes:
                 lines.append(f"      fix: {e.fixes[0]}")
                 for f in e.fixes[1:3]:
@@ -566,8 +584,55 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
     return lines
 
 
+def _gpu_oom_text(m) -> List[str]:
+    o = m.oom
+    where = f" in {o.allocator}" if o.allocator else ""
+    size = o.requested_text or "?"
+    if o.requested_bytes is not None and not (o.requested_text or "").endswith("bytes"):
+        size += (f" ({o.requested_bytes} bytes" + ("" if o.requested_exact else
+                 ", as the allocator rounded it" if "rounded" in " ".join(
+                     getattr(m, "_gpu_report").messages) else ", from the rounded figure") + ")")
+    out = [f"XLA:GPU out-of-memory error{'' if not m.name else ' in ' + m.name}"]
+    if o.requested_text is not None:
+        out.append(f"  request that failed: {size}{where}"
+                   + (" (XLA's autotuner)" if o.origin == "autotuner" else ""))
+    if o.limit is not None:
+        out.append(f"  memory limit: {fmt_bytes(o.limit)} ({o.limit} bytes, from "
+                   f"{o.memory_limit_source})")
+    r = getattr(m, "_gpu_report", None)
+    if r is not None and r.remat is not None:
+        rm = r.remat
+        out.append("  XLA's rematerialization: the program needs "
+                   + (f"{fmt_bytes(rm.reduced_to_bytes)}" if rm.reduced_to_bytes is not None else "?")
+                   + (f" (down from {fmt_bytes(rm.original_bytes)})"
+                      if rm.original_bytes not in (None, rm.reduced_to_bytes) else "")
+                   + (f", it aimed at {fmt_bytes(rm.target_bytes)}" if rm.target_bytes else ""))
+    if r is not None and r.in_use_bytes is not None:
+        out.append(f"  in use in the allocator when it failed: {fmt_bytes(r.in_use_bytes)}")
+    out.append(f"  {o.note}")
+    if o.matching_buffers is not None:
+        if o.matching_buffers:
+            out.append(f"buffers of the dump with that size ({len(o.matching_buffers)}):")
+            for b in o.matching_buffers[:10]:
+                names = ", ".join(b["names"][:3])
+                out.append(f"  allocation {b['index']} of {b['module']}: {b['kind']}, "
+                           f"{fmt_bytes(b['size_in_bytes'])}" + (f": {names}" if names else ""))
+                if b.get("shape"):
+                    out.append(f"      {b['shape']}")
+        else:
+            out.append("no buffer of the dump has that size")
+    elif o.requested_text is not None:
+        out.append(f"  (give the dump of the same program with --dump DIR to see which buffers "
+                   f"have that size)")
+    for n in m.notes:
+        out.append(f"note: {n}")
+    return out
+
+
 def _oom_text(m, top: int) -> List[str]:
     o = m.oom
+    if o.form == "gpu":
+        return _gpu_oom_text(m)
     out = [f"out-of-memory report{'' if not m.name else ' for module ' + m.name}"
            f" ({'detailed' if o.form == 'detailed' else 'the two-line exception'})"]
     if o.used is not None and o.limit is not None:
