@@ -293,3 +293,18 @@ def test_several_reports_of_one_log_the_last_counts():
     assert len(distinct) < len(reports)
     assert oom_report.counted_report(reports) is distinct[-1]
     assert distinct[-1].line == max(r.line for r in reports if r.form == "detailed")
+
+
+def test_gpu_log_numbers_of_thousands_of_digits_are_not_read():
+    # int() of 4300+ digits raises a builtin ValueError: such a line is not
+    # one of XLA's (its numbers are int64) and is skipped
+    import io
+    from xlashape.oom_report import read_oom_reports
+    huge = "9" * 5000
+    text = ("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 150.00GiB with allocator GPU_0_bfc\n"
+            f"The byte size of input/output arguments ({huge}) exceeds the base limit ({huge})\n"
+            f"Limit:      {huge}\n"
+            f"{huge} Chunks of size {huge} totalling 1.00GiB\n")
+    (report,) = read_oom_reports(io.StringIO(text))
+    assert report.memory_limit_bytes is None
+    assert report.chunks_in_use == []

@@ -379,3 +379,26 @@ def test_cli_bad_limit_or_device_fails_before_any_output():
         r = run("memory", "--example", *args)
         assert r.returncode == 2 and r.stdout == "", args
         assert "error:" in r.stderr
+
+
+# --- numbers of thousands of digits (found by the fuzz harness: int() of
+# 4300+ digits raises a builtin ValueError; 10 ** huge never finishes)
+
+def test_live_range_lines_with_huge_numbers_are_skipped():
+    import io
+    from xlashape.live_range import read_live_ranges
+    text = ("HloLiveRange (max " + "9" * 5000 + ")\nInstructionSequence:\n" + "7" * 5000 + ":x\n"
+            "0:p\nBufferLiveRange:\n  a:1-" + "9" * 5000 + "\n  b:0-3\n"
+            "Live ranges at " + "9" * 6000 + " (peak):\n  b: " + "1" * 5000 + " bytes\n")
+    lr = read_live_ranges(io.StringIO(text))
+    assert lr.ranges == {"b{}": (0, 3)}
+    assert lr.sequence == ["p"]
+    assert lr.xla_peak_buffers == []
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "9" * 5000 + "G", "1e400", "99999999999E"])
+def test_parse_size_refuses_sizes_past_int64(text):
+    from xlashape.errors import ShapeValueError
+    from xlashape.peak import parse_size
+    with pytest.raises(ShapeValueError):
+        parse_size(text)

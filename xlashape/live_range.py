@@ -32,10 +32,12 @@ from .hlo_proto import read_hlo_proto_module
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands", "reads"]
 
-_RANGE = re.compile(r"\s*(\S.*?):(-?\d+)-(-?\d+)\s*$")
-_PEAK = re.compile(r"\s*Live ranges at (\d+) \(peak\):")
-_PEAK_LINE = re.compile(r"\s*(\S.*?): (\d+) bytes")
-_MAX = re.compile(r"HloLiveRange \(max (\d+)\)")
+# numbers in these files are int64: at most 19 digits (a longer run of digits
+# is a malformed line, skipped; int() of thousands of digits raises ValueError)
+_RANGE = re.compile(r"\s*(\S.*?):(-?\d{1,19})-(-?\d{1,19})\s*$")
+_PEAK = re.compile(r"\s*Live ranges at (\d{1,19}) \(peak\):")
+_PEAK_LINE = re.compile(r"\s*(\S.*?): (\d{1,19}) bytes")
+_MAX = re.compile(r"HloLiveRange \(max (\d{1,19})\)")
 _HEADER_STARTS = frozenset("HIBLS")
 
 
@@ -116,7 +118,7 @@ def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
             continue
         if section == "seq":
             pos, _, name = s.partition(":")
-            if not pos.isdigit() or not name:
+            if not pos.isdigit() or len(pos) > 19 or not name:
                 continue
             t = int(pos)
             if t == len(lr.sequence):
@@ -165,7 +167,7 @@ class Location(NamedTuple):
 _INSTR = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 _META = re.compile(r"metadata=\{([^{}]*)\}")
 _KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
-_TABLE_ROW = re.compile(r"\s*(\d+)\s+(.*?)\s*$")
+_TABLE_ROW = re.compile(r"\s*(\d{1,19})\s+(.*?)\s*$")
 
 
 def _kv(text: str) -> Dict[str, str]:

@@ -92,7 +92,7 @@ _PROGRAM_HEAD = re.compile(r"\s*Program (\w+) requirement " + _SIZE + r"\s*:")
 _BREAKDOWN = re.compile(r"\s{2,}([A-Za-z][\w \-]*?)\s{2,}(" + _SIZE[1:-1] + r"|unknown size)\b(.*)$")
 _HLO_TEMP_DETAIL = re.compile(r"Unpadded \(" + _SIZE + r"\)\s*Padded \(" + _SIZE + r"\)")
 _LIST_HEAD = re.compile(r"\s*Largest program (allocations|arguments and outputs) in (\w+):")
-_ENTRY = re.compile(r"\s*(\d+)\.\s*Size:\s*" + _SIZE + r"\s*$")
+_ENTRY = re.compile(r"\s*(\d{1,19})\.\s*Size:\s*" + _SIZE + r"\s*$")
 _FIELD = re.compile(r"\s*(Operator|Shape|Unpadded size|Extra memory due to padding|XLA label|"
                     r"Allocation type):\s?(.*?)\s*$")
 _PADDING = re.compile(_SIZE + r"\s*\(([\d.]+|inf)x expansion\)")
@@ -453,7 +453,7 @@ class _TpuParser:
                 entry.allocation_type = value
 
 
-_LABEL = re.compile(r"(?:^|(?<=\s))(?:(?P<rank>\d+)\.\s*Size:|(?P<key>Operator|Shape|Unpadded size|"
+_LABEL = re.compile(r"(?:^|(?<=\s))(?:(?P<rank>\d{1,19})\.\s*Size:|(?P<key>Operator|Shape|Unpadded size|"
                     r"Extra memory due to padding|XLA label|Allocation type):)")
 _SIZE_AT = re.compile(_SIZE + r"(?:\s|$)")
 
@@ -470,25 +470,25 @@ _SIZE_AT = re.compile(_SIZE + r"(?:\s|$)")
 _HSIZE = r"(\d+(?:\.\d+)?\s*(?:[KMGTPE]i?)?B)"
 _GPU_EXCEPTION = re.compile(
     r"Out of (host )?memory (?:while trying to allocate|allocating) (\d+(?:\.\d+)?\s*(?:[KMGTPE]i?B|B|bytes))"
-    r"(?:\s+with allocator (\w+))?(?:\s+on device (\d+))?")
-_GPU_SE_ALLOC = re.compile(r"Failed to allocate request for " + _HSIZE + r"\s*\((\d+)B?\)"
-                           r"(?: on device ordinal (\d+))?")
+    r"(?:\s+with allocator (\w+))?(?:\s+on device (\d{1,19}))?")
+_GPU_SE_ALLOC = re.compile(r"Failed to allocate request for " + _HSIZE + r"\s*\((\d{1,19})B?\)"
+                           r"(?: on device ordinal (\d{1,19}))?")
 _BFC_FAIL = re.compile(r"Allocator \(([^)]*)\) ran out of memory trying to allocate " + _HSIZE
-                       + r"(?: \(rounded to (?P<rounded>\d+)\))?(?:\s*from the \w+ end)?"
+                       + r"(?: \(rounded to (?P<rounded>\d{1,19})\))?(?:\s*from the \w+ end)?"
                        + r"(?:\s*requested by op ?(?P<op>\S*))?(?: with freed_by_count=\d+)?\s*\.?"
                        + r"(?P<retry>\s*The caller indicates that this is not a failure)?")
 _BFC_STAT = re.compile(r"^\s*(Limit|InUse|MaxInUse|NumAllocs|MaxAllocSize|Reserved|PeakReserved|"
-                       r"LargestFreeBlock):\s+(-?\d+)\s*$")
+                       r"LargestFreeBlock):\s+(-?\d{1,19})\s*$")
 _BFC_SUMMARY = re.compile(r"Allocator memory summary: rounded request " + _HSIZE + r".*?"
                           r"pool size " + _HSIZE + r", pool limit " + _HSIZE)
-_BFC_OLD_SUMMARY = re.compile(r"total_region_allocated_bytes_:\s*(\d+)\s+memory_limit_:\s*(\d+)")
+_BFC_OLD_SUMMARY = re.compile(r"total_region_allocated_bytes_:\s*(\d{1,19})\s+memory_limit_:\s*(\d{1,19})")
 _BFC_INUSE_TOTAL = re.compile(r"Sum Total of in-use chunks: " + _HSIZE)
-_BFC_CHUNKS = re.compile(r"^\s*(\d+) Chunks of size (\d+) totalling " + _HSIZE)
-_REMAT = re.compile(r"Can't reduce memory use below " + _HSIZE + r"(?: \((\d+) bytes\))? by "
-                    r"rematerialization; only reduced to " + _HSIZE + r"(?: \((\d+) bytes\))?"
-                    r"(?:, down from " + _HSIZE + r"(?: \((\d+) bytes\))? originally)?")
-_SCHED_LIMIT = re.compile(r"The byte size of input/output arguments \((\d+)\) exceeds the base "
-                          r"limit \((\d+)\)")
+_BFC_CHUNKS = re.compile(r"^\s*(\d{1,19}) Chunks of size (\d{1,19}) totalling " + _HSIZE)
+_REMAT = re.compile(r"Can't reduce memory use below " + _HSIZE + r"(?: \((\d{1,19}) bytes\))? by "
+                    r"rematerialization; only reduced to " + _HSIZE + r"(?: \((\d{1,19}) bytes\))?"
+                    r"(?:, down from " + _HSIZE + r"(?: \((\d{1,19}) bytes\))? originally)?")
+_SCHED_LIMIT = re.compile(r"The byte size of input/output arguments \((\d{1,19})\) exceeds the base "
+                          r"limit \((\d{1,19})\)")
 _EXECUTABLE = re.compile(r"\[executable_name='([^']*)'\]")
 _AUTOTUNE = re.compile(r"autotun|Failed to get configs|Failed to determine best|algorithm picker|"
                        r"algorithm_picker", re.IGNORECASE)

@@ -502,7 +502,7 @@ def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10 ** 3, "kib": 1 << 10, "m": 1 << 20, "mb": 10 ** 6,
           "mib": 1 << 20, "g": 1 << 30, "gb": 10 ** 9, "gib": 1 << 30, "t": 1 << 40,
           "tb": 10 ** 12, "tib": 1 << 40}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d+))?\s*([a-zA-Z]*)\s*$")
+_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d{1,3}))?\s*([a-zA-Z]*)\s*$")
 
 
 def parse_size(text: str) -> int:
@@ -513,8 +513,13 @@ def parse_size(text: str) -> int:
     unit = m.group(3).lower() if m else ""
     if not m or unit not in _UNITS:
         raise ShapeValueError(f"not a size: {text!r} (write e.g. 80G, 16GiB, 80GB or 1048576)")
-    value = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1)
-    return int(round(value * _UNITS[unit]))
+    try:
+        value = float(m.group(1)) * (10.0 ** int(m.group(2)) if m.group(2) else 1.0) * _UNITS[unit]
+    except OverflowError:           # 10.0 ** 400
+        value = float("inf")
+    if not value < 2.0 ** 63:       # inf from a huge exponent or mantissa too
+        raise ShapeValueError(f"not a size: {text!r} (more bytes than a 64-bit count holds)")
+    return int(round(value))
 
 
 class Verdict(NamedTuple):
