@@ -152,6 +152,10 @@ ALLOWED_CYCLES = {
     frozenset({"_core", "_numpy_api", "index_maps"}),
     # the HLO reader and its compiled line scanner
     frozenset({"hlo_module", "_hloscan"}),
+    # the HLO reader hands an out-of-memory report's lines to the one OOM
+    # parser (a function-level import), which uses the reader's warning and
+    # text helpers
+    frozenset({"hlo_module", "oom_report"}),
     # Layout checks that a physical_shape argument is a Shape, and the
     # to_proto()/from_proto() methods of Shape, Layout, Tile and SplitConfig
     # call the ShapeProto codec, which builds those classes (function-level
