@@ -12,6 +12,8 @@ from __future__ import annotations
 import numbers
 from typing import Sequence
 
+import numpy as np
+
 from ._base import INT64_MAX
 from .errors import InvalidShapeError, ShapeIndexError, ShapeTypeError
 from .hlo_text import parse_layout, parse_shape
@@ -114,8 +116,6 @@ def linear_index_unchecked(shape: Shape, layout: Layout, index: Sequence[int]) -
 def int64_array(values, what: str):
     """``values`` as an int64 numpy array; ShapeTypeError for non-integers,
     ShapeIndexError for integers that do not fit in int64."""
-    import numpy as np
-
     arr = np.asarray(values)
     kind = arr.dtype.kind
     if kind == "O":

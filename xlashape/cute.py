@@ -28,6 +28,7 @@ made, or ``*``-combined dimensions that do not line up with the tile) raises
 from __future__ import annotations
 
 from .errors import InvalidShapeError
+from .hlo_text import parse_shape
 from .layout import COMBINE_DIMENSION
 from . import tiling
 
@@ -195,7 +196,6 @@ def cute_layout(shape):
     (((2, 4, 2), (128, 2)), ((1, 256, 2048), (2, 1024)))
     """
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
         shape = parse_shape(shape)
     modes = _modes(shape)
     return tuple(m[0] for m in modes), tuple(m[1] for m in modes)

@@ -53,14 +53,18 @@ pseudo-computation :data:`OOM_REPORT`, with the reported sizes as attributes.
 from __future__ import annotations
 
 import functools
+import gzip
 import os as _os
 import re
 import stat
 from itertools import islice
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
+from . import hlo_text
 from .errors import HloParseError, ShapeTypeError, UnreadableInputError, XlaShapeError
 from .shape import Shape
+from .shape_util import byte_size_of
+from .tiling import physical_size_in_bytes
 
 __all__ = [
     "Instruction",
@@ -160,19 +164,6 @@ _CHUNK_LINES = 4096
 _MAX_STATEMENT_LINES = 2000
 _MAX_STATEMENT_CHARS = 1 << 24
 _SHAPE_CACHE_LIMIT = 1 << 16
-
-
-_HLO_TEXT = []
-
-
-def _hlo_text():
-    """xlashape.hlo_text, imported on first use (it sits above this module's
-    imports in the layering only for shapes given as text)."""
-    if not _HLO_TEXT:
-        from . import hlo_text
-
-        _HLO_TEXT.append(hlo_text)
-    return _HLO_TEXT[0]
 
 
 class _Incomplete(Exception):
@@ -481,7 +472,12 @@ class Operand(NamedTuple):
 
 try:
     from ._hloscan import InstructionBase as _InstructionFields
+    from ._hloscan import JsonSink as _JsonSink, json_row as _json_row
+    from ._hloscan import configure as _configure, feed_simple_lines as _feed_simple_lines
+    from ._hloscan import scan_calls_chunk as _scan_calls_chunk
 except ImportError:  # pragma: no cover - only without a build
+    _configure = _feed_simple_lines = _JsonSink = _json_row = _scan_calls_chunk = None
+
     class _InstructionFields:
         __slots__ = ("computation", "name", "shape", "opcode", "is_root", "line",
                      "operands_text", "attributes_text", "_operands", "_attributes",
@@ -828,7 +824,6 @@ def parse_entry_computation_layout(text: str) -> EntryComputationLayout:
     >>> [str(p) for p in ecl.parameters], str(ecl.result)
     (['f32[2]{0}', 's32[]'], '(f32[2]{0})')
     """
-    hlo_text = _hlo_text()
     t = text.strip()
     if t.startswith("{") and t.endswith("}"):
         t = t[1:-1].strip()
@@ -1032,9 +1027,6 @@ memory_footprint.cache_clear = _clear_footprints
 
 @functools.lru_cache(maxsize=1 << 14)
 def _footprint(shape: Shape) -> Footprint:
-    from .shape_util import byte_size_of
-    from .tiling import physical_size_in_bytes
-
     spaces: Dict[int, list] = {}
     total = padded = 0
     for leaf in _leaves(shape, []):
@@ -1150,7 +1142,6 @@ class HloReader:
                 nxt = text[end:end + 1]
                 if not nxt or nxt not in "{/ \t\r\n" or not _LAYOUT_FOLLOWS.match(text, end):
                     key = m.group()
-        hlo_text = _hlo_text()
         if key is not None:
             s = self._cache.get(key)
             if s is not None:
@@ -1214,7 +1205,7 @@ class HloReader:
             shape = self._cache.get(key)
             if shape is None:
                 try:
-                    shape = _hlo_text().parse_shape(key)
+                    shape = hlo_text.parse_shape(key)
                 except HloParseError:
                     shape = None  # the general path reports it with positions
                 else:
@@ -1742,13 +1733,9 @@ def _fast_scanner():
     """The compiled scanner's entry point, or None when it is not built or
     ``XLASHAPE_PURE_PYTHON=1`` turns it off (for tests and benchmarks)."""
     if not _FAST:
-        fn = None
-        try:
-            from ._hloscan import configure, feed_simple_lines as fn
-            configure(Instruction, _CALLER_OPCODES)
-        except ImportError:  # pragma: no cover - only without a build
-            fn = None
-        _FAST.append(fn)
+        if _feed_simple_lines is not None:
+            _configure(Instruction, _CALLER_OPCODES)
+        _FAST.append(_feed_simple_lines)
     if _os.environ.get("XLASHAPE_PURE_PYTHON", "") not in ("", "0"):
         return None
     return _FAST[0]
@@ -1760,9 +1747,7 @@ def compiled_json_rows():
     ``(None, None)`` when it is not built or ``XLASHAPE_PURE_PYTHON=1``."""
     if _fast_scanner() is None:
         return None, None
-    from ._hloscan import JsonSink, json_row
-
-    return JsonSink, json_row
+    return _JsonSink, _json_row
 
 
 @functools.lru_cache(maxsize=1)
@@ -1858,9 +1843,7 @@ def _scan_calls(source, kinds, progress) -> Dict[str, set]:
 def _scan_chunk(chunk: bytes, kinds: Dict[str, set]) -> None:
     fast = _fast_scanner()
     if fast is not None:
-        from ._hloscan import scan_calls_chunk
-
-        scan_calls_chunk(chunk, kinds, call_kind)
+        _scan_calls_chunk(chunk, kinds, call_kind)
         return
     _scan_chunk_python(chunk, kinds)
 
@@ -1958,8 +1941,6 @@ def _not_regular(mode: int) -> Optional[str]:
 def _open_binary(path):
     path = check_regular_file(path)
     if path.endswith(".gz"):
-        import gzip
-
         return gzip.open(path, "rb")
     return open(path, "rb")
 
@@ -2092,7 +2073,5 @@ def open_text(path):
     Anything but a regular file is refused (:func:`check_regular_file`)."""
     path = check_regular_file(path)
     if path.endswith(".gz"):
-        import gzip
-
         return gzip.open(path, "rt", encoding="utf-8", errors="replace")
     return open(path, "r", encoding="utf-8", errors="replace")

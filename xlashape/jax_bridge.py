@@ -21,6 +21,7 @@ in jax's ``tiling`` tuples.
 from __future__ import annotations
 
 from .errors import InvalidShapeError, ShapeTypeError
+from .hlo_text import parse_layout, parse_shape
 from .layout import Layout, Tile
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
 from .shape import Shape
@@ -38,7 +39,6 @@ def _jax_layout_class():
 
 def _as_layout(obj):
     if isinstance(obj, str):
-        from .hlo_text import parse_layout, parse_shape
         obj = parse_layout(obj) if obj.lstrip().startswith("{") else parse_shape(obj)
     if isinstance(obj, Shape):
         if not obj.is_array:

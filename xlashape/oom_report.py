@@ -63,8 +63,9 @@ from __future__ import annotations
 import re
 from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
+from . import hlo_text
 from .errors import HloParseError
-from .hlo_module import HloWarning, _clip, _hlo_text
+from .hlo_module import HloWarning, _clip
 from .shape import Shape
 
 __all__ = ["OomReport", "OomAllocation", "GpuOomReport", "RematWarning", "read_oom_reports",
@@ -296,7 +297,7 @@ class _TpuParser:
         self.section = "program"
         self.in_list = False
         self.block: Optional[str] = None       # "usage" / "program" while reading their lines
-        self._hlo_text = _hlo_text()
+        self._hlo_text = hlo_text
 
     def _close_entry(self, done: List[OomAllocation]) -> None:
         if self.entry is not None:

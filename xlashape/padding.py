@@ -22,7 +22,10 @@ import re
 from dataclasses import dataclass
 from typing import List, NamedTuple, Optional
 
+from . import tpu
+from .hlo_text import parse_shape
 from .layout import COMBINE_DIMENSION, Tile
+from .oom_report import parse_size
 from .shape import Shape
 from .tiling import LayoutPlan, format_bytes, format_expansion, plan, size_with_layout
 from .errors import InvalidShapeError, XlaShapeError
@@ -384,7 +387,6 @@ def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] 
     if space not in (0, 5):
         return "scratch"
     if kind in ("parameter", "output"):
-        tpu = _tpu()
         mine = shape.layout.replace(memory_space=0)
         try:
             defaults = [tpu.default_layout(shape, c) for c in ((chip,) if chip else tpu.CHIPS)]
@@ -435,7 +437,6 @@ def advice(shape, *, origin: Optional[str] = None, chip: str = "v5e") -> Optiona
         return Advice(shape, current, rep.unpadded_bytes, origin, sources, (), note)
     fixes: List[Fix] = []
     note = None
-    tpu = _tpu()
     if origin == "requested":
         try:
             default = tpu.default_layout(shape, chip)
@@ -577,8 +578,6 @@ def _percent(x: float) -> str:
 
 def _as_array(shape) -> Optional[Shape]:
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
-
         try:
             shape = parse_shape(shape)
         except XlaShapeError:
@@ -603,12 +602,6 @@ def _size_in(text: str) -> Optional[int]:
     m = _SIZE_IN.search(text)
     if m is None:
         return None
-    from .oom_report import parse_size
-
     return parse_size(m.group(1) or m.group(2))
 
 
-def _tpu():
-    from . import tpu
-
-    return tpu

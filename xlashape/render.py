@@ -25,6 +25,8 @@ from __future__ import annotations
 import itertools
 from typing import List, Optional, Sequence, Tuple
 
+import numpy as np
+
 from .tiling import LayoutPlan, plan as _plan
 
 __all__ = [
@@ -347,8 +349,6 @@ def save_picture(shape, path: str, fmt: Optional[str] = None,
         raise MissingMatplotlib(
             "drawing pictures needs matplotlib: pip install 'xlashape[plot]' "
             f"(or pip install matplotlib); import failed: {e}") from None
-    import numpy as np
-
     limits = limits or PictureLimits(rows=32, cols=32, slices=1, slots=512)
     p = _as_plan(shape)
     dims = p.dimensions

@@ -37,6 +37,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from .peak import PEAK_FIELDS, SMALL_BUFFER_BYTES
 from .tiling import format_bytes
 from .live_range import read_live_ranges, read_locations
+from .memory import space_label
 from .errors import XlaShapeError
 from .hlo_module import open_text
 from .peak import is_indefinite
@@ -368,7 +369,6 @@ def _verdict_html(v) -> str:
 
 
 def _space_name(color: int) -> str:
-    from .memory import space_label
     return f"S({color}) {space_label(color)}"
 
 

@@ -53,6 +53,8 @@ import numbers
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+import numpy as np
+
 from ._base import INT64_MIN, check_index, element_bits
 from ._shared import as_shape, index_rows, offset_array
 from ._validation import check_element_size, check_tiles, require_permutation, require_sizes
@@ -734,8 +736,6 @@ class LayoutPlan:
         """:meth:`linear_index` of every row of an ``(N, rank)`` int64 array,
         the model run on whole columns (numpy). Rows are bounds-checked first
         (:class:`~xlashape.ShapeIndexError` names the first bad row and axis)."""
-        import numpy as np
-
         n = rows.shape[0]
         dims = np.array(self.dimensions, dtype=np.int64)
         bad = (rows < 0) | (rows >= dims)
@@ -767,8 +767,6 @@ class LayoutPlan:
         array, the model run backwards on whole columns (numpy): ``(indices,
         padding)`` with -1 rows where ``padding`` is True. Entries are
         bounds-checked first."""
-        import numpy as np
-
         n = linear.shape[0]
         count = self.element_count
         bad = (linear < 0) | (linear >= count)

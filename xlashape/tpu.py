@@ -118,6 +118,7 @@ from __future__ import annotations
 from typing import Dict, NamedTuple, Optional, Tuple
 
 from .errors import InvalidShapeError, ShapeTypeError
+from .hlo_text import parse_shape
 from .layout import Layout, Tile
 from .primitive_types import PrimitiveType
 from .shape import Shape
@@ -206,8 +207,6 @@ def _width_class(et: PrimitiveType) -> int:
 
 def _array(shape, what: str) -> Shape:
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
-
         shape = parse_shape(shape)
     if not isinstance(shape, Shape):
         raise ShapeTypeError(f"{what} expects a Shape or shape text, got {type(shape).__name__}")
@@ -305,8 +304,6 @@ def with_default_layout(shape, chip: str = "v5e") -> Shape:
     '(f32[100,5]{0,1:T(8,128)}, pred[]{:T(512)})'
     """
     if isinstance(shape, str):
-        from .hlo_text import parse_shape
-
         shape = parse_shape(shape)
     if isinstance(shape, Shape) and shape.is_tuple:
         return shape.map_arrays(lambda a: with_default_layout(a, chip))

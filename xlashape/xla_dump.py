@@ -40,8 +40,9 @@ import os
 import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
+from . import hlo_text
 from .errors import HloParseError
-from .hlo_module import HloWarning, _clip, _hlo_text, _not_regular, open_text, source_kind
+from .hlo_module import HloWarning, _clip, _not_regular, open_text, source_kind
 from .shape import Shape
 
 __all__ = [
@@ -169,7 +170,6 @@ def iter_buffer_assignment(source, *, on_warning: Optional[Callable[[HloWarning]
     ``on_warning`` as :class:`~xlashape.hlo_module.HloWarning` (line number
     and reason) and skipped.
     """
-    hlo_text = _hlo_text()
     cache: Dict[str, Optional[Shape]] = {}
     current: Optional[BufferAllocation] = None
     lineno = 0

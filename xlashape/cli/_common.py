@@ -12,14 +12,22 @@ Rules every command follows through these helpers:
   makes its one line (plus source line and caret for text that does not
   parse), printable.
 - Warnings go through :func:`warn` (one printable line on stderr).
+
+``xlashape --version`` imports this module (for the parser) and must not load
+numpy, so the few helpers here that need the model (the shape parser,
+``tpu``, ``tiling``, ``hlo_module``) import it inside the function; the
+command modules, each imported only when its command runs, import at their
+top.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import re
 import sys
+import warnings
 from typing import List, Optional
 
 from ..errors import HloParseError, XlaShapeError
@@ -127,9 +135,6 @@ def _fits_64_bits(value: int, hlo_name: str) -> bool:
 def _padding_value(shape, text: str):
     """``--padding-value`` as a number the element type can hold (as the
     Python API demands when it fills the padding), else a UsageError."""
-    import math
-    import warnings
-
     import numpy as np
 
     value = _number(text)

@@ -9,6 +9,11 @@ from ..errors import XlaShapeError
 from ._common import (EXAMPLE_SHAPE, PROG, add_command, add_shape_args, fmt_bytes, load_shape,
                       shape_required_in_usage, tpu_note)
 from ._output import field, write_json, write_lines
+from ..hlo_module import memory_footprint
+from ..layout import COMBINE_DIMENSION, memory_space_name
+from ..shape import UNBOUNDED_SIZE
+from ..shape_util import byte_size_of
+from ..tiling import plan
 
 NAME = "describe"
 
@@ -36,7 +41,7 @@ def add_parser(subparsers):
 
 
 def _proto_lines(shape) -> List[str]:
-    from google.protobuf import text_format
+    from google.protobuf import text_format  # only --proto loads protobuf's runtime
 
     msg = shape.to_proto_message()
     data = msg.SerializeToString()
@@ -45,12 +50,9 @@ def _proto_lines(shape) -> List[str]:
 
 
 def run(args) -> int:
-    from ..hlo_module import memory_footprint
-    from ..layout import memory_space_name
-
     shape = load_shape(args, need_array=False, always_warn=True)
     if args.proto:
-        from google.protobuf import text_format
+        from google.protobuf import text_format  # only --proto loads protobuf's runtime
 
         if args.json:
             msg = shape.to_proto_message()
@@ -103,8 +105,6 @@ def _dims_text(shape) -> str:
 
 def _dim_text(shape, i: int) -> str:
     """Dimension ``i`` as XLA prints it: ``?`` unbounded, ``<=N`` bounded dynamic."""
-    from ..shape import UNBOUNDED_SIZE
-
     d = shape.dimensions[i]
     if d == UNBOUNDED_SIZE:
         return "?"
@@ -112,10 +112,6 @@ def _dim_text(shape, i: int) -> str:
 
 
 def _describe_array(shape, out: List[str], indent: str = "") -> None:
-    from ..shape import UNBOUNDED_SIZE
-    from ..shape_util import byte_size_of
-    from ..tiling import plan
-
     et = shape.element_type
     lay = shape.layout
 
@@ -211,8 +207,6 @@ def _describe_array(shape, out: List[str], indent: str = "") -> None:
 
 
 def _tile_text(shape) -> list:
-    from ..layout import COMBINE_DIMENSION
-
     return [["*" if x == COMBINE_DIMENSION else x for x in t.dimensions]
             for t in shape.layout.tiles]
 
@@ -241,8 +235,6 @@ def tile_levels(shape, p) -> list:
 
 def describe_json(shape) -> dict:
     """The JSON object of ``describe --json``."""
-    from ..hlo_module import memory_footprint
-
     if shape.is_array:
         return _array_json(shape)
     if shape.is_buffer:
@@ -263,10 +255,6 @@ def describe_json(shape) -> dict:
 
 
 def _array_json(shape) -> dict:
-    from ..shape import UNBOUNDED_SIZE
-    from ..shape_util import byte_size_of
-    from ..tiling import plan
-
     et = shape.element_type
     lay = shape.layout
     unbounded = shape.is_unbounded_dynamic

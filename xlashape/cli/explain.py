@@ -6,6 +6,8 @@ from __future__ import annotations
 from ._common import (PROG, add_command, add_shape_args, load_shape, shape_required_in_usage,
                       tpu_note)
 from ._output import write_json, write_lines
+from ..padding import padding_report
+from ..tiling import format_bytes, format_expansion
 
 NAME = "explain"
 
@@ -28,9 +30,6 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..padding import padding_report
-    from ..tiling import format_bytes, format_expansion
-
     shape = load_shape(args)
     rep = padding_report(shape)
     if args.json:

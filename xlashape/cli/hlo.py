@@ -18,13 +18,21 @@ import heapq
 import json
 import os
 import pathlib
+import shutil
 import sys
+import tempfile
 import time
 from typing import List, Optional
 
 from ..errors import HloParseError
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
 from ._output import CsvWriter, JsonArrayWriter, Table, json_str, write_lines
+from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, Footprint, HloReader, HloWarning, TextBlocks,
+                          WarningList, compiled_json_rows, has_data, memory_footprint, open_text,
+                          scan_calls, shape_text)
+from ..layout import memory_space_name
+from ..oom_report import (BREAKDOWN_HINT, distinct_reports, looks_like_oom_report, parse_size,
+                          read_oom_reports)
 
 NAME = "hlo"
 
@@ -165,8 +173,6 @@ def _json_shape(shape, shape_text) -> str:
 def _operands_of(ins, on_warning):
     """The instruction's operands, or None (with a warning) if an inline
     operand shape does not parse."""
-    from ..hlo_module import HloWarning
-
     try:
         return ins.operands
     except HloParseError as e:
@@ -177,8 +183,6 @@ def _operands_of(ins, on_warning):
 def _without_aliased_element(opcode, shape, fp):
     """The footprint of a start instruction's tuple without the element that
     is its operand's buffer."""
-    from ..hlo_module import Footprint, memory_footprint
-
     aliased = _ALIASED_ELEMENT[opcode]
     acc = {}
     for i, sub in enumerate(shape.tuple_shapes):
@@ -271,8 +275,6 @@ class HloSummary:
         self.per_shape = {}
 
     def report(self) -> List[str]:
-        from ..layout import memory_space_name
-
         self._fold()
         out = ["totals per memory space (new buffers, each counted once; XLA also reuses "
                "memory between buffers not live together: see 'xlashape memory'):",
@@ -321,9 +323,6 @@ def open_input(file: str, no_progress: bool):
     standard input (``-``) is first copied to a temporary file, so it can be
     read twice as a file can. Refuses a directory with a clear message."""
     if file == "-":
-        import shutil
-        import tempfile
-
         tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
         try:
             shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
@@ -334,9 +333,8 @@ def open_input(file: str, no_progress: bool):
         raise UsageError(f"{file} is a directory; 'hlo' reads one module file "
                          "(for a dump directory use 'xlashape memory')")
     if file.endswith((".hlo.pb", ".hlo.pb.gz")) and os.path.isfile(file):
-        # XLA's HloProto: read it, then go on with its text
-        import tempfile
-
+        # XLA's HloProto: read it, then go on with its text (imported here:
+        # protobuf's runtime is loaded only for such a file)
         from ..hlo_proto import read_hlo_proto_module
 
         text = read_hlo_proto_module(file).to_text()
@@ -355,8 +353,6 @@ def open_input(file: str, no_progress: bool):
 
 
 def _refuse_binary(path: str, name: str) -> None:
-    from ..hlo_module import open_text
-
     try:
         with open_text(path) as f:
             head = f.read(1 << 16)
@@ -369,13 +365,10 @@ def _refuse_binary(path: str, name: str) -> None:
 
 
 def run(args) -> int:
-    from ..hlo_module import OOM_REPORT, HloReader, memory_footprint, open_text, scan_calls, shape_text
-
     if args.json and args.csv:
         raise UsageError("choose one of --json and --csv")
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings", " (0 shows none)")
-    from ..hlo_module import WarningList
 
     warnings = WarningList(limit=0)    # counted, not kept: printed as they come
 
@@ -394,9 +387,6 @@ def run(args) -> int:
 
 
 def _run(args, path, source_name, total, on_warning, warnings) -> int:
-    from ..hlo_module import (OOM_REPORT, HloReader, TextBlocks, memory_footprint, open_text,
-                              scan_calls, shape_text)
-
     only_report, report_note = _oom_input(path, source_name)
     big = total is None or total >= _PROGRESS_MIN_BYTES
     show_progress = not args.no_progress and big and sys.stderr.isatty()
@@ -498,9 +488,6 @@ def _tuple_table_footprint(ins, fp):
     table of pointers, not its elements (those are allocations of their
     own): the size the report prints, unpadded as it prints it (else 8 bytes
     an element)."""
-    from ..hlo_module import Footprint
-    from ..oom_report import parse_size
-
     padded = parse_size(ins.attributes.get("size"))
     if padded is None:
         return fp
@@ -518,10 +505,6 @@ def _oom_input(path: str, source_name: str):
     several times) and a line saying so; ``(None, None)`` for HLO. A report
     that lists no allocations (TPU's two-line exception, XLA:GPU's errors) is
     a usage error pointing to ``xlashape memory``, which reads its totals."""
-    from ..hlo_module import open_text
-    from ..oom_report import (BREAKDOWN_HINT, counted_report, distinct_reports,
-                              looks_like_oom_report, read_oom_reports)
-
     with open_text(path) as f:
         head = f.read(1 << 16)
     if not looks_like_oom_report(head) or "HloModule" in head or "ENTRY " in head:
@@ -598,9 +581,6 @@ def _json_rows(reader, lines, summary, jsonw, on_warning) -> None:
     here per shape and per computation; the instructions it leaves (new
     shapes and computations, padding that may enter the top list, lines the
     Python reader reads) come through this loop, in order."""
-    from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, compiled_json_rows, has_data,
-                              memory_footprint, shape_text)
-
     sink = None
     JsonSink, json_row = compiled_json_rows()
     if JsonSink is not None:
@@ -708,8 +688,6 @@ def _scan_progress(total):
 
 
 def _operand_names(ins, on_warning):
-    from ..hlo_module import HloWarning
-
     try:
         return ins.operand_names
     except HloParseError as e:

@@ -8,6 +8,7 @@ import re
 
 from ._common import PROG, UsageError, add_command, add_shape_args, int64, int_list, load_shape
 from ._output import write_json, write_lines
+from ..tiling import plan
 
 NAME = "index"
 
@@ -51,8 +52,6 @@ def _byte_text(p, off: int) -> str:
 
 
 def run(args) -> int:
-    from ..tiling import plan
-
     shape = load_shape(args)
     p = plan(shape)
     if not args.index and args.offset is None:

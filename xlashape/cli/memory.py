@@ -27,6 +27,11 @@ from ._output import Table, write_lines
 from ..devices import lookup, usable_bytes
 from ..memory import EXAMPLE_DUMP, analyze, space_label
 from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
+from ..hlo_module import WarningList
+from ..render import MissingMatplotlib
+from ..report_html import write_html
+from ..report_plot import picture_module, save_memory_picture
+from .memory_diff import run_diff, take_extra as diff_extra, wants_diff
 
 NAME = "memory"
 
@@ -149,12 +154,10 @@ class _Progress:
 
 
 def take_extra(args, extra) -> bool:
-    from .memory_diff import take_extra as diff_extra
     return diff_extra(args, extra)
 
 
 def run(args) -> int:
-    from .memory_diff import run_diff, wants_diff
     if wants_diff(args):
         return run_diff(args)
     # sizes and device names are checked before anything is printed
@@ -182,7 +185,6 @@ def run(args) -> int:
                          "or - for standard input), or --example")
     else:
         path = args.path
-    from ..hlo_module import WarningList
 
     warnings = WarningList(limit=0)    # counted, not kept: printed as they come
 
@@ -237,7 +239,6 @@ def run(args) -> int:
                  "(see --max-warnings)")
         verdicts = _verdicts(spec, modules)
         if args.html is not None:
-            from ..report_html import write_html
             with open(args.html, "w", encoding="utf-8") as f:
                 write_html(f, modules, title=display, verdicts=verdicts,
                            resolve=lambda p: path + p[len(display):]
@@ -274,8 +275,6 @@ def _limit_of(args):
 
 
 def _pictures(args, modules) -> None:
-    from ..render import MissingMatplotlib
-    from ..report_plot import picture_module, save_memory_picture
     m = picture_module(modules)
     if m is None:
         raise UsageError("--png/--svg draw the heap over program order, which needs a dump's "

@@ -14,6 +14,7 @@ from ._output import write_lines
 from ..memory import analyze
 from ..memory_diff import diff_modules
 from ..peak import parse_size
+from ..report_html import write_diff_html
 
 
 def take_extra(args, extra) -> bool:
@@ -62,7 +63,6 @@ def run_diff(args) -> int:
     a, b = _pick(ra, args.module, a_path), _pick(rb, args.module, b_path)
     d = diff_modules(a, b)
     if args.html is not None:
-        from ..report_html import write_diff_html
         with open(args.html, "w", encoding="utf-8") as f:
             write_diff_html(f, d, a_path, b_path)
     if args.json:

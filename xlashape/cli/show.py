@@ -4,8 +4,12 @@ every element with tile boundaries; optionally a PNG/SVG drawing."""
 
 from __future__ import annotations
 
+import itertools
+
 from ._common import PROG, UsageError, add_command, add_shape_args, int64, load_shape
 from ._output import write_json, write_lines
+from ..render import MissingMatplotlib, PictureLimits, memory_order, save_picture, show_text
+from ..tiling import plan
 
 NAME = "show"
 
@@ -33,9 +37,6 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    from ..render import MissingMatplotlib, PictureLimits, save_picture, show_text
-    from ..tiling import plan
-
     shape = load_shape(args)
     try:
         limits = PictureLimits(args.rows, args.cols, args.slices, args.slots)
@@ -62,10 +63,6 @@ def run(args) -> int:
 
 
 def _json(shape, p, limits, offsets: bool) -> dict:
-    import itertools
-
-    from ..render import memory_order
-
     dims = p.dimensions
     n = 1
     for d in dims:
