@@ -38,7 +38,8 @@ that start-up pays for nothing else. The shared pieces:
 - :mod:`._common`: the SHAPE argument (``add_shape_args`` / ``load_shape``:
   text or ``-``, ``--pad``, ``--padding-value``), 64-bit integer parsing
   (``int64``, ``int_list``, ``at_least``), ``UsageError``, ``warn``,
-  ``fmt_bytes``.
+  ``fmt_bytes``, ``spool_stdin`` (standard input as a temporary file, for
+  ``-`` where a command reads a file).
 - :mod:`._output`: every byte a command prints goes through its writers:
   ``write_lines`` (text), ``field`` (``key   value`` lines), ``Table``
   (fixed-width rows), ``write_json`` (one document), ``JsonArrayWriter``

@@ -324,6 +324,26 @@ def load_shape(args, *, need_array: bool = True, always_warn: bool = False):
     return shape
 
 
+# -- standard input as a file ------------------------------------------------------------
+
+def spool_stdin() -> str:
+    """The path of a new temporary file holding all of standard input (the
+    caller removes it): ``hlo -`` and ``memory -`` read their input as a file
+    (more than once, or its start before the rest)."""
+    import shutil  # here, not at the top: xlashape --version imports this module
+    import tempfile
+
+    tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
+    try:
+        shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
+    except BaseException:
+        tmp.close()
+        os.unlink(tmp.name)
+        raise
+    tmp.close()
+    return tmp.name
+
+
 # -- warnings and errors ---------------------------------------------------------------
 
 

@@ -18,14 +18,13 @@ import heapq
 import json
 import os
 import pathlib
-import shutil
 import sys
 import tempfile
 import time
 from typing import List, Optional
 
 from ..errors import HloParseError
-from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
+from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, spool_stdin, warn
 from ._output import CsvWriter, JsonArrayWriter, Table, json_str, write_lines
 from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, Footprint, HloReader, HloWarning, TextBlocks,
                           WarningList, compiled_json_rows, has_data, memory_footprint, open_text,
@@ -323,12 +322,8 @@ def open_input(file: str, no_progress: bool):
     standard input (``-``) is first copied to a temporary file, so it can be
     read twice as a file can. Refuses a directory with a clear message."""
     if file == "-":
-        tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
-        try:
-            shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
-        finally:
-            tmp.close()
-        return tmp.name, "<stdin>", os.path.getsize(tmp.name), tmp.name
+        spooled = spool_stdin()
+        return spooled, "<stdin>", os.path.getsize(spooled), spooled
     if os.path.isdir(file):
         raise UsageError(f"{file} is a directory; 'hlo' reads one module file "
                          "(for a dump directory use 'xlashape memory')")

@@ -15,14 +15,12 @@ from __future__ import annotations
 import json
 import os
 import pathlib
-import shutil
 import sys
-import tempfile
 import textwrap
 import time
 from typing import List
 
-from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, warn
+from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, spool_stdin, warn
 from ._output import Table, write_lines
 from ..devices import lookup, usable_bytes
 from ..memory import EXAMPLE_DUMP, analyze, space_label
@@ -196,12 +194,7 @@ def run(args) -> int:
     temporary = None
     display = display or path
     if path == "-":
-        tmp = tempfile.NamedTemporaryFile(prefix="xlashape-stdin-", suffix=".txt", delete=False)
-        try:
-            shutil.copyfileobj(sys.stdin.buffer, tmp, 1 << 20)
-        finally:
-            tmp.close()
-        temporary = path = tmp.name
+        temporary = path = spool_stdin()
         display = "<stdin>"
     try:
         if not os.path.exists(path):
