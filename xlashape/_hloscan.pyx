@@ -42,27 +42,70 @@ cdef extern from "string.h" nogil:
     void* memmem(const void* haystack, size_t hn, const void* needle, size_t nn)
 
 
+# -- the bytes the scanner looks for, by name -----------------------------------------
+
+cdef enum:
+    TAB = 9             # \t; TAB..CR: the C0 whitespace \t \n \v \f \r
+    LF = 10             # \n
+    CR = 13             # \r
+    FS = 28             # FS..US: the four separators Python's str.isspace() also counts
+    US = 31
+    SPACE = 32          # below it: control characters
+    QUOTE = 34          # "
+    PERCENT = 37        # %
+    LPAREN = 40         # (
+    RPAREN = 41         # )
+    STAR = 42           # *
+    COMMA = 44          # ,
+    DASH = 45           # -
+    DOT = 46            # .
+    SLASH = 47          # /
+    DIGIT_0 = 48        # 0
+    DIGIT_9 = 57        # 9
+    COLON = 58          # :
+    LESS = 60           # <
+    EQUALS = 61         # =
+    QUESTION = 63       # ?
+    UPPER_A = 65        # A
+    UPPER_O = 79        # O
+    UPPER_R = 82        # R
+    UPPER_T = 84        # T
+    UPPER_Z = 90        # Z
+    LBRACKET = 91       # [
+    BACKSLASH = 92      # \
+    RBRACKET = 93       # ]
+    UNDERSCORE = 95     # _
+    LOWER_A = 97        # a
+    LOWER_B = 98        # b
+    LOWER_O = 111       # o
+    LOWER_T = 116       # t
+    LOWER_Z = 122       # z
+    LBRACE = 123        # {
+    RBRACE = 125        # }
+    DEL = 127           # the last ASCII code
+
+
 # -- character classes (ASCII; Python's \s, \w for ASCII text) -------------------------
 
 cdef inline bint _ws(char c) nogil:
-    return c == 32 or (9 <= c <= 13) or (28 <= c <= 31)
+    return c == SPACE or (TAB <= c <= CR) or (FS <= c <= US)
 
 
 cdef inline bint _alpha_(char c) nogil:
-    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95
+    return (UPPER_A <= c <= UPPER_Z) or (LOWER_A <= c <= LOWER_Z) or c == UNDERSCORE
 
 
 cdef inline bint _name_char(char c) nogil:
-    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or (48 <= c <= 57) or c == 46 \
-        or c == 45
+    return (UPPER_A <= c <= UPPER_Z) or (LOWER_A <= c <= LOWER_Z) or c == UNDERSCORE \
+        or (DIGIT_0 <= c <= DIGIT_9) or c == DOT or c == DASH
 
 
 cdef inline bint _lower(char c) nogil:
-    return 97 <= c <= 122
+    return LOWER_A <= c <= LOWER_Z
 
 
 cdef inline bint _digit(char c) nogil:
-    return 48 <= c <= 57
+    return DIGIT_0 <= c <= DIGIT_9
 
 
 cdef inline bint _same(const char* a, const char* b, Py_ssize_t n) nogil:
@@ -80,12 +123,12 @@ cdef Py_ssize_t _skip_string(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
     if it does not close (as Python's regex would fail to match there)."""
     cdef Py_ssize_t j = i + 1
     while j < n:
-        if s[j] == 92:               # backslash: it and the next character
+        if s[j] == BACKSLASH:        # it and the next character
             if j + 1 >= n:
                 return -1
             j += 2
             continue
-        if s[j] == 34:
+        if s[j] == QUOTE:
             return j + 1
         j += 1
     return -1
@@ -96,7 +139,7 @@ cdef bint _quote_left(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
     _STRING.sub: a quote that starts no complete string stays)."""
     cdef Py_ssize_t i = a, j
     while i < b:
-        if s[i] == 34:
+        if s[i] == QUOTE:
             j = _skip_string(s, i, b)
             if j < 0:
                 return True
@@ -111,9 +154,9 @@ cdef bint _open_string(const char* s, Py_ssize_t n) nogil:
     cdef Py_ssize_t i, quotes = 0
     cdef bint backslash = False
     for i in range(n):
-        if s[i] == 34:
+        if s[i] == QUOTE:
             quotes += 1
-        elif s[i] == 92:
+        elif s[i] == BACKSLASH:
             backslash = True
     if quotes == 0:
         return False
@@ -131,22 +174,22 @@ cdef bint _balanced(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
     cdef char c
     for i in range(a, b):
         c = s[i]
-        if c < 91:
-            if c == 40:
+        if c < LBRACKET:
+            if c == LPAREN:
                 o2 += 1
-            elif c == 41:
+            elif c == RPAREN:
                 c2 += 1
-            elif c == 34:
+            elif c == QUOTE:
                 quotes += 1
-        elif c == 91:
+        elif c == LBRACKET:
             o3 += 1
-        elif c == 93:
+        elif c == RBRACKET:
             c3 += 1
-        elif c == 123:
+        elif c == LBRACE:
             o1 += 1
-        elif c == 125:
+        elif c == RBRACE:
             c1 += 1
-        elif c == 92:
+        elif c == BACKSLASH:
             backslash = True
     if o1 == c1 and o2 == c2 and o3 == c3:
         # balanced unless a string is left open
@@ -162,23 +205,23 @@ cdef bint _balanced(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
     i = a
     while i < b:
         c = s[i]
-        if c == 34:
+        if c == QUOTE:
             j = _skip_string(s, i, b)
             if j < 0:
                 return False
             i = j
             continue
-        if c == 123:
+        if c == LBRACE:
             o1 += 1
-        elif c == 125:
+        elif c == RBRACE:
             c1 += 1
-        elif c == 40:
+        elif c == LPAREN:
             o2 += 1
-        elif c == 41:
+        elif c == RPAREN:
             c2 += 1
-        elif c == 91:
+        elif c == LBRACKET:
             o3 += 1
-        elif c == 93:
+        elif c == RBRACKET:
             c3 += 1
         i += 1
     return o1 == c1 and o2 == c2 and o3 == c3
@@ -190,15 +233,15 @@ cdef bint _needs_python(const char* s, Py_ssize_t n) nogil:
     cdef Py_ssize_t i = 0, j
     cdef const char* hit
     while True:
-        hit = <const char*>memchr(s + i, 47, n - i)
+        hit = <const char*>memchr(s + i, SLASH, n - i)
         if hit == NULL:
             return False
         i = hit - s
         if i + 1 >= n:
             return False
-        if s[i + 1] == 47:
+        if s[i + 1] == SLASH:
             return True
-        if s[i + 1] == 42:
+        if s[i + 1] == STAR:
             # /*index=N*/ is all that may appear
             j = i + 2
             if j + 6 > n or not _same(s + j, b"index=", 6):
@@ -208,7 +251,7 @@ cdef bint _needs_python(const char* s, Py_ssize_t n) nogil:
                 return True
             while j < n and _digit(s[j]):
                 j += 1
-            if j + 1 >= n or s[j] != 42 or s[j + 1] != 47:
+            if j + 1 >= n or s[j] != STAR or s[j + 1] != SLASH:
                 return True
         i += 1
 
@@ -262,15 +305,15 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     cdef char c
     t.L = L
     t.is_root = False
-    if L - q > 4 and s[q] == 82 and s[q + 1] == 79 and s[q + 2] == 79 and s[q + 3] == 84 \
-            and _ws(s[q + 4]):
+    if L - q > 4 and s[q] == UPPER_R and s[q + 1] == UPPER_O and s[q + 2] == UPPER_O \
+            and s[q + 3] == UPPER_T and _ws(s[q + 4]):
         k = q + 4
         while k < L and _ws(s[k]):
             k += 1
-        if k < L and (s[k] == 37 or _alpha_(s[k])):
+        if k < L and (s[k] == PERCENT or _alpha_(s[k])):
             t.is_root = True
             q = k
-    if q < L and s[q] == 37:
+    if q < L and s[q] == PERCENT:
         q += 1
     if q >= L or not _alpha_(s[q]):
         return 0
@@ -280,7 +323,7 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     t.name_b = q
     while q < L and _ws(s[q]):
         q += 1
-    if q >= L or s[q] != 61:
+    if q >= L or s[q] != EQUALS:
         return 0
     q += 1
     while q < L and _ws(s[q]):
@@ -288,18 +331,18 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     if q >= L:
         return 0
     t.shape_a = q
-    if s[q] == 40:
+    if s[q] == LPAREN:
         # a tuple: to the matching parenthesis, no quote inside
         depth = 0
         while q < L:
             c = s[q]
-            if c == 40:
+            if c == LPAREN:
                 depth += 1
-            elif c == 41:
+            elif c == RPAREN:
                 depth -= 1
                 if depth == 0:
                     break
-            elif c == 34:
+            elif c == QUOTE:
                 return 0
             q += 1
         if q >= L:
@@ -311,12 +354,12 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
         if q >= L or not _lower(s[q]):
             return 0
         t.op_a = q
-        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == 95 or s[q] == 45):
+        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == UNDERSCORE or s[q] == DASH):
             q += 1
         t.op_b = q
         while q < L and _ws(s[q]):
             q += 1
-        if q >= L or s[q] != 40:
+        if q >= L or s[q] != LPAREN:
             return 0
     else:
         # an array: type[dims] and a layout without nested braces
@@ -324,22 +367,22 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
             return 0
         while q < L and (_lower(s[q]) or _digit(s[q])):
             q += 1
-        if q >= L or s[q] != 91:
+        if q >= L or s[q] != LBRACKET:
             return 0
         q += 1
-        while q < L and (_digit(s[q]) or s[q] == 44 or s[q] == 60 or s[q] == 61
-                         or s[q] == 63 or s[q] == 32):
+        while q < L and (_digit(s[q]) or s[q] == COMMA or s[q] == LESS or s[q] == EQUALS
+                         or s[q] == QUESTION or s[q] == SPACE):
             q += 1
-        if q >= L or s[q] != 93:
+        if q >= L or s[q] != RBRACKET:
             return 0
         q += 1
-        if q < L and s[q] == 123:
-            if q + 1 >= L or not (_ws(s[q + 1]) or _digit(s[q + 1]) or s[q + 1] == 58):
+        if q < L and s[q] == LBRACE:
+            if q + 1 >= L or not (_ws(s[q + 1]) or _digit(s[q + 1]) or s[q + 1] == COLON):
                 return 0
             k = q + 1
-            while k < L and s[k] != 125 and s[k] != 123 and s[k] != 34 and s[k] != 47:
+            while k < L and s[k] != RBRACE and s[k] != LBRACE and s[k] != QUOTE and s[k] != SLASH:
                 k += 1
-            if k >= L or s[k] != 125:
+            if k >= L or s[k] != RBRACE:
                 return 0
             q = k + 1
         t.shape_b = q
@@ -350,23 +393,23 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
         if q >= L or not _lower(s[q]):
             return 0
         t.op_a = q
-        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == 95 or s[q] == 45):
+        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == UNDERSCORE or s[q] == DASH):
             q += 1
         t.op_b = q
-        if q >= L or s[q] != 40:
+        if q >= L or s[q] != LPAREN:
             return 0
     # the operands: to the matching parenthesis, no quote inside
     t.open_ = q
     depth = 0
     while q < L:
         c = s[q]
-        if c == 40:
+        if c == LPAREN:
             depth += 1
-        elif c == 41:
+        elif c == RPAREN:
             depth -= 1
             if depth == 0:
                 break
-        elif c == 34:
+        elif c == QUOTE:
             return 0
         q += 1
     if q >= L:
@@ -381,13 +424,13 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
         r_b -= 1
     t.at_a = t.at_b = 0
     if r_a < r_b:
-        if s[r_a] != 44:
+        if s[r_a] != COMMA:
             return 0                 # not ", attr...": Python warns
         t.at_a = r_a + 1
         t.at_b = r_b
         while t.at_a < t.at_b and _ws(s[t.at_a]):
             t.at_a += 1
-        if t.at_a >= t.at_b or s[t.at_b - 1] == 44:
+        if t.at_a >= t.at_b or s[t.at_b - 1] == COMMA:
             return 0                 # continued on the next line
         if not _balanced(s, t.at_a, t.at_b):
             return 0
@@ -403,23 +446,23 @@ cdef int _header(reader, str line, Py_ssize_t base, const char* s, Py_ssize_t p,
     cdef bint is_entry = False
     while e > p and _ws(s[e - 1]):
         e -= 1
-    if e <= p or s[e - 1] != 123:
+    if e <= p or s[e - 1] != LBRACE:
         return 0
     # "=" before the first "(": an instruction, not a header
     for q in range(p, e):
-        if s[q] == 40:
+        if s[q] == LPAREN:
             break
-        if s[q] == 61:
+        if s[q] == EQUALS:
             return 0
     q = p
     if e - q > 5 and _same(s + q, b"ENTRY", 5) and _ws(s[q + 5]):
         k = q + 5
         while k < e and _ws(s[k]):
             k += 1
-        if k < e and (s[k] == 37 or _alpha_(s[k])):
+        if k < e and (s[k] == PERCENT or _alpha_(s[k])):
             is_entry = True
             q = k
-    if q < e and s[q] == 37:
+    if q < e and s[q] == PERCENT:
         q += 1
     if q >= e or not _alpha_(s[q]):
         return -1
@@ -434,11 +477,11 @@ cdef int _header(reader, str line, Py_ssize_t base, const char* s, Py_ssize_t p,
     while sig_b > sig_a and _ws(s[sig_b - 1]):
         sig_b -= 1
     for k in range(sig_a, sig_b):
-        if s[k] == 123 or s[k] == 125:
+        if s[k] == LBRACE or s[k] == RBRACE:
             return -1
     if L - p >= 9 and _same(s + p, b"HloModule", 9):
         return -1
-    if not (is_entry or sig_a == sig_b or s[sig_a] == 40):
+    if not (is_entry or sig_a == sig_b or s[sig_a] == LPAREN):
         return -1
     reader._current = reader._new_computation(
         PyUnicode_Substring(line, base + name_a, base + name_b), is_entry,
@@ -490,20 +533,20 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
         j = pos
         while j > a and _ws(s[j - 1]):
             j -= 1
-        if not (j == a or s[j - 1] == 44):
+        if not (j == a or s[j - 1] == COMMA):
             pos += 1
             continue
         e = pos + kn
         while e < b and _ws(s[e]):
             e += 1
-        if e >= b or s[e] != 61:
+        if e >= b or s[e] != EQUALS:
             pos += 1
             continue
         e += 1
         while e < b and _ws(s[e]):
             e += 1
         pos = e                       # as Python: the next match after the "="
-        if e < b and s[e] == 123:
+        if e < b and s[e] == LBRACE:
             # the first "}" ("{" or "=" first: not a list of names) from
             # e + 1, remembered: many "{" that do not close are scanned once
             k = e + 1
@@ -511,19 +554,19 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
                 k = stop_at
             else:
                 stop_from = k
-                while k < b and s[k] != 125 and s[k] != 123 and s[k] != 61:
+                while k < b and s[k] != RBRACE and s[k] != LBRACE and s[k] != EQUALS:
                     k += 1
                 stop_at = k
-            if k >= b or s[k] != 125:
+            if k >= b or s[k] != RBRACE:
                 continue
             k += 1
         else:
             k = e
-            if k < b and s[k] == 37:
+            if k < b and s[k] == PERCENT:
                 k += 1
             while k < b and _name_char(s[k]):
                 k += 1
-            if k == e or (k == e + 1 and s[e] == 37):
+            if k == e or (k == e + 1 and s[e] == PERCENT):
                 continue
         if count >= cap:
             return -1
@@ -589,14 +632,14 @@ cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, ob
     cdef Py_ssize_t i, k
     cdef object callee
     cdef PyObject* got
-    cdef bint to_apply = key[0] == 116 and key[1] == 111      # "to_apply"
-    while v_a < v_b and (s[v_a] == 123 or s[v_a] == 125):
+    cdef bint to_apply = key[0] == LOWER_T and key[1] == LOWER_O      # "to_apply"
+    while v_a < v_b and (s[v_a] == LBRACE or s[v_a] == RBRACE):
         v_a += 1
-    while v_b > v_a and (s[v_b - 1] == 123 or s[v_b - 1] == 125):
+    while v_b > v_a and (s[v_b - 1] == LBRACE or s[v_b - 1] == RBRACE):
         v_b -= 1
     i = v_a
     while i < v_b:
-        if s[i] == 37 and i + 1 < v_b and _alpha_(s[i + 1]):
+        if s[i] == PERCENT and i + 1 < v_b and _alpha_(s[i + 1]):
             i += 1
         if _alpha_(s[i]):
             k = i
@@ -627,7 +670,7 @@ cdef inline bint _json_plain(const char* s, Py_ssize_t n) nogil:
     """True if the ASCII text needs no JSON escape."""
     cdef Py_ssize_t i
     for i in range(n):
-        if s[i] < 32 or s[i] == 34 or s[i] == 92 or s[i] == 127:
+        if s[i] < SPACE or s[i] == QUOTE or s[i] == BACKSLASH or s[i] == DEL:
             return False
     return True
 
@@ -641,10 +684,10 @@ cdef Py_ssize_t _itoa(long long v, char* buf) nogil:
     cdef char tmp[24]
     cdef Py_ssize_t n = 0, k
     if v == 0:
-        buf[0] = 48
+        buf[0] = DIGIT_0
         return 1
     while v > 0:
-        tmp[n] = 48 + v % 10
+        tmp[n] = DIGIT_0 + v % 10
         v //= 10
         n += 1
     for k in range(n):
@@ -684,13 +727,13 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
     # the operand names: split at commas, strip, drop a leading %
     if not no_operands:
         for i in range(otn):
-            if ot[i] == 91 or ot[i] == 40 or ot[i] == 47 or ot[i] == 34 or ot[i] == 92 \
-                    or ot[i] == 127 or (ot[i] < 32 and not _ws(ot[i])):
+            if ot[i] == LBRACKET or ot[i] == LPAREN or ot[i] == SLASH or ot[i] == QUOTE \
+                    or ot[i] == BACKSLASH or ot[i] == DEL or (ot[i] < SPACE and not _ws(ot[i])):
                 return None
         a = 0
         while a <= otn:
             b = a
-            while b < otn and ot[b] != 44:
+            while b < otn and ot[b] != COMMA:
                 b += 1
             i = a
             while i < b and _ws(ot[i]):
@@ -698,11 +741,11 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
             while b > i and _ws(ot[b - 1]):
                 b -= 1
             if b > i:
-                while i < b and ot[i] == 37:
+                while i < b and ot[i] == PERCENT:
                     i += 1
                 names_len += (b - i) + 2 + (2 if count else 0)
                 count += 1
-            while b < otn and ot[b] != 44:
+            while b < otn and ot[b] != COMMA:
                 b += 1
             a = b + 1
     cdef char buf[32]
@@ -714,13 +757,13 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
     cdef char* w0
     cdef char* w
     if dest is None:
-        out = PyUnicode_New(total, 127)
+        out = PyUnicode_New(total, DEL)   # ASCII: code points up to 127
         w0 = <char*>PyUnicode_DATA(out)
     else:
         dest._reserve(total + 2)
         w0 = dest.buf + dest.blen
-        w0[0] = 44
-        w0[1] = 10
+        w0[0] = COMMA
+        w0[1] = LF
         w0 += 2
     w = w0
     w = _put(w, hd, hn)
@@ -748,7 +791,7 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
         a = 0
         while a <= otn:
             b = a
-            while b < otn and ot[b] != 44:
+            while b < otn and ot[b] != COMMA:
                 b += 1
             i = a
             while i < b and _ws(ot[i]):
@@ -756,7 +799,7 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
             while b > i and _ws(ot[b - 1]):
                 b -= 1
             if b > i:
-                while i < b and ot[i] == 37:
+                while i < b and ot[i] == PERCENT:
                     i += 1
                 if count:
                     w = _put(w, b", ", 2)
@@ -764,7 +807,7 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
                 w = _put(w, ot + i, b - i)
                 w = _put(w, b'"', 1)
                 count += 1
-            while b < otn and ot[b] != 44:
+            while b < otn and ot[b] != COMMA:
                 b += 1
             a = b + 1
     w = _put(w, b"]", 1)
@@ -812,7 +855,7 @@ cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssiz
     if kn + 1 > 64:
         return -2
     memcpy(keq, key, kn)
-    keq[kn] = 61
+    keq[kn] = EQUALS
     if n < kn + 1 or memmem(s, n, keq, kn + 1) == NULL:
         return -1                    # key + "=" does not occur at all
     while pos + kn <= n:
@@ -823,13 +866,13 @@ cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssiz
         j = pos
         while j > 0 and _ws(s[j - 1]):
             j -= 1
-        if not (j == 0 or s[j - 1] == 44):
+        if not (j == 0 or s[j - 1] == COMMA):
             pos += 1
             continue
         e = pos + kn
         while e < n and _ws(s[e]):
             e += 1
-        if e >= n or s[e] != 61:
+        if e >= n or s[e] != EQUALS:
             pos += 1
             continue
         e += 1
@@ -840,14 +883,14 @@ cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssiz
             pos = e
             continue
         vstart[0] = e
-        if e < n and (s[e] == 123 or s[e] == 40):
+        if e < n and (s[e] == LBRACE or s[e] == LPAREN):
             opener = s[e]
-            closer = 125 if opener == 123 else 41
+            closer = RBRACE if opener == LBRACE else RPAREN
             depth = 0
             k = e
             while k < n:
                 c = s[k]
-                if c == 34:
+                if c == QUOTE:
                     return -2            # a quote: Python's string-aware scan
                 if c == opener:
                     depth += 1
@@ -857,11 +900,11 @@ cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssiz
                         return k + 1
                 k += 1
             return -2
-        if e < n and s[e] == 34:
+        if e < n and s[e] == QUOTE:
             k = _skip_string(s, e, n)
             return n if k < 0 else k
         k = e
-        while k < n and s[k] != 44:
+        while k < n and s[k] != COMMA:
             k += 1
         return k
     return -2
@@ -918,13 +961,13 @@ cdef object _extra(const char* s, Py_ssize_t n):
             while b > a and _ws(s[b - 1]):
                 b -= 1
             # v.strip("{}"), then every %?[A-Za-z_][\w.\-]*
-            while a < b and (s[a] == 123 or s[a] == 125):
+            while a < b and (s[a] == LBRACE or s[a] == RBRACE):
                 a += 1
-            while b > a and (s[b - 1] == 123 or s[b - 1] == 125):
+            while b > a and (s[b - 1] == LBRACE or s[b - 1] == RBRACE):
                 b -= 1
             i = a
             while i < b:
-                if s[i] == 37 and i + 1 < b and _alpha_(s[i + 1]):
+                if s[i] == PERCENT and i + 1 < b and _alpha_(s[i + 1]):
                     i += 1
                 if _alpha_(s[i]):
                     k = i
@@ -1188,7 +1231,7 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
         if block:
             base = i
             s = data + i
-            nl = <const char*>memchr(s, 10, n - i)
+            nl = <const char*>memchr(s, LF, n - i)
             L = (n - i) if nl == NULL else (nl - s)
             nxt = i + L + 1
         else:
@@ -1199,7 +1242,7 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
             s = <const char*>PyUnicode_DATA(line)
             L = PyUnicode_GET_LENGTH(line)
             nxt = i + 1
-        while L > 0 and (s[L - 1] == 10 or s[L - 1] == 13):
+        while L > 0 and (s[L - 1] == LF or s[L - 1] == CR):
             L -= 1
         p = 0
         while p < L and _ws(s[p]):
@@ -1207,11 +1250,11 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
         k = 0
         if p < L:
             c = s[p]
-            if c == 44:                # ", attr=...": the held one continues: Python
+            if c == COMMA:             # ", attr=...": the held one continues: Python
                 break
             if _needs_python(s, L):
                 break
-            if c != 125:
+            if c != RBRACE:
                 k = _header(reader, line, base, s, p, L, lineno + 1)
                 if k < 0:
                     break
@@ -1243,7 +1286,7 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
         i = nxt
         if p == L:
             pass                       # a blank line
-        elif s[p] == 125:              # "}": the computation ends
+        elif s[p] == RBRACE:           # "}": the computation ends
             current = None
             comp_name = None
         elif k == 1:                   # a header: the new computation
@@ -1290,7 +1333,8 @@ cdef extern from "string.h" nogil:
 
 cdef inline bint _bword(char c) nogil:
     # bytes \w: [A-Za-z0-9_]
-    return (65 <= c <= 90) or (97 <= c <= 122) or c == 95 or (48 <= c <= 57)
+    return (UPPER_A <= c <= UPPER_Z) or (LOWER_A <= c <= LOWER_Z) or c == UNDERSCORE \
+        or (DIGIT_0 <= c <= DIGIT_9)
 
 
 cdef Py_ssize_t _key_at(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
@@ -1329,11 +1373,11 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
     cdef set got
     cdef PyObject* found
     while True:
-        hit = <const char*>memchr(s + i, 44, n - i)
+        hit = <const char*>memchr(s + i, COMMA, n - i)
         if hit == NULL:
             break
         i = hit - s + 1
-        if i >= n or s[i] != 32:
+        if i >= n or s[i] != SPACE:
             continue
         kn = _key_at(s, i + 1, n)
         if kn == 0:
@@ -1341,7 +1385,7 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
         pos = i - 1                             # the comma: where the match starts
         # the value: \{[^{}=\n]*\} or %?[\w.\-]+
         v_a = i + 1 + kn
-        if v_a < n and s[v_a] == 123:
+        if v_a < n and s[v_a] == LBRACE:
             # \{[^{}=\n]*\}: the first "}", "{", "=" or "\n" from v_a + 1,
             # remembered, so that many "{" values that do not close on one
             # long line are scanned once
@@ -1350,18 +1394,18 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
                 k = stop_at
             else:
                 stop_from = k
-                while k < n and s[k] != 125 and s[k] != 10 and s[k] != 123 and s[k] != 61:
+                while k < n and s[k] != RBRACE and s[k] != LF and s[k] != LBRACE and s[k] != EQUALS:
                     k += 1
                 stop_at = k
-            if k >= n or s[k] != 125:
+            if k >= n or s[k] != RBRACE:
                 continue
             v_b = k + 1
         else:
             k = v_a
-            if k < n and s[k] == 37:
+            if k < n and s[k] == PERCENT:
                 k += 1
             q = k
-            while k < n and (_bword(s[k]) or s[k] == 46 or s[k] == 45):
+            while k < n and (_bword(s[k]) or s[k] == DOT or s[k] == DASH):
                 k += 1
             if k == q:
                 continue
@@ -1370,23 +1414,25 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
         # follows whitespace, ")", "]" or "}" (not "b(", a buffer shape)
         # the start of this line: matches come in order, so only the text
         # since the last match is searched (once per byte, however long the line)
-        hit = <const char*>memrchr(s + seen, 10, pos - seen)
+        hit = <const char*>memrchr(s + seen, LF, pos - seen)
         if hit != NULL:
             line_start = hit - s + 1
         seen = pos
         start = line_start
         if start != last_line:
             last_line = start
-            hit = <const char*>memchr(s + start, 61, pos - start)
+            hit = <const char*>memchr(s + start, EQUALS, pos - start)
             eq = start if hit == NULL else hit - s
             opcode = ""
             q = eq
             while q + 1 < pos:
-                if (_ws(s[q]) or s[q] == 41 or s[q] == 93 or s[q] == 125) and _lower(s[q + 1]):
+                if (_ws(s[q]) or s[q] == RPAREN or s[q] == RBRACKET or s[q] == RBRACE) \
+                        and _lower(s[q + 1]):
                     k = q + 1
-                    while k < pos and (_lower(s[k]) or _digit(s[k]) or s[k] == 95 or s[k] == 45):
+                    while k < pos and (_lower(s[k]) or _digit(s[k]) or s[k] == UNDERSCORE
+                                       or s[k] == DASH):
                         k += 1
-                    if k < pos and s[k] == 40 and not (k == q + 2 and s[q + 1] == 98):
+                    if k < pos and s[k] == LPAREN and not (k == q + 2 and s[q + 1] == LOWER_B):
                         opcode = PyUnicode_FromStringAndSize(s + q + 1, k - q - 1)
                         break
                 q += 1
@@ -1398,17 +1444,17 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
         else:
             kind = <object>found
         # names: value.strip(b"{}"), then every %?([A-Za-z_][\w.\-]*)
-        while v_a < v_b and (s[v_a] == 123 or s[v_a] == 125):
+        while v_a < v_b and (s[v_a] == LBRACE or s[v_a] == RBRACE):
             v_a += 1
-        while v_b > v_a and (s[v_b - 1] == 123 or s[v_b - 1] == 125):
+        while v_b > v_a and (s[v_b - 1] == LBRACE or s[v_b - 1] == RBRACE):
             v_b -= 1
         k = v_a
         while k < v_b:
-            if s[k] == 37 and k + 1 < v_b and _alpha_(s[k + 1]):
+            if s[k] == PERCENT and k + 1 < v_b and _alpha_(s[k + 1]):
                 k += 1
             if _alpha_(s[k]):
                 q = k
-                while q < v_b and (_bword(s[q]) or s[q] == 46 or s[q] == 45):
+                while q < v_b and (_bword(s[q]) or s[q] == DOT or s[q] == DASH):
                     q += 1
                 name = chunk[k:q].decode("utf-8", "replace")
                 found = PyDict_GetItem(kinds, name)
