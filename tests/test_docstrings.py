@@ -28,6 +28,7 @@ MODULES = [
     "xlashape.cli._output",
     "xlashape._core",
     "xlashape._numpy_api",
+    "xlashape.views",
     "xlashape.cute",
     "xlashape.jax_bridge",
 ]
