@@ -822,3 +822,19 @@ def test_small_int_division_with_a_bad_out_is_numpys_type_error(ufunc, out):
     with pytest.raises(xs.ShapeTypeError) as got:
         ufunc(la, y, out=out)
     assert str(got.value) == str(ref.value)
+
+
+# -- fuzz finding: numpy's object loop raises AttributeError (np.arctan2(None, a)) -------
+
+@pytest.mark.parametrize("text", ["u1[2]{0:T(3,1)(2,1)}", "s32[2]{0:T(2)}", "s32[2]{0}"])
+@pytest.mark.parametrize("call", [lambda a: np.fmod(a, Idx(3)),
+                                  lambda a: np.logical_xor(object(), a),
+                                  lambda a: np.arctan2(None, a)])
+def test_object_operand_without_the_ufuncs_method_is_a_family_error(text, call):
+    la = LayoutArray(text)
+    with pytest.raises(AttributeError) as ref:
+        call(np.zeros(2, la.dtype))
+    with pytest.raises(xs.ShapeTypeError) as got:
+        call(la)
+    assert isinstance(got.value, AttributeError)     # numpy's class still catches it
+    assert str(got.value) == str(ref.value)

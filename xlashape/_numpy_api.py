@@ -46,6 +46,7 @@ import numpy as np
 
 from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeAxisError, ShapeIndexError,
                      ShapeTypeError, ShapeValueError, XlaShapeError, as_family as _as_family)
+from . import errors as _errors
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
 from .shape import Shape
@@ -458,7 +459,23 @@ def _refuse_out(ufunc, method, args, out):
 def _ufunc(ufunc, method, *args, **kw):
     """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
     8-bit copies where ml_dtypes' own loop could crash, and comparisons
-    with Python ints without ``where`` (see above)."""
+    with Python ints without ``where`` (see above). numpy's object loop
+    raises AttributeError for an operand without the ufunc's method
+    (``np.arctan2(None, a)``): that leaves as a ShapeTypeError that is also
+    an AttributeError."""
+    try:
+        return _ufunc_body(ufunc, method, *args, **kw)
+    except AttributeError as e:
+        if isinstance(e, XlaShapeError) or not any(
+                not isinstance(x, (np.ndarray, np.generic, int, float, complex))
+                or getattr(x, "dtype", None) == object for x in args):
+            raise
+        new = BaseException.__new__(_errors._twin_class(ShapeTypeError, AttributeError))
+        new.args = e.args
+        raise new from None
+
+
+def _ufunc_body(ufunc, method, *args, **kw):
     if ufunc in _COMPARISONS and method == "__call__" and \
             kw.get("where", True) is not True and \
             any(isinstance(x, int) and not isinstance(x, bool) for x in args):
