@@ -838,3 +838,28 @@ def test_object_operand_without_the_ufuncs_method_is_a_family_error(text, call):
         call(la)
     assert isinstance(got.value, AttributeError)     # numpy's class still catches it
     assert str(got.value) == str(ref.value)
+
+
+# -- fuzz findings: PRED fill from any object, `in` with an uncomparable value ---------
+
+@pytest.mark.parametrize("text", ["pred[]{:T(8,2)}", "pred[3]{0}", "pred[3]{0:T(8)(4,4)(1)E(1)}"])
+@pytest.mark.parametrize("value", [[1, 2], [], [0], (0, 0), "a", "", None, np.array([1, 2])])
+def test_pred_fill_is_numpys_fill(text, value):
+    la = LayoutArray(text)
+    x = np.zeros(la.shape, np.bool_)
+    try:
+        x.fill(value)
+    except ValueError as e:
+        with pytest.raises(xs.ShapeValueError, match=str(e)):
+            la.fill(value)
+        return
+    la.fill(value)
+    np.testing.assert_array_equal(la.to_numpy(), x)
+
+
+@pytest.mark.parametrize("value", ["a", 1.5, 7, None, object(), [1.5, 0.0, 2.0]])
+def test_contains_is_numpys(value):
+    x = np.array([1.5, 0.0, 2.0], np.float32)
+    for text in ["f32[3]{0:T(2)}", "f16[3]{0}"]:
+        la = LayoutArray.from_numpy(x.astype(LayoutArray(text).dtype), text)
+        assert (value in la) is (value in x.astype(la.dtype))

@@ -1625,6 +1625,15 @@ cdef class LayoutArray:
         """Set every logical element to ``value`` (numpy's conversion);
         padding slots keep ``padding_value``."""
         self._check_writable()
+        if self.di.kind == K_BOOL and not isinstance(value, (bool, np.bool_, int, float)):
+            # numpy packs one PRED element from any object by its truth value
+            # (a.fill([1, 2]) is True): its own 0-d fill says what it gives
+            probe = np.zeros((), np.bool_)
+            try:
+                probe.fill(value)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
+            value = bool(probe)
         elem = self._encode(value, "fill value")    # may run the value's Python code
         self._fill_logical(elem)                    # pins (raises if released meanwhile)
 
@@ -1913,7 +1922,13 @@ cdef class LayoutArray:
         return np.invert(self)
 
     def __contains__(self, value):
-        return bool(np.equal(self, value).any())
+        """numpy's rule: ``(self == value).any()``, with ``==``'s fallbacks
+        (``'a' in f32_array`` is False, not a missing-loop error)."""
+        res = self == value
+        try:
+            return bool(np.asarray(res).any())
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
 
     def __copy__(self):
         return self.copy()
