@@ -863,3 +863,22 @@ def test_contains_is_numpys(value):
     for text in ["f32[3]{0:T(2)}", "f16[3]{0}"]:
         la = LayoutArray.from_numpy(x.astype(LayoutArray(text).dtype), text)
         assert (value in la) is (value in x.astype(la.dtype))
+
+
+@pytest.mark.parametrize("text", ["s1[1,4,3]{1,0,2:T(*,2,8)L(3)E(1)}", "f32[1,4,3]{0,1,2:T(2,2)}",
+                                  "f32[1,4,3]{2,1,0}"])
+@pytest.mark.parametrize("key_in_tuple", [False, True])
+def test_boolean_mask_assignment_needs_a_0_or_1_d_value(text, key_in_tuple):
+    la = LayoutArray(text)
+    mask = (np.arange(12) % 2 == 0).reshape(1, 4, 3)
+    key = (mask,) if key_in_tuple else mask
+    x = np.zeros(la.shape, la.dtype)
+    for value in [np.zeros((1, 1, 1)), [[1]]]:
+        with pytest.raises(TypeError) as ref:
+            x[key] = value
+        with pytest.raises(xs.ShapeTypeError) as got:
+            la[key] = value
+        assert str(got.value) == str(ref.value)
+    la[key] = np.ones(6)            # 1-d still works
+    x[key] = np.ones(6)
+    np.testing.assert_array_equal(la.to_numpy(), x)

@@ -1401,6 +1401,13 @@ def setitem(la, key, value):
     the tiled buffer; padding is never touched."""
     key = _key(key)
     value = _clean(la, value)
+    mask = key[0] if type(key) is tuple and len(key) == 1 else key
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == la.shape \
+            and np.ndim(value) > 1:
+        # numpy's rule for one boolean mask over the whole array
+        raise ShapeTypeError(
+            f"NumPy boolean array indexing assignment requires a 0 or 1-dimensional "
+            f"input, input has {np.ndim(value)} dimensions")
     try:
         if la.strides is not None:
             np.asarray(la)[key] = value
