@@ -123,9 +123,10 @@ _UNINIT_MSG = ("this LayoutArray was never set up: LayoutArray.__init__(shape) d
 
 
 def _is_index_item(x):
-    return isinstance(x, (slice, type(None), type(Ellipsis))) or (
-        isinstance(x, (_numbers.Integral, np.integer))
-        and not isinstance(x, (bool, np.bool_)))
+    """A basic-indexing entry: a slice, None, '...' or an integer (an int, a
+    numpy integer, any object with __index__ that is not an array, a list
+    or a bool, as numpy reads it)."""
+    return isinstance(x, (slice, type(None), type(Ellipsis))) or _npapi.is_integer_item(x)
 
 
 cdef bint _check_key_types(key) except -1:
@@ -208,7 +209,7 @@ def _normalize_key(key, shape):
                 f"LayoutArray indices must be integers, slices, '...' or None; got a "
                 f"boolean at position {pos} (boolean masks are not supported: use "
                 f"la.to_numpy()[mask])")
-        if not isinstance(x, (_numbers.Integral, np.integer)):
+        if not _npapi.is_integer_item(x):
             raise ShapeTypeError(
                 f"LayoutArray indices must be integers, slices, '...' or None; got "
                 f"{type(x).__name__} at position {pos}")
@@ -251,10 +252,7 @@ def _normalize_key(key, shape):
             nkey.append(slice(start, None if stop < 0 else stop, step))
             post.append(slice(None))
         else:
-            try:
-                i = _operator_index(x)
-            except _CONVERSION_ERRORS as e:
-                _reraise_family(e)
+            i = _npapi.index_value(x)
             if not -size <= i < size:
                 raise ShapeIndexError(
                     f"index {i} is out of bounds for axis {axis} with size {size}")
@@ -1104,12 +1102,11 @@ cdef class LayoutArray:
     # Without these, int(la)/float(la) would fall back to the buffer protocol
     # and parse the raw bytes as text.
     cdef object _one_element(self):
-        """The single logical element as a 0-d numpy array (a copy)."""
+        """The element of a 0-d array as a 0-d numpy array (a copy); numpy
+        2's TypeError (as ShapeTypeError) for any other rank, size 1 too."""
         self._check_alive()
-        if self.logical_size != 1:
-            raise ShapeTypeError(
-                f"only 0-d or size-1 LayoutArrays can be converted to Python scalars; "
-                f"this one has shape {self._pyshape} ({self.logical_size} elements)")
+        if self.prog.rank != 0:
+            raise ShapeTypeError("only 0-dimensional arrays can be converted to Python scalars")
         return self.to_numpy().reshape(())
 
     def __int__(self):
@@ -1120,10 +1117,18 @@ cdef class LayoutArray:
             _reraise_family(e)
 
     def __float__(self):
-        return float(self._one_element())
+        x = self._one_element()
+        try:
+            return float(x)       # complex: numpy's TypeError
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
 
     def __complex__(self):
-        return complex(self._one_element())
+        x = self._one_element()
+        try:
+            return complex(x)
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
 
     def __index__(self):
         self._check_alive()
@@ -1143,7 +1148,7 @@ cdef class LayoutArray:
             raise ShapeValueError(
                 f"The truth value of an array with more than one element is ambiguous "
                 f"(shape {self._pyshape}). Use np.asarray(la).any() or .all()")
-        return bool(self._one_element())
+        return bool(self.to_numpy().reshape(()))    # size 1, any rank (numpy's rule)
 
     def __iter__(self):
         """Rows (``la[0]``, ``la[1]``, ...), each read when it is reached:
@@ -1367,12 +1372,9 @@ cdef class LayoutArray:
         if not _is_index_item(obj):
             _check_key_types(key)
             return 0
-        if not isinstance(obj, (_numbers.Integral, np.integer)):
+        if obj is None or obj is Ellipsis or isinstance(obj, slice):
             return 0
-        try:
-            big = _operator_index(obj)
-        except _CONVERSION_ERRORS as e:
-            _reraise_family(e)
+        big = _npapi.index_value(obj)
         if not -(2 ** 63) <= big < 2 ** 63:
             return self._out_of_bounds(big, i)
         v[0] = big
@@ -1623,6 +1625,15 @@ cdef class LayoutArray:
         """Set every logical element to ``value`` (numpy's conversion);
         padding slots keep ``padding_value``."""
         self._check_writable()
+        if self.di.kind == K_BOOL and not isinstance(value, (bool, np.bool_, int, float)):
+            # numpy packs one PRED element from any object by its truth value
+            # (a.fill([1, 2]) is True): its own 0-d fill says what it gives
+            probe = np.zeros((), np.bool_)
+            try:
+                probe.fill(value)
+            except _CONVERSION_ERRORS as e:
+                _reraise_family(e)
+            value = bool(probe)
         elem = self._encode(value, "fill value")    # may run the value's Python code
         self._fill_logical(elem)                    # pins (raises if released meanwhile)
 
@@ -1911,7 +1922,13 @@ cdef class LayoutArray:
         return np.invert(self)
 
     def __contains__(self, value):
-        return bool(np.equal(self, value).any())
+        """numpy's rule: ``(self == value).any()``, with ``==``'s fallbacks
+        (``'a' in f32_array`` is False, not a missing-loop error)."""
+        res = self == value
+        try:
+            return bool(np.asarray(res).any())
+        except _CONVERSION_ERRORS as e:
+            _reraise_family(e)
 
     def __copy__(self):
         return self.copy()

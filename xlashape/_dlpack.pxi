@@ -134,11 +134,21 @@ cdef tuple _dl_int_pair(object value, str name, str what):
             f"{name} must be None or a tuple of two integers {what}, got "
             f"{_short_repr(value)}")
     try:
-        return (_operator_index(value[0]), _operator_index(value[1]))
+        pair = (_operator_index(value[0]), _operator_index(value[1]))
     except TypeError:
         raise ShapeTypeError(
             f"{name} must be None or a tuple of two integers {what}, got "
             f"{_short_repr(value)}") from None
+    # numpy parses max_version's major as a C long and both dl_device
+    # entries as C ints: beyond those ranges, its OverflowError
+    for v in (pair[:1] if name == "max_version" else pair):
+        if not -2 ** 63 <= v < 2 ** 63:
+            raise ShapeOverflowError("Python int too large to convert to C long")
+        if name != "max_version" and v >= 2 ** 31:
+            raise ShapeOverflowError("signed integer is greater than maximum")
+        if name != "max_version" and v < -2 ** 31:
+            raise ShapeOverflowError("signed integer is less than minimum")
+    return pair
 
 
 cdef object dlpack_export(LayoutArray la, object stream, object max_version,

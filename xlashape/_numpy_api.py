@@ -46,6 +46,7 @@ import numpy as np
 
 from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeAxisError, ShapeIndexError,
                      ShapeTypeError, ShapeValueError, XlaShapeError, as_family as _as_family)
+from . import errors as _errors
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype
 from .shape import Shape
@@ -447,10 +448,35 @@ def _cast_to_loop(args, loop):
             for x, t in zip(args, loop)]
 
 
+def _refuse_out(ufunc, method, args, out):
+    """numpy's own error for a bad ``out=`` (a string, a list, a tuple of
+    the wrong length), from a call on int8 stand-ins that runs no loop."""
+    stand_ins = [np.zeros(1, np.int8) for _ in args]
+    getattr(ufunc, method)(*stand_ins, out=out)
+    raise TypeError(f"'out' must be None or a tuple of {ufunc.nout} array(s), "
+                    f"got {type(out).__name__}")
+
+
 def _ufunc(ufunc, method, *args, **kw):
     """``getattr(ufunc, method)(*args, **kw)`` on numpy operands, through
     8-bit copies where ml_dtypes' own loop could crash, and comparisons
-    with Python ints without ``where`` (see above)."""
+    with Python ints without ``where`` (see above). numpy's object loop
+    raises AttributeError for an operand without the ufunc's method
+    (``np.arctan2(None, a)``): that leaves as a ShapeTypeError that is also
+    an AttributeError."""
+    try:
+        return _ufunc_body(ufunc, method, *args, **kw)
+    except AttributeError as e:
+        if isinstance(e, XlaShapeError) or not any(
+                not isinstance(x, (np.ndarray, np.generic, int, float, complex))
+                or getattr(x, "dtype", None) == object for x in args):
+            raise
+        new = BaseException.__new__(_errors._twin_class(ShapeTypeError, AttributeError))
+        new.args = e.args
+        raise new from None
+
+
+def _ufunc_body(ufunc, method, *args, **kw):
     if ufunc in _COMPARISONS and method == "__call__" and \
             kw.get("where", True) is not True and \
             any(isinstance(x, int) and not isinstance(x, bool) for x in args):
@@ -462,9 +488,13 @@ def _ufunc(ufunc, method, *args, **kw):
         # another loop (a float operand: int2 // bf16 is computed in float32)
         return getattr(ufunc, method)(*args, **kw)
     kw = dict(kw)
-    out = kw.pop("out", None)
+    out = raw_out = kw.pop("out", None)
     if isinstance(out, np.ndarray):
         out = (out,)
+    if out is not None and not (
+            isinstance(out, tuple) and len(out) == ufunc.nout
+            and all(o is None or isinstance(o, np.ndarray) for o in out)):
+        _refuse_out(ufunc, method, args, raw_out)
     dtype = kw.pop("dtype", None)
     kw.pop("signature", None)
     casting = kw.pop("casting", "same_kind")
@@ -1054,14 +1084,41 @@ def _key_array(la):
     return arr
 
 
+def is_integer_item(x) -> bool:
+    """An index entry numpy reads as one integer: an int, a numpy integer,
+    or any other object with ``__index__`` (numpy calls ``operator.index``
+    on every entry that is not an array, a list or a bool)."""
+    return hasattr(type(x), "__index__") and not is_advanced_item(x)
+
+
+_BAD_INDEX = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) "
+              "and integer or boolean arrays are valid indices")
+
+
+def index_value(x) -> int:
+    """``operator.index(x)`` for an index entry; when its ``__index__``
+    fails, numpy's IndexError (as ShapeIndexError)."""
+    try:
+        return operator.index(x)
+    except (TypeError, ValueError, OverflowError):
+        raise ShapeIndexError(_BAD_INDEX) from None
+
+
+def _key_entry(k, LA):
+    if isinstance(k, LA):
+        return _key_array(k)
+    if type(k) is not int and not isinstance(k, np.integer) and is_integer_item(k):
+        return index_value(k)   # its __index__ runs here, before storage is touched
+    return k
+
+
 def _key(key):
-    """LayoutArrays inside a key become numpy arrays."""
+    """LayoutArrays inside a key become numpy arrays, objects with
+    ``__index__`` Python ints (so numpy runs no code of theirs later)."""
     LA = _la_type()
-    if isinstance(key, LA):
-        return _key_array(key)
     if type(key) is tuple:
-        return tuple(_key_array(k) if isinstance(k, LA) else k for k in key)
-    return key
+        return tuple(_key_entry(k, LA) for k in key)
+    return _key_entry(key, LA)
 
 
 def _read_bools(la, out):
@@ -1174,6 +1231,13 @@ def setitem(la, key, value):
     the tiled buffer; padding is never touched."""
     key = _key(key)
     value = _clean(la, value)
+    mask = key[0] if type(key) is tuple and len(key) == 1 else key
+    if isinstance(mask, np.ndarray) and mask.dtype == np.bool_ and mask.shape == la.shape \
+            and np.ndim(value) > 1:
+        # numpy's rule for one boolean mask over the whole array
+        raise ShapeTypeError(
+            f"NumPy boolean array indexing assignment requires a 0 or 1-dimensional "
+            f"input, input has {np.ndim(value)} dimensions")
     try:
         if la.strides is not None:
             np.asarray(la)[key] = value

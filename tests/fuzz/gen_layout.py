@@ -557,7 +557,10 @@ def op_frombuffer(g):
     """Raw bytes (PRED bytes other than 0/1 included) read through the tiling model."""
     t = g.choice([x for x in TYPES if x.bit_width >= 8] + [BY_NAME["pred"]] * 4)
     dims = g.dims()
-    shape = g.layout_text(t, dims) if t.bit_width >= 8 else g.layout_text(t, dims).replace("E(8)", "")
+    # the model below reads one byte per element: no E(n) on PRED (E(1) packs
+    # eight to a byte, E(8) is the default)
+    shape = g.layout_text(t, dims) if t.bit_width >= 8 else \
+        g.layout_text(t, dims).replace("E(8)", "").replace("E(1)", "")
     from xlashape import tiling
     try:
         nbytes = tiling.physical_size_in_bytes(shape)
