@@ -150,9 +150,6 @@ class PeakBuffer(NamedTuple):
         return d
 
 
-# a heap buffer: values at one offset that share memory, as a list
-# [start, end, size, unpadded, [(start, end, value), ...]] (lists: cheap to make)
-_C_START, _C_END, _C_SIZE, _C_UNPADDED, _C_VALUES = range(5)
 
 
 class PeakAnalysis:
@@ -287,6 +284,7 @@ class PeakBuilder:
         self.heaps: List[Tuple[object, List[list]]] = []
         self.missing = 0
         self._ucache: Dict[Tuple[str, int], int] = {}
+        self._texts: Dict[str, str] = {}   # one string per distinct shape text
 
     def add(self, a) -> None:
         if a.color == 0:
@@ -313,6 +311,7 @@ class PeakBuilder:
         # ranges meet are one buffer in the simulator's trace (SHARE_WITH)
         by_offset: Dict[int, List] = {}
         ucache = self._ucache
+        texts = self._texts
         for v in a.values:
             shape_text = v.shape_text
             if shape_text.startswith("("):
@@ -336,25 +335,42 @@ class PeakBuilder:
                 by_offset[v.offset] = [rec]
             else:
                 got.append(rec)
-        clusters: List[list] = []
+        # the heap's buffers as int64 columns (start, end, size, unpadded) and,
+        # per buffer, what the view lists of its values: (start, end, label,
+        # name, offset, shape text), one tuple, or a list of them when values
+        # share the buffer (the allocation's value records are not kept)
+        starts, ends, sizes, unps = array("q"), array("q"), array("q"), array("q")
+        members: List = []
         strict = self.strict
         for vals in by_offset.values():
             if len(vals) > 1:
                 vals.sort(key=_START_END)
-            cur = None
+            last = None     # the last value of the current buffer
             for s, e, v, u in vals:
-                if cur is not None and s <= cur[1] and (
+                st = texts.get(v.shape_text)
+                if st is None:
+                    st = texts[v.shape_text] = v.shape_text
+                m = (s, e, v.label, v.name, v.offset, st)
+                if last is not None and s <= ends[-1] and (
                         strict is None or v.is_phi
-                        or reads(strict.get(v.id, ""), cur[4][-1][2].name)):
-                    if e > cur[1]:
-                        cur[1] = e
-                    if v.size > cur[2]:
-                        cur[2], cur[3] = v.size, u
-                    cur[4].append((s, e, v))
+                        or reads(strict.get(v.id, ""), last)):
+                    if e > ends[-1]:
+                        ends[-1] = e
+                    if v.size > sizes[-1]:
+                        sizes[-1], unps[-1] = v.size, u
+                    got = members[-1]
+                    if type(got) is tuple:
+                        members[-1] = [got, m]
+                    else:
+                        got.append(m)
                 else:
-                    cur = [s, e, v.size, u, [(s, e, v)]]
-                    clusters.append(cur)
-        self.heaps.append((a, clusters))
+                    starts.append(s)
+                    ends.append(e)
+                    sizes.append(v.size)
+                    unps.append(u)
+                    members.append(m)
+                last = v.name
+        self.heaps.append(((a.index, a.color, category(a)), (starts, ends, sizes, unps, members)))
 
     def finish(self, locations: Optional[Dict[str, Location]] = None) -> PeakAnalysis:
         platform, live, heaps = self.platform, self.live, self.heaps
@@ -365,7 +381,7 @@ class PeakBuilder:
         if live is not None and live.xla_peak_time is not None:
             pa.xla_live_range_peak = (live.xla_peak_time, live.xla_peak_bytes)
         if live is not None:
-            n = max(live.max_time, max((c[_C_END] for _, cs in heaps for c in cs), default=0)) + 1
+            n = max(live.max_time, max((max(cs[1], default=0) for _, cs in heaps), default=0)) + 1
             heap_peak = heap_peak_unpadded = 0
             highest = None
             fixed_by_color: Dict[int, Tuple[int, int]] = {}
@@ -376,7 +392,7 @@ class PeakBuilder:
             for a, clusters in heaps:
                 dp = array("q", bytes(8 * n))
                 du = array("q", bytes(8 * n))
-                for st, e, size, unp, _ in clusters:
+                for st, e, size, unp in zip(*clusters[:4]):
                     st = max(st, 0)
                     e = min(e, n - 1) + 1
                     dp[st] += size
@@ -389,11 +405,11 @@ class PeakBuilder:
                 best = max(hp, default=0)
                 best_t = hp.index(best) if best > 0 else None
                 best_u = max(hu, default=0)  # its own highest point, not the padded peak's
-                got = per_color.get(a.color)
+                got = per_color.get(a[1])
                 if got is None:
-                    per_color[a.color] = (hp, hu)
+                    per_color[a[1]] = (hp, hu)
                 else:
-                    per_color[a.color] = (array("q", map(add, got[0], hp)),
+                    per_color[a[1]] = (array("q", map(add, got[0], hp)),
                                           array("q", map(add, got[1], hu)))
                 # XLA takes the highest of the heaps (one per memory space's
                 # temporary allocation), not their sum
@@ -415,19 +431,20 @@ class PeakBuilder:
             # heap at its highest point: list exactly those
             live_now = list(self.fixed_buffers)
             if highest is not None:
-                a, clusters, t = highest
+                (index, color, kind), (starts, ends, sizes, unps, members), t = highest
                 pa.peak_time = t
-                pa.peak_memory_space = a.color
+                pa.peak_memory_space = color
                 pa.peak_instruction = live.instruction_at(t)
-                kind = category(a)
-                for c in clusters:
-                    if not (c[_C_START] <= t <= c[_C_END]):
+                for i, (cs, ce) in enumerate(zip(starts, ends)):
+                    if not (cs <= t <= ce):
                         continue
-                    # the value of the cluster that is live at t (the last one)
-                    s, e, v = [x for x in c[_C_VALUES] if x[0] <= t <= x[1]][-1]
-                    live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c[_C_SIZE],
-                                               c[_C_UNPADDED], v.offset, s, e, kind, v.shape_text,
-                                               None, None))
+                    # the value of the buffer that is live at t (the last one)
+                    m = members[i]
+                    if type(m) is not tuple:
+                        m = [x for x in m if x[0] <= t <= x[1]][-1]
+                    s, e, label, name, offset, shape_text = m
+                    live_now.append(PeakBuffer(label, name, index, color, sizes[i], unps[i],
+                                               offset, s, e, kind, shape_text, None, None))
             live_now.sort(key=lambda b: (-b.size, b.label))
             if locations:
                 live_now = [b._replace(op_name=locations[b.instruction].op_name,
