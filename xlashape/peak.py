@@ -92,7 +92,7 @@ def _buckets(values, step: int) -> List[int]:
     return [max(values[i:i + step]) for i in range(0, len(values), step)]
 
 
-_START_END = itemgetter(0, 1)
+_RANGE_OF = itemgetter(0)
 
 #: buffers smaller than this share one line in the live-at-peak listing
 SMALL_BUFFER_BYTES = 16 * 1024
@@ -283,8 +283,7 @@ class PeakBuilder:
         self.fixed_buffers: List[PeakBuffer] = []
         self.heaps: List[Tuple[object, List[list]]] = []
         self.missing = 0
-        self._ucache: Dict[Tuple[str, int], int] = {}
-        self._texts: Dict[str, str] = {}   # one string per distinct shape text
+        self._ucache: Dict[str, Tuple[int, int, str]] = {}
 
     def add(self, a) -> None:
         if a.color == 0:
@@ -311,7 +310,6 @@ class PeakBuilder:
         # ranges meet are one buffer in the simulator's trace (SHARE_WITH)
         by_offset: Dict[int, List] = {}
         ucache = self._ucache
-        texts = self._texts
         for v in a.values:
             shape_text = v.shape_text
             if shape_text.startswith("("):
@@ -321,15 +319,15 @@ class PeakBuilder:
             if r is None:
                 self.missing += 1
                 continue
-            size = v.size
-            if unpadded is None:
-                u = size
-            else:
-                key = (shape_text, size)
-                u = ucache.get(key)
-                if u is None:
-                    u = ucache[key] = unpadded(v)
-            rec = (r[0], r[1], v, u)
+            # per shape text: (size, unpadded size, the one string kept for it)
+            c = ucache.get(shape_text)
+            if c is None or c[0] != v.size:
+                c = (v.size, v.size if unpadded is None else unpadded(v),
+                     shape_text if c is None else c[2])
+                if len(ucache) > 1 << 16:
+                    ucache.clear()
+                ucache[shape_text] = c
+            rec = (r, v, c)
             got = by_offset.get(v.offset)
             if got is None:
                 by_offset[v.offset] = [rec]
@@ -344,20 +342,17 @@ class PeakBuilder:
         strict = self.strict
         for vals in by_offset.values():
             if len(vals) > 1:
-                vals.sort(key=_START_END)
+                vals.sort(key=_RANGE_OF)
             last = None     # the last value of the current buffer
-            for s, e, v, u in vals:
-                st = texts.get(v.shape_text)
-                if st is None:
-                    st = texts[v.shape_text] = v.shape_text
+            for (s, e), v, (size, u, st) in vals:
                 m = (s, e, v.label, v.name, v.offset, st)
                 if last is not None and s <= ends[-1] and (
                         strict is None or v.is_phi
                         or reads(strict.get(v.id, ""), last)):
                     if e > ends[-1]:
                         ends[-1] = e
-                    if v.size > sizes[-1]:
-                        sizes[-1], unps[-1] = v.size, u
+                    if size > sizes[-1]:
+                        sizes[-1], unps[-1] = size, u
                     got = members[-1]
                     if type(got) is tuple:
                         members[-1] = [got, m]
@@ -366,7 +361,7 @@ class PeakBuilder:
                 else:
                     starts.append(s)
                     ends.append(e)
-                    sizes.append(v.size)
+                    sizes.append(size)
                     unps.append(u)
                     members.append(m)
                 last = v.name
