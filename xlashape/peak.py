@@ -262,6 +262,29 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
     return builder.finish(locations)
 
 
+class _Heap(NamedTuple):
+    """One temporary allocation's heap, as :class:`PeakBuilder` keeps it:
+    the last position a buffer ends at, the heap at each position (padded
+    and unpadded bytes), its highest point (bytes and first position), the
+    highest unpadded bytes and the buffers live at the highest point."""
+
+    color: int
+    end: int
+    padded: array
+    unpadded: array
+    best: int
+    time: Optional[int]
+    best_unpadded: int
+    live: List[PeakBuffer]
+
+
+def _fit(a: array, n: int) -> array:
+    """``a`` cut or padded with zeros to ``n`` positions."""
+    if len(a) > n:
+        return a[:n]
+    return a + array("q", bytes(8 * (n - len(a))))
+
+
 class PeakBuilder:
     """:func:`analyze_peak` fed one allocation at a time (``add``), so the
     pass that reads the buffer assignment for the size figures can compute
@@ -334,9 +357,8 @@ class PeakBuilder:
             else:
                 got.append(rec)
         # the heap's buffers as int64 columns (start, end, size, unpadded) and,
-        # per buffer, what the view lists of its values: (start, end, label,
-        # name, offset, shape text), one tuple, or a list of them when values
-        # share the buffer (the allocation's value records are not kept)
+        # per buffer, its values ((start, end, value) or a list of them when
+        # values share the buffer)
         starts, ends, sizes, unps = array("q"), array("q"), array("q"), array("q")
         members: List = []
         strict = self.strict
@@ -345,27 +367,59 @@ class PeakBuilder:
                 vals.sort(key=_RANGE_OF)
             last = None     # the last value of the current buffer
             for (s, e), v, (size, u, st) in vals:
-                m = (s, e, v.label, v.name, v.offset, st)
                 if last is not None and s <= ends[-1] and (
                         strict is None or v.is_phi
-                        or reads(strict.get(v.id, ""), last)):
+                        or reads(strict.get(v.id, ""), last.name)):
                     if e > ends[-1]:
                         ends[-1] = e
                     if size > sizes[-1]:
                         sizes[-1], unps[-1] = size, u
                     got = members[-1]
                     if type(got) is tuple:
-                        members[-1] = [got, m]
+                        members[-1] = [got, (s, e, v, st)]
                     else:
-                        got.append(m)
+                        got.append((s, e, v, st))
                 else:
                     starts.append(s)
                     ends.append(e)
                     sizes.append(size)
                     unps.append(u)
-                    members.append(m)
-                last = v.name
-        self.heaps.append(((a.index, a.color, category(a)), (starts, ends, sizes, unps, members)))
+                    members.append((s, e, v, st))
+                last = v
+        # this heap over the program (prefix sums), its highest point and the
+        # buffers live there: all that finish() needs of it, so no per-value
+        # record outlives this allocation
+        end = max(live.max_time, max(ends, default=0))
+        n = max(end, max(starts, default=0)) + 1
+        dp = array("q", bytes(8 * n))
+        du = array("q", bytes(8 * n))
+        for st, e, size, unp in zip(starts, ends, sizes, unps):
+            st = max(st, 0)
+            e = min(e, n - 1) + 1
+            dp[st] += size
+            du[st] += unp
+            if e < n:
+                dp[e] -= size
+                du[e] -= unp
+        hp = array("q", accumulate(dp))   # the heap at each program position
+        hu = array("q", accumulate(du))
+        best = max(hp, default=0)
+        t = hp.index(best) if best > 0 else None
+        best_u = max(hu, default=0)  # its own highest point, not the padded peak's
+        at_best: List[PeakBuffer] = []
+        if t is not None:
+            kind = category(a)
+            for i, (cs, ce) in enumerate(zip(starts, ends)):
+                if not (cs <= t <= ce):
+                    continue
+                # the value of the buffer that is live at t (the last one)
+                m = members[i]
+                if type(m) is not tuple:
+                    m = [x for x in m if x[0] <= t <= x[1]][-1]
+                s, e, v, st = m
+                at_best.append(PeakBuffer(v.label, v.name, a.index, a.color, sizes[i], unps[i],
+                                          v.offset, s, e, kind, st, None, None))
+        self.heaps.append(_Heap(a.color, end, hp, hu, best, t, best_u, at_best))
 
     def finish(self, locations: Optional[Dict[str, Location]] = None) -> PeakAnalysis:
         platform, live, heaps = self.platform, self.live, self.heaps
@@ -376,7 +430,7 @@ class PeakBuilder:
         if live is not None and live.xla_peak_time is not None:
             pa.xla_live_range_peak = (live.xla_peak_time, live.xla_peak_bytes)
         if live is not None:
-            n = max(live.max_time, max((max(cs[1], default=0) for _, cs in heaps), default=0)) + 1
+            n = max(live.max_time, max((h.end for h in heaps), default=0)) + 1
             heap_peak = heap_peak_unpadded = 0
             highest = None
             fixed_by_color: Dict[int, Tuple[int, int]] = {}
@@ -384,34 +438,22 @@ class PeakBuilder:
                 p, u = fixed_by_color.get(b.color, (0, 0))
                 fixed_by_color[b.color] = (p + b.size, u + b.unpadded_size)
             per_color: Dict[int, Tuple[array, array]] = {}
-            for a, clusters in heaps:
-                dp = array("q", bytes(8 * n))
-                du = array("q", bytes(8 * n))
-                for st, e, size, unp in zip(*clusters[:4]):
-                    st = max(st, 0)
-                    e = min(e, n - 1) + 1
-                    dp[st] += size
-                    du[st] += unp
-                    if e < n:
-                        dp[e] -= size
-                        du[e] -= unp
-                hp = array("q", accumulate(dp))   # the heap at each program position
-                hu = array("q", accumulate(du))
-                best = max(hp, default=0)
-                best_t = hp.index(best) if best > 0 else None
-                best_u = max(hu, default=0)  # its own highest point, not the padded peak's
-                got = per_color.get(a[1])
+            for h in heaps:
+                hp, hu = h.padded, h.unpadded
+                if len(hp) != n:   # every heap over the same positions
+                    hp, hu = _fit(hp, n), _fit(hu, n)
+                got = per_color.get(h.color)
                 if got is None:
-                    per_color[a[1]] = (hp, hu)
+                    per_color[h.color] = (hp, hu)
                 else:
-                    per_color[a[1]] = (array("q", map(add, got[0], hp)),
+                    per_color[h.color] = (array("q", map(add, got[0], hp)),
                                           array("q", map(add, got[1], hu)))
                 # XLA takes the highest of the heaps (one per memory space's
                 # temporary allocation), not their sum
-                if best > heap_peak:
-                    highest = (a, clusters, best_t)
-                heap_peak = max(heap_peak, best)
-                heap_peak_unpadded = max(heap_peak_unpadded, best_u)
+                if h.best > heap_peak:
+                    highest = h
+                heap_peak = max(heap_peak, h.best)
+                heap_peak_unpadded = max(heap_peak_unpadded, h.best_unpadded)
             for color in set(per_color) | set(fixed_by_color):
                 tp, tu = per_color.get(color) or (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
                 fp, fu = fixed_by_color.get(color, (0, 0))
@@ -426,20 +468,10 @@ class PeakBuilder:
             # heap at its highest point: list exactly those
             live_now = list(self.fixed_buffers)
             if highest is not None:
-                (index, color, kind), (starts, ends, sizes, unps, members), t = highest
-                pa.peak_time = t
-                pa.peak_memory_space = color
-                pa.peak_instruction = live.instruction_at(t)
-                for i, (cs, ce) in enumerate(zip(starts, ends)):
-                    if not (cs <= t <= ce):
-                        continue
-                    # the value of the buffer that is live at t (the last one)
-                    m = members[i]
-                    if type(m) is not tuple:
-                        m = [x for x in m if x[0] <= t <= x[1]][-1]
-                    s, e, label, name, offset, shape_text = m
-                    live_now.append(PeakBuffer(label, name, index, color, sizes[i], unps[i],
-                                               offset, s, e, kind, shape_text, None, None))
+                pa.peak_time = highest.time
+                pa.peak_memory_space = highest.color
+                pa.peak_instruction = live.instruction_at(highest.time)
+                live_now.extend(highest.live)
             live_now.sort(key=lambda b: (-b.size, b.label))
             if locations:
                 live_now = [b._replace(op_name=locations[b.instruction].op_name,
