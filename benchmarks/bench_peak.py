@@ -14,6 +14,10 @@ Each case runs in a child process (``os.wait4`` gives its CPU time and peak
 RSS); medians of ``--repeat`` interleaved rounds::
 
     python benchmarks/bench_peak.py --instructions 1000000 --repeat 3
+
+``--before DIR`` runs another copy of xlashape too (DIR holds the package,
+e.g. ``git archive OLD xlashape | tar -x -C DIR`` plus the built ``.so``
+files), interleaved with this one, for a before/after in one run.
 """
 
 from __future__ import annotations
@@ -81,9 +85,16 @@ def generate(directory: str, n: int) -> int:
     return sum(os.path.getsize(os.path.join(directory, x)) for x in os.listdir(directory))
 
 
-def run_child(code: str):
+def run_child(code: str, tree: str = None):
     env = dict(os.environ)
-    proc = subprocess.Popen([sys.executable, "-c", code], env=env)
+    cwd = None
+    if tree is not None:
+        # another copy of xlashape (e.g. `git archive` of an older commit,
+        # with its built extensions): its directory first on the path, run
+        # from elsewhere so that the current directory's copy is not found
+        env["PYTHONPATH"] = tree
+        cwd = tempfile.gettempdir()
+    proc = subprocess.Popen([sys.executable, "-c", code], env=env, cwd=cwd)
     _, status, usage = os.wait4(proc.pid, 0)
     if status != 0:
         raise SystemExit(f"child failed: {code}")
@@ -94,6 +105,9 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--instructions", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--before", metavar="DIR",
+                    help="also run the xlashape in DIR (a directory holding the package), "
+                         "interleaved, and print its rows as 'before:'")
     args = ap.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="xlashape-bench-peak-")
     try:
@@ -102,19 +116,27 @@ def main(argv=None) -> int:
             "analyze(DUMP, peak=False): figures and allocations": "peak=False",
             "analyze(DUMP): + the peak, heap and live at the peak": "peak=True",
         }
-        results = {k: [] for k in cases}
+        trees = {"": None}
+        if args.before:
+            here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            trees = {"before: ": os.path.abspath(args.before), "after: ": here}
+        results = {(p, k): [] for p in trees for k in cases}
         for _ in range(args.repeat):
-            for name, flag in cases.items():
-                code = (f"from xlashape import memory; r = memory.analyze({tmp!r}, {flag}); "
-                        "m = r.modules[0]; m.to_json()")
-                results[name].append(run_child(code))
+            for prefix, tree in trees.items():
+                for name, flag in cases.items():
+                    code = (f"from xlashape import memory; r = memory.analyze({tmp!r}, {flag}); "
+                            "m = r.modules[0]; m.to_json()")
+                    results[prefix, name].append(run_child(code, tree))
         print(f"{args.instructions} instructions, dump of {total / 1e6:.0f} MB; "
-              f"medians of {args.repeat} (CPU s, peak RSS MB)")
-        base = statistics.median(t for t, _ in results[next(iter(cases))])
-        for name, runs in results.items():
-            t = statistics.median(x for x, _ in runs)
-            rss = statistics.median(r for _, r in runs)
-            print(f"| {name} | {t:.2f} | {t / base:.2f}x | {rss:.0f} |")
+              f"medians of {args.repeat} (CPU s, peak RSS MB); load average "
+              + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+        for prefix in trees:
+            base = statistics.median(t for t, _ in results[prefix, next(iter(cases))])
+            for name in cases:
+                runs = results[prefix, name]
+                t = statistics.median(x for x, _ in runs)
+                rss = statistics.median(r for _, r in runs)
+                print(f"| {prefix}{name} | {t:.2f} | {t / base:.2f}x | {rss:.0f} |")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return 0

@@ -25,6 +25,7 @@ on a malformed line: it is skipped.
 
 import os
 import re
+from itertools import chain
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .hlo_module import open_text
@@ -87,10 +88,52 @@ def read_live_ranges(source) -> LiveRanges:
     return _read_live_ranges(source)
 
 
+def _is_header(s: str) -> bool:
+    """Whether a stripped line is one the reader takes as a section header."""
+    return (s.startswith(("HloLiveRange", "Stack trace breakdown")) or s == "InstructionSequence:"
+            or s == "BufferLiveRange:" or (s.startswith("Live ranges at") and _PEAK.match(s) is not None))
+
+
+def _read_ranges(lines, ranges: Dict[str, Tuple[int, int]]) -> Optional[str]:
+    """The ``BufferLiveRange`` lines into ``ranges`` (a loop of its own: the
+    section has a line per value); returns the header line that ends it."""
+    headers = _HEADER_STARTS
+    for line in lines:
+        s = line.strip()
+        if not s:
+            continue
+        if s[0] in headers and _is_header(s):
+            return line
+        # "label:start-end" (str methods)
+        label, _, span = s.rpartition(":")
+        start, _, end = span.partition("-")
+        try:
+            r = (int(start), int(end))
+        except ValueError:
+            m = _RANGE.match(line)   # a negative start ("-1-5") or a malformed line
+            if not m:
+                continue
+            label, r = m.group(1), (int(m.group(2)), int(m.group(3)))
+        if not label:
+            continue
+        if label[-1] != "}":
+            label += "{}"
+        ranges[label] = r
+    return None
+
+
 def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
     lr = LiveRanges()
     section = None
-    for line in lines:
+    lines = iter(lines)
+    pending = None
+    while True:
+        if pending is not None:
+            line, pending = pending, None
+        else:
+            line = next(lines, None)
+            if line is None:
+                break
         s = line.strip()
         if not s:
             continue
@@ -128,21 +171,7 @@ def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
                     lr.sequence.append("")
                 lr.sequence.append(name)
         elif section == "ranges":
-            # "label:start-end" (str methods: this section has a line per value)
-            label, _, span = s.rpartition(":")
-            start, _, end = span.partition("-")
-            try:
-                r = (int(start), int(end))
-            except ValueError:
-                m = _RANGE.match(line)   # a negative start ("-1-5") or a malformed line
-                if not m:
-                    continue
-                label, r = m.group(1), (int(m.group(2)), int(m.group(3)))
-            if not label:
-                continue
-            if not label.endswith("}"):
-                label += "{}"
-            lr.ranges[label] = r
+            pending = _read_ranges(chain((line,), lines), lr.ranges)
         elif section == "peak":
             m = _PEAK_LINE.match(line)
             if m:

@@ -1359,7 +1359,7 @@ def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
             if os.path.isfile(stem + _LIVE_RANGE_SUFFIX):
                 live = read_live_ranges(stem + _LIVE_RANGE_SUFFIX)
             if platform == _TPU and os.path.isfile(stem + _VALUES_SUFFIX):
-                operands = read_value_operands(stem + _VALUES_SUFFIX)
+                operands = _LazyOperands(stem + _VALUES_SUFFIX)
         except (OSError, XlaShapeError) as e:
             warnings.append(f"the live ranges could not be read: {e}")
             live = operands = None
@@ -1386,9 +1386,36 @@ def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
     return PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
 
 
+class _LazyOperands:
+    """The values file's operand lists, read the first time the sharing rule
+    asks (only values at one offset whose live ranges meet need them: most
+    dumps never do). A read that fails is kept in ``error``."""
+
+    def __init__(self, path: str):
+        self.path = path
+        self.error: Optional[Exception] = None
+        self._operands: Optional[Dict[int, str]] = None
+
+    def get(self, key: int, default: str = "") -> str:
+        if self._operands is None:
+            try:
+                self._operands = read_value_operands(self.path)
+            except (OSError, XlaShapeError) as e:
+                self.error = e
+                self._operands = {}
+        return self._operands.get(key, default)
+
+
 def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Optional[str]) -> None:
     if builder is None:
         return
+    error = getattr(builder.operands, "error", None)
+    if error is not None:
+        # as when it fails before the pass: no heap to replay
+        mm.warnings.append(f"the live ranges could not be read: {error}")
+        builder.live = builder.operands = builder.strict = None
+        builder.heaps = []
+        builder.missing = 0
     builder.platform = mm.platform
     mm.peak = builder.finish()
     # the schedule's instruction names, for views that name each position

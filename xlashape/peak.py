@@ -92,7 +92,7 @@ def _buckets(values, step: int) -> List[int]:
     return [max(values[i:i + step]) for i in range(0, len(values), step)]
 
 
-_START_END = itemgetter(0, 1)
+_RANGE_OF = itemgetter(0)
 
 #: buffers smaller than this share one line in the live-at-peak listing
 SMALL_BUFFER_BYTES = 16 * 1024
@@ -150,9 +150,6 @@ class PeakBuffer(NamedTuple):
         return d
 
 
-# a heap buffer: values at one offset that share memory, as a list
-# [start, end, size, unpadded, [(start, end, value), ...]] (lists: cheap to make)
-_C_START, _C_END, _C_SIZE, _C_UNPADDED, _C_VALUES = range(5)
 
 
 class PeakAnalysis:
@@ -265,6 +262,29 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
     return builder.finish(locations)
 
 
+class _Heap(NamedTuple):
+    """One temporary allocation's heap, as :class:`PeakBuilder` keeps it:
+    the last position a buffer ends at, the heap at each position (padded
+    and unpadded bytes), its highest point (bytes and first position), the
+    highest unpadded bytes and the buffers live at the highest point."""
+
+    color: int
+    end: int
+    padded: array
+    unpadded: array
+    best: int
+    time: Optional[int]
+    best_unpadded: int
+    live: List[PeakBuffer]
+
+
+def _fit(a: array, n: int) -> array:
+    """``a`` cut or padded with zeros to ``n`` positions."""
+    if len(a) > n:
+        return a[:n]
+    return a + array("q", bytes(8 * (n - len(a))))
+
+
 class PeakBuilder:
     """:func:`analyze_peak` fed one allocation at a time (``add``), so the
     pass that reads the buffer assignment for the size figures can compute
@@ -286,7 +306,7 @@ class PeakBuilder:
         self.fixed_buffers: List[PeakBuffer] = []
         self.heaps: List[Tuple[object, List[list]]] = []
         self.missing = 0
-        self._ucache: Dict[Tuple[str, int], int] = {}
+        self._ucache: Dict[str, Tuple[int, int, str]] = {}
 
     def add(self, a) -> None:
         if a.color == 0:
@@ -322,39 +342,84 @@ class PeakBuilder:
             if r is None:
                 self.missing += 1
                 continue
-            size = v.size
-            if unpadded is None:
-                u = size
-            else:
-                key = (shape_text, size)
-                u = ucache.get(key)
-                if u is None:
-                    u = ucache[key] = unpadded(v)
-            rec = (r[0], r[1], v, u)
+            # per shape text: (size, unpadded size, the one string kept for it)
+            c = ucache.get(shape_text)
+            if c is None or c[0] != v.size:
+                c = (v.size, v.size if unpadded is None else unpadded(v),
+                     shape_text if c is None else c[2])
+                if len(ucache) > 1 << 16:
+                    ucache.clear()
+                ucache[shape_text] = c
+            rec = (r, v, c)
             got = by_offset.get(v.offset)
             if got is None:
                 by_offset[v.offset] = [rec]
             else:
                 got.append(rec)
-        clusters: List[list] = []
+        # the heap's buffers as int64 columns (start, end, size, unpadded) and,
+        # per buffer, its values ((start, end, value) or a list of them when
+        # values share the buffer)
+        starts, ends, sizes, unps = array("q"), array("q"), array("q"), array("q")
+        members: List = []
         strict = self.strict
         for vals in by_offset.values():
             if len(vals) > 1:
-                vals.sort(key=_START_END)
-            cur = None
-            for s, e, v, u in vals:
-                if cur is not None and s <= cur[1] and (
+                vals.sort(key=_RANGE_OF)
+            last = None     # the last value of the current buffer
+            for (s, e), v, (size, u, st) in vals:
+                if last is not None and s <= ends[-1] and (
                         strict is None or v.is_phi
-                        or reads(strict.get(v.id, ""), cur[4][-1][2].name)):
-                    if e > cur[1]:
-                        cur[1] = e
-                    if v.size > cur[2]:
-                        cur[2], cur[3] = v.size, u
-                    cur[4].append((s, e, v))
+                        or reads(strict.get(v.id, ""), last.name)):
+                    if e > ends[-1]:
+                        ends[-1] = e
+                    if size > sizes[-1]:
+                        sizes[-1], unps[-1] = size, u
+                    got = members[-1]
+                    if type(got) is tuple:
+                        members[-1] = [got, (s, e, v, st)]
+                    else:
+                        got.append((s, e, v, st))
                 else:
-                    cur = [s, e, v.size, u, [(s, e, v)]]
-                    clusters.append(cur)
-        self.heaps.append((a, clusters))
+                    starts.append(s)
+                    ends.append(e)
+                    sizes.append(size)
+                    unps.append(u)
+                    members.append((s, e, v, st))
+                last = v
+        # this heap over the program (prefix sums), its highest point and the
+        # buffers live there: all that finish() needs of it, so no per-value
+        # record outlives this allocation
+        end = max(live.max_time, max(ends, default=0))
+        n = max(end, max(starts, default=0)) + 1
+        dp = array("q", bytes(8 * n))
+        du = array("q", bytes(8 * n))
+        for st, e, size, unp in zip(starts, ends, sizes, unps):
+            st = max(st, 0)
+            e = min(e, n - 1) + 1
+            dp[st] += size
+            du[st] += unp
+            if e < n:
+                dp[e] -= size
+                du[e] -= unp
+        hp = array("q", accumulate(dp))   # the heap at each program position
+        hu = array("q", accumulate(du))
+        best = max(hp, default=0)
+        t = hp.index(best) if best > 0 else None
+        best_u = max(hu, default=0)  # its own highest point, not the padded peak's
+        at_best: List[PeakBuffer] = []
+        if t is not None:
+            kind = category(a)
+            for i, (cs, ce) in enumerate(zip(starts, ends)):
+                if not (cs <= t <= ce):
+                    continue
+                # the value of the buffer that is live at t (the last one)
+                m = members[i]
+                if type(m) is not tuple:
+                    m = [x for x in m if x[0] <= t <= x[1]][-1]
+                s, e, v, st = m
+                at_best.append(PeakBuffer(v.label, v.name, a.index, a.color, sizes[i], unps[i],
+                                          v.offset, s, e, kind, st, None, None))
+        self.heaps.append(_Heap(a.color, end, hp, hu, best, t, best_u, at_best))
 
     def finish(self, locations: Optional[Dict[str, Location]] = None) -> PeakAnalysis:
         platform, live, heaps = self.platform, self.live, self.heaps
@@ -365,7 +430,7 @@ class PeakBuilder:
         if live is not None and live.xla_peak_time is not None:
             pa.xla_live_range_peak = (live.xla_peak_time, live.xla_peak_bytes)
         if live is not None:
-            n = max(live.max_time, max((c[_C_END] for _, cs in heaps for c in cs), default=0)) + 1
+            n = max(live.max_time, max((h.end for h in heaps), default=0)) + 1
             heap_peak = heap_peak_unpadded = 0
             highest = None
             fixed_by_color: Dict[int, Tuple[int, int]] = {}
@@ -373,34 +438,22 @@ class PeakBuilder:
                 p, u = fixed_by_color.get(b.color, (0, 0))
                 fixed_by_color[b.color] = (p + b.size, u + b.unpadded_size)
             per_color: Dict[int, Tuple[array, array]] = {}
-            for a, clusters in heaps:
-                dp = array("q", bytes(8 * n))
-                du = array("q", bytes(8 * n))
-                for st, e, size, unp, _ in clusters:
-                    st = max(st, 0)
-                    e = min(e, n - 1) + 1
-                    dp[st] += size
-                    du[st] += unp
-                    if e < n:
-                        dp[e] -= size
-                        du[e] -= unp
-                hp = array("q", accumulate(dp))   # the heap at each program position
-                hu = array("q", accumulate(du))
-                best = max(hp, default=0)
-                best_t = hp.index(best) if best > 0 else None
-                best_u = max(hu, default=0)  # its own highest point, not the padded peak's
-                got = per_color.get(a.color)
+            for h in heaps:
+                hp, hu = h.padded, h.unpadded
+                if len(hp) != n:   # every heap over the same positions
+                    hp, hu = _fit(hp, n), _fit(hu, n)
+                got = per_color.get(h.color)
                 if got is None:
-                    per_color[a.color] = (hp, hu)
+                    per_color[h.color] = (hp, hu)
                 else:
-                    per_color[a.color] = (array("q", map(add, got[0], hp)),
+                    per_color[h.color] = (array("q", map(add, got[0], hp)),
                                           array("q", map(add, got[1], hu)))
                 # XLA takes the highest of the heaps (one per memory space's
                 # temporary allocation), not their sum
-                if best > heap_peak:
-                    highest = (a, clusters, best_t)
-                heap_peak = max(heap_peak, best)
-                heap_peak_unpadded = max(heap_peak_unpadded, best_u)
+                if h.best > heap_peak:
+                    highest = h
+                heap_peak = max(heap_peak, h.best)
+                heap_peak_unpadded = max(heap_peak_unpadded, h.best_unpadded)
             for color in set(per_color) | set(fixed_by_color):
                 tp, tu = per_color.get(color) or (array("q", bytes(8 * n)), array("q", bytes(8 * n)))
                 fp, fu = fixed_by_color.get(color, (0, 0))
@@ -415,19 +468,10 @@ class PeakBuilder:
             # heap at its highest point: list exactly those
             live_now = list(self.fixed_buffers)
             if highest is not None:
-                a, clusters, t = highest
-                pa.peak_time = t
-                pa.peak_memory_space = a.color
-                pa.peak_instruction = live.instruction_at(t)
-                kind = category(a)
-                for c in clusters:
-                    if not (c[_C_START] <= t <= c[_C_END]):
-                        continue
-                    # the value of the cluster that is live at t (the last one)
-                    s, e, v = [x for x in c[_C_VALUES] if x[0] <= t <= x[1]][-1]
-                    live_now.append(PeakBuffer(v.label, v.name, a.index, a.color, c[_C_SIZE],
-                                               c[_C_UNPADDED], v.offset, s, e, kind, v.shape_text,
-                                               None, None))
+                pa.peak_time = highest.time
+                pa.peak_memory_space = highest.color
+                pa.peak_instruction = live.instruction_at(highest.time)
+                live_now.extend(highest.live)
             live_now.sort(key=lambda b: (-b.size, b.label))
             if locations:
                 live_now = [b._replace(op_name=locations[b.instruction].op_name,
