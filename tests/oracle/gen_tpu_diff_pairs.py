@@ -5,7 +5,7 @@ diff`` has a real pair for "a requested padded layout vs the default".
 
 Same machinery, files and scrubbing as ``gen_tpu_corpus.py`` (this script
 registers one program with it and runs its ``main``); run it as that script
-(``../shared``-style oracle setup: a Python 3.12 venv with jax 0.12 and libtpu)::
+(the setup in ``gen_tpu_corpus.py``: a Python 3.12 venv with jax 0.12 and libtpu)::
 
     env PYTHONPATH=$LIBTPU JAX_PLATFORMS=cpu TPU_LIBRARY_PATH=$LIBTPU/libtpu/libtpu.so \\
         $VENV/bin/python tests/oracle/gen_tpu_diff_pairs.py
