@@ -402,3 +402,48 @@ def test_parse_size_refuses_sizes_past_int64(text):
     from xlashape.peak import parse_size
     with pytest.raises(ShapeValueError):
         parse_size(text)
+
+
+# --- damaged dumps found by the fuzz harness: a live range far past the
+# schedule (the heap array over positions asked for terabytes), sizes whose
+# sums leave int64, and numbers of thousands of digits in a buffer assignment
+
+def _damaged_copy(tmp_path, suffix, edit):
+    import pathlib
+    import shutil
+    src = pathlib.Path(__file__).parent / "data" / "cpu_corpus" / "mlp_f32" / "dump"
+    dst = tmp_path / "dump"
+    shutil.copytree(src, dst)
+    (path,) = dst.glob("*" + suffix)
+    path.write_text(edit(path.read_text()))
+    return dst
+
+
+def test_a_live_range_past_the_schedule_makes_the_peak_null_not_an_error(tmp_path):
+    import re
+    from xlashape import memory
+    dump = _damaged_copy(tmp_path, "-live-range.txt",
+                         lambda t: re.sub(r"(BufferLiveRange:\n\s*\S+?:\d+)-\d+",
+                                          r"\g<1>-99999999999999", t, count=1))
+    (m,) = memory.analyze(dump).modules
+    assert any("live-range file's positions are out of range" in w for w in m.warnings)
+    assert m.figures()["argument_size_in_bytes"] > 0
+
+
+def test_a_buffer_assignment_number_of_thousands_of_digits_is_an_unreadable_line(tmp_path):
+    import re
+    from xlashape import memory
+    dump = _damaged_copy(tmp_path, "-buffer-assignment.txt",
+                         lambda t: re.sub(r"offset=\d+", "offset=" + "9" * 5000, t, count=1))
+    result = memory.analyze(dump)      # no builtin ValueError from int()
+    assert len(result.modules) == 1
+
+
+def test_a_value_size_past_int64_sums_is_a_family_error(tmp_path):
+    import re
+    from xlashape import memory
+    from xlashape.errors import XlaShapeError
+    dump = _damaged_copy(tmp_path, "-buffer-assignment.txt",
+                         lambda t: re.sub(r"size=\d+", "size=9000000000000000000", t, count=1))
+    with pytest.raises(XlaShapeError):
+        memory.analyze(dump)

@@ -28,6 +28,7 @@ import re
 from itertools import chain
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
+from .errors import ShapeValueError
 from .hlo_module import open_text
 from .hlo_proto import read_hlo_proto_module
 
@@ -35,6 +36,10 @@ __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read
 
 # numbers in these files are int64: at most 19 digits (a longer run of digits
 # is a malformed line, skipped; int() of thousands of digits raises ValueError)
+#: the most program positions a live-range file may have (16M: 128 MB an
+#: int64 array over them)
+MAX_POSITIONS = 1 << 24
+
 _RANGE = re.compile(r"\s*(\S.*?):(-?\d{1,19})-(-?\d{1,19})\s*$")
 _PEAK = re.compile(r"\s*Live ranges at (\d{1,19}) \(peak\):")
 _PEAK_LINE = re.compile(r"\s*(\S.*?): (\d{1,19}) bytes")
@@ -181,6 +186,16 @@ def _read_live_ranges(lines: Iterable[str]) -> LiveRanges:
                 lr.xla_peak_buffers.append((label, int(m.group(2))))
     if lr.max_time == 0:
         lr.max_time = max(len(lr.sequence), max((e for _, e in lr.ranges.values()), default=0))
+    # the heap is an array over program positions: a position far past the
+    # schedule (a damaged file) would ask for terabytes
+    last = max(lr.max_time, len(lr.sequence))
+    bad = next((label for label, (s, e) in lr.ranges.items()
+                if s < -1 or e < s or e > last), None)
+    if lr.max_time > MAX_POSITIONS or bad is not None:
+        raise ShapeValueError(
+            "the live-range file's positions are out of range: "
+            + (f"{bad} {lr.ranges[bad]} in a schedule of {last} positions" if bad is not None
+               else f"{lr.max_time} positions (at most {MAX_POSITIONS})"))
     return lr
 
 

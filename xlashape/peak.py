@@ -285,6 +285,11 @@ def _fit(a: array, n: int) -> array:
     return a + array("q", bytes(8 * (n - len(a))))
 
 
+#: the largest allocation or value the heap sums accept (2**50 bytes = 1 PiB:
+#: thousands of them still add up inside int64)
+MAX_BYTES = 1 << 50
+
+
 class PeakBuilder:
     """:func:`analyze_peak` fed one allocation at a time (``add``), so the
     pass that reads the buffer assignment for the size figures can compute
@@ -309,6 +314,9 @@ class PeakBuilder:
         self._ucache: Dict[str, Tuple[int, int, str]] = {}
 
     def add(self, a) -> None:
+        if not 0 <= a.size <= MAX_BYTES or any(not 0 <= v.size <= MAX_BYTES for v in a.values):
+            # sums over the heap are int64 (a damaged buffer assignment)
+            raise ShapeValueError(f"allocation {a.index}: a size outside 0..{MAX_BYTES} bytes")
         if a.color == 0:
             self.total0 += a.size
             if is_indefinite(a):

@@ -65,13 +65,13 @@ __all__ = [
 #: computations run inside one instruction), ``constant``, and ``other``.
 ALLOCATION_KINDS = ("parameter", "output", "temp", "thread-local", "constant", "other")
 
-_ALLOCATION = re.compile(r"\s*allocation\s+(\d+):\s*size\s+(-?\d+)\s*(.*?):?\s*$")
-_COLOR = re.compile(r"(?:^|,)\s*color\s+(\d+)")
-_PARAMETER = re.compile(r"(?:^|,)\s*parameter\s+(\d+)(?:,\s*shape\s+\|(.*?)\|\s*at\s+ShapeIndex\s*"
+_ALLOCATION = re.compile(r"\s*allocation\s+(\d{1,19}):\s*size\s+(-?\d{1,19})\s*(.*?):?\s*$")
+_COLOR = re.compile(r"(?:^|,)\s*color\s+(\d{1,19})")
+_PARAMETER = re.compile(r"(?:^|,)\s*parameter\s+(\d{1,19})(?:,\s*shape\s+\|(.*?)\|\s*at\s+ShapeIndex\s*"
                         r"\{([\d,\s]*)\})?")
 _OUTPUT_SHAPE = re.compile(r"output shape is \|(.*?)\|")
-_VALUE = re.compile(r"\s*value:\s*<(\d+)\s+(.+?)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d+)>\s*"
-                    r"\(size=(-?\d+),\s*offset=(-?\d+)\):\s*(.*?)\s*$")
+_VALUE = re.compile(r"\s*value:\s*<(\d{1,19})\s+(.+?)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d{1,19})>\s*"
+                    r"\(size=(-?\d{1,19}),\s*offset=(-?\d{1,19})\):\s*(.*?)\s*$")
 
 
 class BufferValue(NamedTuple):
@@ -240,8 +240,8 @@ class MemorySpaceUsage(NamedTuple):
     total_bytes: int
 
 
-_MEMORY_SPACE = re.compile(r"\s*Memory Space:\s*(.*?)\s*\(color=(\d+)\)")
-_TOTAL_BYTES = re.compile(r"\s*Total bytes:\s*(\d+)")
+_MEMORY_SPACE = re.compile(r"\s*Memory Space:\s*(.*?)\s*\(color=(\d{1,19})\)")
+_TOTAL_BYTES = re.compile(r"\s*Total bytes:\s*(\d{1,19})")
 
 
 def read_memory_usage_report(source) -> List[MemorySpaceUsage]:
@@ -276,7 +276,7 @@ _OPTIMIZED = "after_optimizations.txt"
 _UNOPTIMIZED = "before_optimizations.txt"
 _BUFFER_ASSIGNMENT = "after_optimizations-buffer-assignment.txt"
 _MEMORY_REPORT = "after_optimizations-memory-usage-report.txt"
-_MODULE_FILE = re.compile(r"module_(\d+)\.")
+_MODULE_FILE = re.compile(r"module_(\d{1,19})\.")
 
 
 class DumpWarning(NamedTuple):
