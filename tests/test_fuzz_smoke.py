@@ -126,7 +126,7 @@ def test_planted_crash_and_hang_are_recorded_and_the_run_goes_on(tmp_path):
     proc, summary, results = fuzz(tmp_path, "--target", "shapes", "--max-cases", "30",
                                   "--timeout", "3", plant=PLANT_CRASH_AND_HANG, known=False)
     sigs = {f["signature"]: f for f in summary["failures"]}
-    crashes = [s for s in sigs if s.startswith("shapes:crash:") and s.endswith(":SIGSEGV")]
+    crashes = [s for s in sigs if s.startswith("shapes:crash:") and s.endswith((":SIGSEGV", ":ASAN-SEGV"))]
     hangs = [s for s in sigs if s.startswith("shapes:hang:")]
     assert crashes and hangs, sorted(sigs)
     assert summary["targets"]["shapes"]["totals"]["tried"] == 30
