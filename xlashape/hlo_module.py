@@ -121,7 +121,16 @@ _FAST_INSTR = re.compile(
     r"\s*(ROOT\s+)?%?([A-Za-z_][\w.\-]*)\s*=\s*"
     r"([a-z][a-z0-9]*\[[0-9,<=? ]*\](?:\{(?=[\s0-9:])[^{}\"/]*\})?)"
     r"\s+([a-z][a-z0-9_\-]*)\(")
-_HEADER = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*?)\s*\{\s*$", re.S)
+# a computation header, "[ENTRY] %name (params) -> result {", matched by
+# _match_header once the caller has seen the trailing "{" (a "{" in the
+# pattern after a lazy group backtracked quadratically over a long run of
+# spaces: minutes for a 270 KB header, found by the fuzz harness)
+_HEADER = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*)", re.S)
+
+
+def _match_header(s: str):
+    """``_HEADER``'s match of a stripped line that ends with ``{``."""
+    return _HEADER.match(s[:-1].rstrip())
 _MODULE = re.compile(r"\s*HloModule\s+%?([^\s,]+)\s*,?\s*(.*?)\s*$", re.S)
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9_\-]*)\s*\(")
 # An array shape whose layout (if any) has no nested braces: safe to use as a
@@ -1456,7 +1465,7 @@ class HloReader:
             starts_new = not closes_block and (
                           _LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
                           or s.startswith("HloModule") or s in _STACK_SECTIONS
-                          or (s.endswith("{") and _HEADER.match(s) and "=" not in s))
+                          or (s.endswith("{") and _match_header(s) and "=" not in s))
             if not starts_new and s:
                 pending[1].append(s)
                 stmt = " ".join(pending[1])
@@ -1505,7 +1514,7 @@ class HloReader:
             self._current = None
             return out
         if s[-1] == "{" and "=" not in s.split("(", 1)[0]:
-            m = _HEADER.match(s)
+            m = _match_header(s)
             if m:
                 is_entry = m.group(1) is not None
                 name = m.group(2)
