@@ -597,6 +597,12 @@ class ModuleMemory:
             return self._reread()
         return iter(())
 
+    def add_to_figure(self, figure: str, size: int, host: bool) -> None:
+        """Add ``size`` to XLA's ``figure`` (``"argument_size_in_bytes"``,
+        ...) or, for host memory, to its ``host_`` twin."""
+        name = "host_" + figure if host else figure
+        setattr(self, name, getattr(self, name) + size)
+
     def space(self, memory_space: int) -> SpaceTotals:
         t = self.memory_spaces.get(memory_space)
         if t is None:
@@ -1148,17 +1154,11 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             t.arguments += size or 0
             t.total += size or 0
             t.padding += a.padding_in_bytes
-            if sp == host:
-                mm.host_argument_size_in_bytes += size or 0
-            else:
-                mm.argument_size_in_bytes += size or 0
+            mm.add_to_figure("argument_size_in_bytes", size or 0, sp == host)
             if (number, idx) in aliased:
                 a.maybe_live_out = True
                 t.aliased += size or 0
-                if sp == host:
-                    mm.host_alias_size_in_bytes += size or 0
-                else:
-                    mm.alias_size_in_bytes += size or 0
+                mm.add_to_figure("alias_size_in_bytes", size or 0, sp == host)
     for key in aliased:
         if key not in param_alloc:
             mm.warnings.append(f"input_output_alias names parameter {key[0]} at index "
@@ -1169,10 +1169,7 @@ def _text_figures(mm: ModuleMemory, attrs: Dict[str, str], entry: _EntryInfo, ct
             if problem:
                 mm.warnings.append(f"output {shape_text(sub)}: {problem}")
             sp = _space(sub) if not sub.is_tuple else 0
-            if sp == host:
-                mm.host_output_size_in_bytes += size or 0
-            else:
-                mm.output_size_in_bytes += size or 0
+            mm.add_to_figure("output_size_in_bytes", size or 0, sp == host)
             t = mm.space(sp)
             t.outputs += size or 0
             alias = by_output.get(idx)
@@ -1561,28 +1558,16 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         t.total += a.size
         if a.parameter_number is not None:
             t.arguments += a.size
-            if host:
-                mm.host_argument_size_in_bytes += a.size
-            else:
-                mm.argument_size_in_bytes += a.size
+            mm.add_to_figure("argument_size_in_bytes", a.size, host)
             if a.maybe_live_out:
                 t.aliased += a.size
-                if host:
-                    mm.host_alias_size_in_bytes += a.size
-                else:
-                    mm.alias_size_in_bytes += a.size
+                mm.add_to_figure("alias_size_in_bytes", a.size, host)
         if a.maybe_live_out:
             t.outputs += a.size
-            if host:
-                mm.host_output_size_in_bytes += a.size
-            else:
-                mm.output_size_in_bytes += a.size
+            mm.add_to_figure("output_size_in_bytes", a.size, host)
         if a.is_preallocated_temp:
             t.temporaries += a.size
-            if host:
-                mm.host_temp_size_in_bytes += a.size
-            else:
-                mm.temp_size_in_bytes += a.size
+            mm.add_to_figure("temp_size_in_bytes", a.size, host)
         elif a.is_thread_local:
             t.thread_local += a.size
         elif a.is_constant:
