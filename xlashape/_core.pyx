@@ -5,7 +5,8 @@ Split by concern into .pxi files:
   _program.pxi  the compiled offset program (shared by everything below)
   _offsets.pxi  vectorized linear_index / multidimensional_index
   _dtypes.pxi   element types: storage, scalar load/store
-  _kernels.pxi  bulk pack/unpack/relayout/fill kernels
+  _kernels.pxi  bulk pack/unpack/relayout/fill kernels (their C loops:
+                _kernels.c / _kernels.h, declared in _core.pxd)
   _array.pxi    LayoutArray
   _dlpack.pxi   DLPack export of LayoutArray
 """

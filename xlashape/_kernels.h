@@ -90,6 +90,70 @@ static inline void xs_store_fence(void) {
 }
 
 
+/* 64 bytes from s to the line-aligned d with streaming stores. */
+static inline void xs_nt64(char* d, const char* s) {
+#ifdef XS_SSE2
+    __m128i a = _mm_loadu_si128((const __m128i*)s);
+    __m128i b = _mm_loadu_si128((const __m128i*)(s + 16));
+    __m128i c = _mm_loadu_si128((const __m128i*)(s + 32));
+    __m128i e = _mm_loadu_si128((const __m128i*)(s + 48));
+    _mm_stream_si128((__m128i*)d, a);
+    _mm_stream_si128((__m128i*)(d + 16), b);
+    _mm_stream_si128((__m128i*)(d + 32), c);
+    _mm_stream_si128((__m128i*)(d + 48), e);
+#else
+    memcpy(d, s, 64);
+#endif
+}
+
+/* One run of L bytes of a destination row that is written run after run
+   (contiguous across runs), with streaming stores for whole lines only.
+   The line that the run starts inside is completed from the previous
+   run's last bytes (its source ends at prev_end, NULL: write the head
+   with plain stores); with defer, the partial line at the end is left
+   for the next run. The caller keeps both sides consistent: runs of
+   fewer than 64 bytes never straddle nor defer. */
+static inline void xs_row_run(char* d, const char* s, int64_t L, const char* prev_end,
+                              int defer) {
+    int64_t head, k;
+    if (L < 64) {
+        memcpy(d, s, (size_t)L);
+        return;
+    }
+    head = (int64_t)((-(uintptr_t)d) & 63);
+    if (head) {
+        int64_t back = 64 - head;
+#ifdef XS_SSE2
+        if ((head & 15) == 0) {
+            /* numpy's usual case: 16-byte steps, no byte-wise copies */
+            int64_t q;
+            if (prev_end) {
+                for (q = 0; q < back; q += 16)
+                    _mm_stream_si128((__m128i*)(d - back + q),
+                                     _mm_loadu_si128((const __m128i*)(prev_end - back + q)));
+                for (q = 0; q < head; q += 16)
+                    _mm_stream_si128((__m128i*)(d + q), _mm_loadu_si128((const __m128i*)(s + q)));
+            } else {
+                for (q = 0; q < head; q += 16)
+                    _mm_storeu_si128((__m128i*)(d + q), _mm_loadu_si128((const __m128i*)(s + q)));
+            }
+        } else
+#endif
+        if (prev_end) {
+            char line[64];
+            memcpy(line, prev_end - back, (size_t)back);
+            memcpy(line + back, s, (size_t)head);
+            xs_nt64(d - back, line);
+        } else {
+            memcpy(d, s, (size_t)head);
+        }
+    }
+    for (k = head; k + 64 <= L; k += 64)
+        xs_nt64(d + k, s + k);
+    if (k < L && !defer)
+        memcpy(d + k, s + k, (size_t)(L - k));
+}
+
 /* One element of isz bytes: a constant-size copy (plain loads and stores,
    no library call) for the usual sizes. */
 static inline void xs_elem(char* d, const char* s, int64_t isz) {
@@ -256,10 +320,6 @@ typedef struct {
     xs_addr_fn fn;
     void* ctx;
 } xs_plane;
-
-/* One run of L bytes of a destination row written run after run, whole
-   lines with streaming stores (see _kernels.c). */
-XS_INTERNAL void xs_row_run(char* d, const char* s, int64_t L, const char* prev_end, int defer);
 
 /* xs_unzip_direct, with whole-line streaming stores when stream is set. */
 XS_INTERNAL void xs_unzip(char* const* rows, int64_t ds, const char* s, int64_t n, int k,
