@@ -1,9 +1,10 @@
 """Build the compiled parts. Set XLASHAPE_DEBUG=1 for bounds checks and -O0 -g.
 
-Three Cython extensions, built in parallel (one job per CPU unless
+Four Cython extensions, built in parallel (one job per CPU unless
 ``build_ext -j N`` says otherwise): ``_core`` (offset programs, LayoutArray
 and its bulk kernels, with the hand-written C of ``xlashape/_kernels.c``)
-at -O3, and the two text scanners ``_hloscan`` and ``_textscan`` at -O2.
+at -O3, and at -O2 the two text scanners ``_hloscan`` and ``_textscan`` and
+``cli/_hlo_json`` (the rows of ``xlashape hlo --json``, fed by ``_hloscan``).
 Without debug information (-g0) unless XLASHAPE_DEBUG is set: it is most of
 what compiling Cython's output costs beyond the optimizer, and a release
 build has no use for it. benchmarks/README.md ("Build time") has the
@@ -55,6 +56,14 @@ extensions = [
         "xlashape._hloscan",
         ["xlashape/_hloscan.pyx"],
         extra_compile_args=SCAN_FLAGS,
+        depends=["xlashape/_hloscan.pxd", "xlashape/_ascii.pxd"],
+    ),
+    # the rows of `xlashape hlo --json`, written in C from the scanner's spans
+    Extension(
+        "xlashape.cli._hlo_json",
+        ["xlashape/cli/_hlo_json.pyx"],
+        extra_compile_args=SCAN_FLAGS,
+        depends=["xlashape/_hloscan.pxd", "xlashape/_ascii.pxd"],
     ),
     # The HLO parser's compiled fast path (no numpy).
     Extension(

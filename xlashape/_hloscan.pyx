@@ -13,9 +13,11 @@ this module decides exactly as the Python code would for every line it takes
 (``tests/test_hloscan.py`` compares the two on every test module and on
 mutated lines).
 
-For ``xlashape hlo --json`` a :class:`JsonSink` goes further: the rows of
-the lines taken here are written here, from fragments the command keeps per
-shape and per computation, without an Instruction object per line.
+A consumer that needs less than an Instruction object per line (``xlashape
+hlo --json`` writes a row from a few spans of the line) passes an
+:class:`InstructionSink`: each instruction the scan completes is offered to
+it first, as spans of its line, and becomes an object only if the sink
+declines it. This module knows nothing of what a sink makes of them.
 
 :class:`InstructionBase` holds an instruction's fields in C, so the scanner
 fills them without Python attribute lookups; ``hlo_module.Instruction``
@@ -27,94 +29,15 @@ import gc
 from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
-from libc.string cimport memcpy, memchr
-from libc.stdlib cimport realloc, free
+from libc.string cimport memchr, memcpy
 
-cdef extern from "Python.h":
-    bint PyUnicode_IS_ASCII(object o)
-    void* PyUnicode_DATA(object o)
-    Py_ssize_t PyUnicode_GET_LENGTH(object o)
-    object PyUnicode_Substring(object s, Py_ssize_t start, Py_ssize_t end)
-    object PyUnicode_New(Py_ssize_t size, Py_UCS4 maxchar)
-    object PyUnicode_FromStringAndSize(const char* s, Py_ssize_t n)
-
-cdef extern from "string.h" nogil:
-    void* memmem(const void* haystack, size_t hn, const void* needle, size_t nn)
-
-
-# -- the bytes the scanner looks for, by name -----------------------------------------
-
-cdef enum:
-    TAB = 9             # \t; TAB..CR: the C0 whitespace \t \n \v \f \r
-    LF = 10             # \n
-    CR = 13             # \r
-    FS = 28             # FS..US: the four separators Python's str.isspace() also counts
-    US = 31
-    SPACE = 32          # below it: control characters
-    QUOTE = 34          # "
-    PERCENT = 37        # %
-    LPAREN = 40         # (
-    RPAREN = 41         # )
-    STAR = 42           # *
-    COMMA = 44          # ,
-    DASH = 45           # -
-    DOT = 46            # .
-    SLASH = 47          # /
-    DIGIT_0 = 48        # 0
-    DIGIT_9 = 57        # 9
-    COLON = 58          # :
-    LESS = 60           # <
-    EQUALS = 61         # =
-    QUESTION = 63       # ?
-    UPPER_A = 65        # A
-    UPPER_O = 79        # O
-    UPPER_R = 82        # R
-    UPPER_T = 84        # T
-    UPPER_Z = 90        # Z
-    LBRACKET = 91       # [
-    BACKSLASH = 92      # \
-    RBRACKET = 93       # ]
-    UNDERSCORE = 95     # _
-    LOWER_A = 97        # a
-    LOWER_B = 98        # b
-    LOWER_O = 111       # o
-    LOWER_T = 116       # t
-    LOWER_Z = 122       # z
-    LBRACE = 123        # {
-    RBRACE = 125        # }
-    DEL = 127           # the last ASCII code
-
-
-# -- character classes (ASCII; Python's \s, \w for ASCII text) -------------------------
-
-cdef inline bint _ws(char c) nogil:
-    return c == SPACE or (TAB <= c <= CR) or (FS <= c <= US)
-
-
-cdef inline bint _alpha_(char c) nogil:
-    return (UPPER_A <= c <= UPPER_Z) or (LOWER_A <= c <= LOWER_Z) or c == UNDERSCORE
-
-
-cdef inline bint _name_char(char c) nogil:
-    return (UPPER_A <= c <= UPPER_Z) or (LOWER_A <= c <= LOWER_Z) or c == UNDERSCORE \
-        or (DIGIT_0 <= c <= DIGIT_9) or c == DOT or c == DASH
-
-
-cdef inline bint _lower(char c) nogil:
-    return LOWER_A <= c <= LOWER_Z
-
-
-cdef inline bint _digit(char c) nogil:
-    return DIGIT_0 <= c <= DIGIT_9
-
-
-cdef inline bint _same(const char* a, const char* b, Py_ssize_t n) nogil:
-    cdef Py_ssize_t i
-    for i in range(n):
-        if a[i] != b[i]:
-            return False
-    return True
-
+from xlashape._ascii cimport (
+    PyUnicode_DATA, PyUnicode_FromStringAndSize, PyUnicode_GET_LENGTH, PyUnicode_IS_ASCII,
+    PyUnicode_Substring, memmem, ascii_chars, is_digit, is_lower, is_name_char, is_space,
+    is_word, is_word_start, same_bytes,
+    BACKSLASH, COLON, COMMA, CR, DASH, DOT, EQUALS, LBRACE, LBRACKET, LESS, LF, LOWER_A,
+    LOWER_B, LOWER_O, LOWER_T, LPAREN, PERCENT, QUESTION, QUOTE, RBRACE, RBRACKET, RPAREN,
+    SLASH, SPACE, STAR, UNDERSCORE, UPPER_O, UPPER_R, UPPER_T)
 
 # -- strings and brackets, as hlo_module decides them ----------------------------------
 
@@ -244,12 +167,12 @@ cdef bint _needs_python(const char* s, Py_ssize_t n) nogil:
         if s[i + 1] == STAR:
             # /*index=N*/ is all that may appear
             j = i + 2
-            if j + 6 > n or not _same(s + j, b"index=", 6):
+            if j + 6 > n or not same_bytes(s + j, b"index=", 6):
                 return True
             j += 6
-            if j >= n or not _digit(s[j]):
+            if j >= n or not is_digit(s[j]):
                 return True
-            while j < n and _digit(s[j]):
+            while j < n and is_digit(s[j]):
                 j += 1
             if j + 1 >= n or s[j] != STAR or s[j + 1] != SLASH:
                 return True
@@ -259,20 +182,53 @@ cdef bint _needs_python(const char* s, Py_ssize_t n) nogil:
 # -- the instruction object ---------------------------------------------------------------
 
 cdef class InstructionBase:
-    """The fields of an HLO instruction (see ``hlo_module.Instruction``)."""
+    """The fields of an HLO instruction (see ``hlo_module.Instruction``;
+    declared in ``_hloscan.pxd``)."""
 
-    cdef public object computation
-    cdef public object name
-    cdef public object shape
-    cdef public object opcode
-    cdef public object is_root
-    cdef public object line
-    cdef public object operands_text
-    cdef public object attributes_text
-    cdef public object _operands
-    cdef public object _attributes
-    cdef public object _reader
-    cdef public object _comp
+
+cdef class InstructionSink:
+    """Where :func:`feed_simple_lines` offers each instruction it completes
+    before it makes an object of it (a base that takes nothing; subclass it
+    in Cython, ``cimport xlashape._hloscan``).
+
+    ``take_span`` gets the instruction as spans of its line (ASCII, not
+    stripped: the name, the opcode, the text between the operand
+    parentheses, the attributes after them), its Shape (the reader's cached
+    object), its computation (the reader's ``Computation``, or None outside
+    one), its line number and whether it is the ROOT. It returns 1 if it
+    took the instruction (no object is made; the instruction is not
+    appended to ``out``), 0 if not (the instruction goes to ``out``, and the
+    scan stops after this line, so the consumer sees taken and declined
+    instructions in the order of the text). ``take_instruction`` is the
+    same for an Instruction the reader's Python code made. ``flush`` is
+    called at the end of each :func:`feed_simple_lines` call that took
+    anything, before the caller sees ``out``."""
+
+    cdef int take_span(self, object shape, object comp, const char* name, Py_ssize_t name_n,
+                       const char* opcode, Py_ssize_t opcode_n, const char* operands,
+                       Py_ssize_t operands_n, const char* attributes, Py_ssize_t attributes_n,
+                       long long line, bint is_root) except -1:
+        return 0
+
+    cdef int take_instruction(self, InstructionBase ins) except -1:
+        cdef Py_ssize_t nn = 0, on = 0, otn = 0, atn = 0
+        cdef const char* nm = ascii_chars(ins.name, &nn)
+        cdef const char* op = ascii_chars(ins.opcode, &on)
+        cdef const char* ot = ascii_chars(ins.operands_text, &otn)
+        cdef const char* at = ascii_chars(ins.attributes_text, &atn)
+        if nm == NULL or op == NULL or ot == NULL or at == NULL or type(ins.line) is not int:
+            return 0
+        if ins.computation is not None and ins._comp is None:
+            return 0
+        try:
+            line = <long long>ins.line
+        except OverflowError:
+            return 0
+        return self.take_span(ins.shape, ins._comp, nm, nn, op, on, ot, otn, at, atn, line,
+                              ins.is_root is True)
+
+    cdef int flush(self) except -1:
+        return 0
 
 
 cdef object _INSTRUCTION = None      # hlo_module.Instruction
@@ -306,27 +262,27 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     t.L = L
     t.is_root = False
     if L - q > 4 and s[q] == UPPER_R and s[q + 1] == UPPER_O and s[q + 2] == UPPER_O \
-            and s[q + 3] == UPPER_T and _ws(s[q + 4]):
+            and s[q + 3] == UPPER_T and is_space(s[q + 4]):
         k = q + 4
-        while k < L and _ws(s[k]):
+        while k < L and is_space(s[k]):
             k += 1
-        if k < L and (s[k] == PERCENT or _alpha_(s[k])):
+        if k < L and (s[k] == PERCENT or is_word_start(s[k])):
             t.is_root = True
             q = k
     if q < L and s[q] == PERCENT:
         q += 1
-    if q >= L or not _alpha_(s[q]):
+    if q >= L or not is_word_start(s[q]):
         return 0
     t.name_a = q
-    while q < L and _name_char(s[q]):
+    while q < L and is_name_char(s[q]):
         q += 1
     t.name_b = q
-    while q < L and _ws(s[q]):
+    while q < L and is_space(s[q]):
         q += 1
     if q >= L or s[q] != EQUALS:
         return 0
     q += 1
-    while q < L and _ws(s[q]):
+    while q < L and is_space(s[q]):
         q += 1
     if q >= L:
         return 0
@@ -349,35 +305,35 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
             return 0
         q += 1
         t.shape_b = q
-        while q < L and _ws(s[q]):
+        while q < L and is_space(s[q]):
             q += 1
-        if q >= L or not _lower(s[q]):
+        if q >= L or not is_lower(s[q]):
             return 0
         t.op_a = q
-        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == UNDERSCORE or s[q] == DASH):
+        while q < L and (is_lower(s[q]) or is_digit(s[q]) or s[q] == UNDERSCORE or s[q] == DASH):
             q += 1
         t.op_b = q
-        while q < L and _ws(s[q]):
+        while q < L and is_space(s[q]):
             q += 1
         if q >= L or s[q] != LPAREN:
             return 0
     else:
         # an array: type[dims] and a layout without nested braces
-        if not _lower(s[q]):
+        if not is_lower(s[q]):
             return 0
-        while q < L and (_lower(s[q]) or _digit(s[q])):
+        while q < L and (is_lower(s[q]) or is_digit(s[q])):
             q += 1
         if q >= L or s[q] != LBRACKET:
             return 0
         q += 1
-        while q < L and (_digit(s[q]) or s[q] == COMMA or s[q] == LESS or s[q] == EQUALS
+        while q < L and (is_digit(s[q]) or s[q] == COMMA or s[q] == LESS or s[q] == EQUALS
                          or s[q] == QUESTION or s[q] == SPACE):
             q += 1
         if q >= L or s[q] != RBRACKET:
             return 0
         q += 1
         if q < L and s[q] == LBRACE:
-            if q + 1 >= L or not (_ws(s[q + 1]) or _digit(s[q + 1]) or s[q + 1] == COLON):
+            if q + 1 >= L or not (is_space(s[q + 1]) or is_digit(s[q + 1]) or s[q + 1] == COLON):
                 return 0
             k = q + 1
             while k < L and s[k] != RBRACE and s[k] != LBRACE and s[k] != QUOTE and s[k] != SLASH:
@@ -386,14 +342,14 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
                 return 0
             q = k + 1
         t.shape_b = q
-        if q >= L or not _ws(s[q]):
+        if q >= L or not is_space(s[q]):
             return 0
-        while q < L and _ws(s[q]):
+        while q < L and is_space(s[q]):
             q += 1
-        if q >= L or not _lower(s[q]):
+        if q >= L or not is_lower(s[q]):
             return 0
         t.op_a = q
-        while q < L and (_lower(s[q]) or _digit(s[q]) or s[q] == UNDERSCORE or s[q] == DASH):
+        while q < L and (is_lower(s[q]) or is_digit(s[q]) or s[q] == UNDERSCORE or s[q] == DASH):
             q += 1
         t.op_b = q
         if q >= L or s[q] != LPAREN:
@@ -418,9 +374,9 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     # the attributes: ", a=1, b={...}" complete, or nothing
     r_a = t.close
     r_b = L
-    while r_a < r_b and _ws(s[r_a]):
+    while r_a < r_b and is_space(s[r_a]):
         r_a += 1
-    while r_b > r_a and _ws(s[r_b - 1]):
+    while r_b > r_a and is_space(s[r_b - 1]):
         r_b -= 1
     t.at_a = t.at_b = 0
     if r_a < r_b:
@@ -428,7 +384,7 @@ cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
             return 0                 # not ", attr...": Python warns
         t.at_a = r_a + 1
         t.at_b = r_b
-        while t.at_a < t.at_b and _ws(s[t.at_a]):
+        while t.at_a < t.at_b and is_space(s[t.at_a]):
             t.at_a += 1
         if t.at_a >= t.at_b or s[t.at_b - 1] == COMMA:
             return 0                 # continued on the next line
@@ -444,7 +400,7 @@ cdef int _header(reader, str line, Py_ssize_t base, const char* s, Py_ssize_t p,
     with the instruction form), -1 (Python must decide)."""
     cdef Py_ssize_t e = L, q, k, name_a, name_b, sig_a, sig_b
     cdef bint is_entry = False
-    while e > p and _ws(s[e - 1]):
+    while e > p and is_space(s[e - 1]):
         e -= 1
     if e <= p or s[e - 1] != LBRACE:
         return 0
@@ -455,31 +411,31 @@ cdef int _header(reader, str line, Py_ssize_t base, const char* s, Py_ssize_t p,
         if s[q] == EQUALS:
             return 0
     q = p
-    if e - q > 5 and _same(s + q, b"ENTRY", 5) and _ws(s[q + 5]):
+    if e - q > 5 and same_bytes(s + q, b"ENTRY", 5) and is_space(s[q + 5]):
         k = q + 5
-        while k < e and _ws(s[k]):
+        while k < e and is_space(s[k]):
             k += 1
-        if k < e and (s[k] == PERCENT or _alpha_(s[k])):
+        if k < e and (s[k] == PERCENT or is_word_start(s[k])):
             is_entry = True
             q = k
     if q < e and s[q] == PERCENT:
         q += 1
-    if q >= e or not _alpha_(s[q]):
+    if q >= e or not is_word_start(s[q]):
         return -1
     name_a = q
-    while q < e and _name_char(s[q]):
+    while q < e and is_name_char(s[q]):
         q += 1
     name_b = q
-    while q < e and _ws(s[q]):
+    while q < e and is_space(s[q]):
         q += 1
     sig_a = q
     sig_b = e - 1                    # the final "{"
-    while sig_b > sig_a and _ws(s[sig_b - 1]):
+    while sig_b > sig_a and is_space(s[sig_b - 1]):
         sig_b -= 1
     for k in range(sig_a, sig_b):
         if s[k] == LBRACE or s[k] == RBRACE:
             return -1
-    if L - p >= 9 and _same(s + p, b"HloModule", 9):
+    if L - p >= 9 and same_bytes(s + p, b"HloModule", 9):
         return -1
     if not (is_entry or sig_a == sig_b or s[sig_a] == LPAREN):
         return -1
@@ -531,19 +487,19 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
             break
         pos = hit - s
         j = pos
-        while j > a and _ws(s[j - 1]):
+        while j > a and is_space(s[j - 1]):
             j -= 1
         if not (j == a or s[j - 1] == COMMA):
             pos += 1
             continue
         e = pos + kn
-        while e < b and _ws(s[e]):
+        while e < b and is_space(s[e]):
             e += 1
         if e >= b or s[e] != EQUALS:
             pos += 1
             continue
         e += 1
-        while e < b and _ws(s[e]):
+        while e < b and is_space(s[e]):
             e += 1
         pos = e                       # as Python: the next match after the "="
         if e < b and s[e] == LBRACE:
@@ -564,7 +520,7 @@ cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const c
             k = e
             if k < b and s[k] == PERCENT:
                 k += 1
-            while k < b and _name_char(s[k]):
+            while k < b and is_name_char(s[k]):
                 k += 1
             if k == e or (k == e + 1 and s[e] == PERCENT):
                 continue
@@ -589,18 +545,18 @@ cdef int _record_calls(reader, const char* s, Py_ssize_t op_a, Py_ssize_t op_b,
     cdef Py_ssize_t n1 = 0, n2 = 0
     cdef object kind1 = None, kind2 = None
     cdef bint fusion = False
-    if on == 6 and _same(op, b"fusion", 6):
+    if on == 6 and same_bytes(op, b"fusion", 6):
         k1, n1, kind1, fusion = b"calls", 5, "fusion", True
-    elif on == 5 and _same(op, b"while", 5):
+    elif on == 5 and same_bytes(op, b"while", 5):
         k1, n1, kind1 = b"condition", 9, "while_condition"
         k2, n2, kind2 = b"body", 4, "while_body"
-    elif on == 4 and _same(op, b"call", 4):
+    elif on == 4 and same_bytes(op, b"call", 4):
         k1, n1, kind1 = b"to_apply", 8, "call"
-    elif ((on == 6 and _same(op, b"reduce", 6)) or (on == 13 and _same(op, b"reduce-window", 13))
-          or (on == 3 and _same(op, b"map", 3)) or (on == 4 and _same(op, b"sort", 4))
-          or (on == 7 and _same(op, b"scatter", 7)) or (on == 10 and _same(op, b"all-reduce", 10))
-          or (on == 16 and _same(op, b"all-reduce-start", 16))
-          or (on == 14 and _same(op, b"reduce-scatter", 14)) or (on == 4 and _same(op, b"topk", 4))):
+    elif ((on == 6 and same_bytes(op, b"reduce", 6)) or (on == 13 and same_bytes(op, b"reduce-window", 13))
+          or (on == 3 and same_bytes(op, b"map", 3)) or (on == 4 and same_bytes(op, b"sort", 4))
+          or (on == 7 and same_bytes(op, b"scatter", 7)) or (on == 10 and same_bytes(op, b"all-reduce", 10))
+          or (on == 16 and same_bytes(op, b"all-reduce-start", 16))
+          or (on == 14 and same_bytes(op, b"reduce-scatter", 14)) or (on == 4 and same_bytes(op, b"topk", 4))):
         k1, n1, kind1 = b"to_apply", 8, "to_apply"
     else:
         return 0
@@ -639,11 +595,11 @@ cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, ob
         v_b -= 1
     i = v_a
     while i < v_b:
-        if s[i] == PERCENT and i + 1 < v_b and _alpha_(s[i + 1]):
+        if s[i] == PERCENT and i + 1 < v_b and is_word_start(s[i + 1]):
             i += 1
-        if _alpha_(s[i]):
+        if is_word_start(s[i]):
             k = i
-            while k < v_b and _name_char(s[k]):
+            while k < v_b and is_name_char(s[k]):
                 k += 1
             callee = PyUnicode_FromStringAndSize(s + i, k - i)
             if fusion:
@@ -664,186 +620,10 @@ cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, ob
     return 0
 
 
-# -- `xlashape hlo --json` rows -------------------------------------------------------------
+# -- one attribute of an instruction -------------------------------------------------
 
-cdef inline bint _json_plain(const char* s, Py_ssize_t n) nogil:
-    """True if the ASCII text needs no JSON escape."""
-    cdef Py_ssize_t i
-    for i in range(n):
-        if s[i] < SPACE or s[i] == QUOTE or s[i] == BACKSLASH or s[i] == DEL:
-            return False
-    return True
-
-
-cdef inline char* _put(char* w, const char* s, Py_ssize_t n) nogil:
-    memcpy(w, s, n)
-    return w + n
-
-
-cdef Py_ssize_t _itoa(long long v, char* buf) nogil:
-    cdef char tmp[24]
-    cdef Py_ssize_t n = 0, k
-    if v == 0:
-        buf[0] = DIGIT_0
-        return 1
-    while v > 0:
-        tmp[n] = DIGIT_0 + v % 10
-        v //= 10
-        n += 1
-    for k in range(n):
-        buf[k] = tmp[n - 1 - k]
-    return n
-
-
-cdef inline const char* _ascii(object text, Py_ssize_t* n):
-    """The characters of an ASCII str (NULL if it is not one)."""
-    if type(text) is not str or not PyUnicode_IS_ASCII(text):
-        return NULL
-    n[0] = PyUnicode_GET_LENGTH(text)
-    return <const char*>PyUnicode_DATA(text)
-
-
-cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
-                 const char* ot, Py_ssize_t otn, long long line, bint root,
-                 str head, str shape_part, str kind_part, str result, str spaces_part,
-                 str extra, JsonSink dest=None):
-    """The row, as cli/hlo.py's _json_row writes it, or None when the Python
-    writer must do it (escapes, operands with inline shapes). With ``dest``,
-    ",\\n" and the row are appended to its buffer instead (True)."""
-    cdef Py_ssize_t hn = 0, spn = 0, kpn = 0, rsn = 0, ssn = 0, exn = 0
-    cdef const char* hd = _ascii(head, &hn)
-    cdef const char* sp = _ascii(shape_part, &spn)
-    cdef const char* kp = _ascii(kind_part, &kpn)
-    cdef const char* rs = _ascii(result, &rsn)
-    cdef const char* ss = _ascii(spaces_part, &ssn)
-    cdef const char* ex = _ascii(extra, &exn)
-    if hd == NULL or sp == NULL or kp == NULL or rs == NULL or ss == NULL or ex == NULL:
-        return None
-    if not _json_plain(nm, nn) or not _json_plain(op, on) or line < 0:
-        return None
-    cdef bint no_operands = (on == 9 and _same(op, b"parameter", 9)) or \
-        (on == 8 and _same(op, b"constant", 8))
-    cdef Py_ssize_t i, a, b, count = 0, names_len = 0
-    # the operand names: split at commas, strip, drop a leading %
-    if not no_operands:
-        for i in range(otn):
-            if ot[i] == LBRACKET or ot[i] == LPAREN or ot[i] == SLASH or ot[i] == QUOTE \
-                    or ot[i] == BACKSLASH or ot[i] == DEL or (ot[i] < SPACE and not _ws(ot[i])):
-                return None
-        a = 0
-        while a <= otn:
-            b = a
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            i = a
-            while i < b and _ws(ot[i]):
-                i += 1
-            while b > i and _ws(ot[b - 1]):
-                b -= 1
-            if b > i:
-                while i < b and ot[i] == PERCENT:
-                    i += 1
-                names_len += (b - i) + 2 + (2 if count else 0)
-                count += 1
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            a = b + 1
-    cdef char buf[32]
-    cdef Py_ssize_t line_n = _itoa(line, buf)
-    cdef Py_ssize_t total = (hn + 11 + nn + 14 + on + 1 + spn + 10 + line_n + 13
-                             + (4 if root else 5) + kpn + 13 + rsn + 1 + ssn
-                             + 20 + names_len + 1 + exn + 1)
-    cdef object out = None
-    cdef char* w0
-    cdef char* w
-    if dest is None:
-        out = PyUnicode_New(total, DEL)   # ASCII: code points up to 127
-        w0 = <char*>PyUnicode_DATA(out)
-    else:
-        dest._reserve(total + 2)
-        w0 = dest.buf + dest.blen
-        w0[0] = COMMA
-        w0[1] = LF
-        w0 += 2
-    w = w0
-    w = _put(w, hd, hn)
-    w = _put(w, b', "name": "', 11)
-    w = _put(w, nm, nn)
-    w = _put(w, b'", "opcode": "', 14)
-    w = _put(w, op, on)
-    w = _put(w, b'"', 1)
-    w = _put(w, sp, spn)
-    w = _put(w, b', "line": ', 10)
-    w = _put(w, buf, line_n)
-    w = _put(w, b', "is_root": ', 13)
-    if root:
-        w = _put(w, b"true", 4)
-    else:
-        w = _put(w, b"false", 5)
-    w = _put(w, kp, kpn)
-    w = _put(w, b', "result": "', 13)
-    w = _put(w, rs, rsn)
-    w = _put(w, b'"', 1)
-    w = _put(w, ss, ssn)
-    w = _put(w, b', "operand_names": [', 20)
-    if not no_operands:
-        count = 0
-        a = 0
-        while a <= otn:
-            b = a
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            i = a
-            while i < b and _ws(ot[i]):
-                i += 1
-            while b > i and _ws(ot[b - 1]):
-                b -= 1
-            if b > i:
-                while i < b and ot[i] == PERCENT:
-                    i += 1
-                if count:
-                    w = _put(w, b", ", 2)
-                w = _put(w, b'"', 1)
-                w = _put(w, ot + i, b - i)
-                w = _put(w, b'"', 1)
-                count += 1
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            a = b + 1
-    w = _put(w, b"]", 1)
-    w = _put(w, ex, exn)
-    w = _put(w, b"}", 1)
-    if w - w0 != total:
-        # the length is computed above exactly; anything else is a bug here
-        raise AssertionError(f"json_row wrote {w - w0} of {total} characters")
-    if dest is not None:
-        dest.blen += total + 2
-        return True
-    return out
-
-
-def json_row(InstructionBase ins, str head, str shape_part, str kind_part, str result,
-             str spaces_part, str extra):
-    """The JSON object of one ``hlo --json`` row, or None when a name, an
-    opcode or the operand list needs the Python writer (escapes, operands
-    with inline shapes). ``head`` is ``{"computation": ...``; the parts are
-    already JSON (ASCII)."""
-    cdef Py_ssize_t nn = 0, on = 0, otn = 0
-    cdef const char* nm = _ascii(ins.name, &nn)
-    cdef const char* op = _ascii(ins.opcode, &on)
-    cdef const char* ot = _ascii(ins.operands_text, &otn)
-    if nm == NULL or op == NULL or ot == NULL or type(ins.line) is not int:
-        return None
-    try:
-        line = <long long>ins.line
-    except OverflowError:
-        return None
-    return _row(nm, nn, op, on, ot, otn, line, ins.is_root is True, head, shape_part,
-                kind_part, result, spaces_part, extra)
-
-
-cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssize_t kn,
-                           Py_ssize_t* vstart) nogil:
+cdef Py_ssize_t attribute_span(const char* s, Py_ssize_t n, const char* key, Py_ssize_t kn,
+                               Py_ssize_t* vstart) noexcept nogil:
     """Instruction.attribute(key) on attribute text s[:n]: the end of the
     value (its start in vstart, both before stripping), -1 when there is no
     such attribute and -2 when the Python code must decide (it would fall
@@ -864,19 +644,19 @@ cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssiz
             break
         pos = hit - s
         j = pos
-        while j > 0 and _ws(s[j - 1]):
+        while j > 0 and is_space(s[j - 1]):
             j -= 1
         if not (j == 0 or s[j - 1] == COMMA):
             pos += 1
             continue
         e = pos + kn
-        while e < n and _ws(s[e]):
+        while e < n and is_space(s[e]):
             e += 1
         if e >= n or s[e] != EQUALS:
             pos += 1
             continue
         e += 1
-        while e < n and _ws(s[e]):
+        while e < n and is_space(s[e]):
             e += 1
         start = j - 1 if j > 0 else 0
         if _open_string(s, start) or not _balanced(s, 0, start):
@@ -910,257 +690,10 @@ cdef Py_ssize_t _attribute(const char* s, Py_ssize_t n, const char* key, Py_ssiz
     return -2
 
 
-cdef inline bint _has(const char* s, Py_ssize_t n, const char* w, Py_ssize_t wn) nogil:
-    return n >= wn and memmem(s, n, w, wn) != NULL
-
-
-cdef object _extra(const char* s, Py_ssize_t n):
-    """The ', "kind": ..., "called_computations": [...]' part of an hlo --json
-    row for attribute text s[:n] (as cli/hlo.py writes it), or None when
-    Python must decide."""
-    cdef Py_ssize_t a, b, end, i, k
-    cdef list parts = []
-    cdef list names
-    cdef int ki
-    cdef const char* keys[5]
-    cdef Py_ssize_t lens[5]
-    if n == 0:
-        return _EMPTY
-    keys[0] = b"calls"; lens[0] = 5
-    keys[1] = b"to_apply"; lens[1] = 8
-    keys[2] = b"condition"; lens[2] = 9
-    keys[3] = b"body"; lens[3] = 4
-    keys[4] = b"branch_computations"; lens[4] = 19
-    if _has(s, n, b"kind=", 5):
-        end = _attribute(s, n, b"kind", 4, &a)
-        if end == -2:
-            return None
-        if end == -1:
-            parts.append(', "kind": null')
-        else:
-            b = end
-            while a < b and _ws(s[a]):
-                a += 1
-            while b > a and _ws(s[b - 1]):
-                b -= 1
-            if not _json_plain(s + a, b - a):
-                return None
-            parts.append(', "kind": "' + PyUnicode_FromStringAndSize(s + a, b - a) + '"')
-    if (_has(s, n, b"calls=", 6) or _has(s, n, b"to_apply=", 9) or _has(s, n, b"body=", 5)
-            or _has(s, n, b"condition=", 10) or _has(s, n, b"branch_computations=", 20)):
-        names = []
-        for ki in range(5):
-            end = _attribute(s, n, keys[ki], lens[ki], &a)
-            if end == -2:
-                return None
-            if end == -1:
-                continue
-            b = end
-            while a < b and _ws(s[a]):
-                a += 1
-            while b > a and _ws(s[b - 1]):
-                b -= 1
-            # v.strip("{}"), then every %?[A-Za-z_][\w.\-]*
-            while a < b and (s[a] == LBRACE or s[a] == RBRACE):
-                a += 1
-            while b > a and (s[b - 1] == LBRACE or s[b - 1] == RBRACE):
-                b -= 1
-            i = a
-            while i < b:
-                if s[i] == PERCENT and i + 1 < b and _alpha_(s[i + 1]):
-                    i += 1
-                if _alpha_(s[i]):
-                    k = i
-                    while k < b and _name_char(s[k]):
-                        k += 1
-                    names.append('"' + PyUnicode_FromStringAndSize(s + i, k - i) + '"')
-                    i = k
-                    continue
-                i += 1
-        parts.append(', "called_computations": [' + ", ".join(names) + "]")
-    if not parts:
-        return _EMPTY
-    return "".join(parts)
-
-
-cdef class JsonSink:
-    """What ``hlo --json`` needs to write rows in C: the fragments per shape
-    (``shapes``: id -> (shape, footprint, fragment, spaces fragment, has
-    data, waste)) and of the current computation (``describe(computation)``
-    gives them), the rows written (``drain()``) and the summary's counts
-    (``per_shape`` shared with the Python summary; the counters below). An
-    instruction the sink cannot take (a new shape, padding large enough for
-    the top list, escapes, ...) goes to the Python code, which keeps these
-    up to date (``threshold``: the smallest padding the top list would take)."""
-
-    cdef public dict shapes
-    cdef public dict per_shape
-    cdef public object comp
-    cdef public Py_ssize_t nkinds
-    cdef public str head
-    cdef public str kind_part
-    cdef public bint embedded
-    cdef public tuple views
-    cdef public tuple aliased
-    cdef public long long threshold
-    cdef public Py_ssize_t top
-    cdef public Py_ssize_t count, n_views, n_embedded, n_tokens
-    cdef public list embedded_state
-    cdef public object describe
-    cdef public object write
-    cdef char* buf
-    cdef Py_ssize_t blen, bcap
-
-    def __cinit__(self, *args, **kwargs):
-        self.buf = NULL
-        self.blen = self.bcap = 0
-
-    def __dealloc__(self):
-        if self.buf != NULL:
-            free(self.buf)
-            self.buf = NULL
-
-    cdef int _reserve(self, Py_ssize_t n) except -1:
-        cdef Py_ssize_t cap
-        cdef char* nb
-        if self.blen + n <= self.bcap:
-            return 0
-        cap = max(self.bcap * 2, self.blen + n, 1 << 16)
-        nb = <char*>realloc(self.buf, cap)
-        if nb == NULL:
-            raise MemoryError("no memory for the rows of hlo --json")
-        self.buf = nb
-        self.bcap = cap
-        return 0
-
-    def drain(self):
-        """The rows written since the last drain, each preceded by ",\\n"
-        (a str), and the buffer emptied; "" when there are none."""
-        if self.blen == 0:
-            return ""
-        out = PyUnicode_FromStringAndSize(self.buf, self.blen)
-        self.blen = 0
-        if self.bcap > 1 << 22:          # do not keep a big buffer around
-            free(self.buf)
-            self.buf = NULL
-            self.bcap = 0
-        return out
-
-    def __init__(self, dict shapes, dict per_shape, views, aliased, Py_ssize_t top,
-                 describe=None):
-        self.shapes = shapes
-        self.per_shape = per_shape
-        self.comp = None
-        self.nkinds = -1
-        self.head = ""
-        self.kind_part = ""
-        self.embedded = False
-        self.views = tuple(v.encode() for v in views)
-        self.aliased = tuple(v.encode() for v in aliased)
-        self.threshold = 1
-        self.top = top
-        self.count = self.n_views = self.n_embedded = self.n_tokens = 0
-        # [last computation counted, count] of computations with embedded values
-        self.embedded_state = [None, 0]
-        self.describe = describe
-        # write(text): where drained rows go at the end of each scan, so
-        # memory stays flat however long the scan runs without an instruction
-        # for the Python code
-        self.write = None
-
-
-cdef inline bint _one_of(const char* op, Py_ssize_t on, tuple names):
-    cdef bytes b
-    for b in names:
-        if len(b) == on and _same(op, <const char*>b, on):
-            return True
-    return False
-
-
-cdef bint _take(JsonSink sink, object shape, object comp, const char* nm, Py_ssize_t nn,
-                const char* op, Py_ssize_t on, const char* ot, Py_ssize_t otn,
-                const char* at, Py_ssize_t atn, long long line, bint root) except -1:
-    """Write the row of one instruction and count it, if the sink can; else
-    False (and nothing is changed)."""
-    cdef PyObject* hit = PyDict_GetItem(sink.shapes, id(shape))
-    if hit is NULL:
-        return False
-    cdef tuple si = <tuple>hit
-    if si[0] is not shape:
-        return False
-    if comp is None:
-        return False
-    if comp is not sink.comp or len(comp.kinds) != sink.nkinds:
-        if sink.describe is None:
-            return False
-        sink.head, sink.kind_part, sink.embedded = sink.describe(comp)
-        sink.comp = comp
-        sink.nkinds = len(comp.kinds)
-    cdef str result
-    if sink.embedded:
-        result = "embedded"
-    elif not si[4]:
-        result = "none"
-    elif on == 9 and _same(op, b"parameter", 9):
-        result = "buffer" if comp.is_entry else "view"
-    elif _one_of(op, on, sink.views):
-        result = "view"
-    else:
-        result = "buffer"
-    cdef object waste = si[5]
-    if result == "buffer":
-        if waste is None:
-            return False
-        if _one_of(op, on, sink.aliased) and shape.is_tuple:
-            return False
-        if waste > 0 and sink.top > 0 and waste >= sink.threshold:
-            return False
-    cdef object extra = _extra(at, atn)
-    if extra is None:
-        return False
-    if _row(nm, nn, op, on, ot, otn, line, root, sink.head, si[2], sink.kind_part, result,
-            si[3], extra, sink) is None:
-        return False
-    sink.count += 1
-    cdef list rec
-    if result == "buffer":
-        hit = PyDict_GetItem(sink.per_shape, id(shape))
-        if hit is not NULL and (<list>hit)[0] is shape:
-            rec = <list>hit
-            rec[2] += 1
-        else:
-            sink.per_shape[id(shape)] = [shape, si[1], 1]
-    elif result == "view":
-        sink.n_views += 1
-    elif result == "embedded":
-        sink.n_embedded += 1
-        st = sink.embedded_state
-        if st[0] is not comp:
-            st[0] = comp
-            st[1] += 1
-    else:
-        sink.n_tokens += 1
-    return True
-
-
-cdef bint _take_instruction(JsonSink sink, InstructionBase ins) except -1:
-    """_take for an Instruction the Python reader made."""
-    cdef Py_ssize_t nn = 0, on = 0, otn = 0, atn = 0
-    cdef const char* nm = _ascii(ins.name, &nn)
-    cdef const char* op = _ascii(ins.opcode, &on)
-    cdef const char* ot = _ascii(ins.operands_text, &otn)
-    cdef const char* at = _ascii(ins.attributes_text, &atn)
-    if nm == NULL or op == NULL or ot == NULL or at == NULL or type(ins.line) is not int:
-        return False
-    if ins.computation is not None and ins._comp is None:
-        return False
-    return _take(sink, ins.shape, ins._comp, nm, nn, op, on, ot, otn, at, atn,
-                 <long long>ins.line, ins.is_root is True)
-
 
 # -- the scan ---------------------------------------------------------------------------------
 
-def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, JsonSink sink=None):
+def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, InstructionSink sink=None):
     """Read lines from ``chunk`` while they are complete one-line
     instructions, computation headers, ``}`` or blank lines, with the reader
     in its plain state; append the instructions completed to ``out``; return
@@ -1170,10 +703,10 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, JsonSink sink=None)
     (a str of whole lines separated by "\\n", the last without one; ``i``:
     the offset of a line start, and ``len(chunk) + 1`` once all are read).
 
-    With a ``sink`` (``hlo --json``), a completed instruction the sink can
-    take becomes a row in the sink's buffer instead; one it cannot take is
-    appended to ``out`` and the scan stops after the line being read, so
-    rows and instructions stay in order."""
+    With a ``sink`` (an :class:`InstructionSink`), each completed
+    instruction is offered to it first; one it declines is appended to
+    ``out`` and the scan stops after the line being read, so what the sink
+    took and what is in ``out`` stay in the order of the text."""
     cdef Py_ssize_t n
     cdef bint block = type(chunk) is str
     if block:
@@ -1194,9 +727,9 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, JsonSink sink=None)
         gc.disable()
     try:
         i = _scan(reader, chunk, block, i, n, out, sink)
-        if sink is not None and sink.write is not None and sink.blen > 0:
-            # before the instructions in out: the rows come first in the output
-            sink.write(sink.drain())
+        if sink is not None:
+            # before the instructions in out: what the sink took comes first
+            sink.flush()
         return i
     finally:
         if gc_was:
@@ -1204,7 +737,7 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, JsonSink sink=None)
 
 
 cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t n, list out,
-                      JsonSink sink) except -1:
+                      InstructionSink sink) except -1:
     cdef object current = reader._current
     cdef object comp_name = None if current is None else current.name
     cdef object ready = reader._ready          # [Instruction, line, text] from Python
@@ -1245,7 +778,7 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
         while L > 0 and (s[L - 1] == LF or s[L - 1] == CR):
             L -= 1
         p = 0
-        while p < L and _ws(s[p]):
+        while p < L and is_space(s[p]):
             p += 1
         k = 0
         if p < L:
@@ -1267,17 +800,17 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
                         break          # a shape the Python code parses first
         # -- the line is read here: first the instruction held is complete ----------
         if ready is not None:
-            if sink is None or not _take_instruction(sink, <InstructionBase>ready[0]):
+            if sink is None or not sink.take_instruction(<InstructionBase>ready[0]):
                 out.append(ready[0])
                 stop = sink is not None
             ready = None
         elif held:
             hs = <const char*>PyUnicode_DATA(h_line) + h_base
-            if sink is None or not _take(sink, h_shape, h_comp, hs + ht.name_a,
-                                         ht.name_b - ht.name_a, hs + ht.op_a, ht.op_b - ht.op_a,
-                                         hs + ht.open_ + 1, ht.close - ht.open_ - 2,
-                                         hs + ht.at_a, ht.at_b - ht.at_a, h_lineno,
-                                         ht.is_root):
+            if sink is None or not sink.take_span(h_shape, h_comp, hs + ht.name_a,
+                                                  ht.name_b - ht.name_a, hs + ht.op_a,
+                                                  ht.op_b - ht.op_a, hs + ht.open_ + 1,
+                                                  ht.close - ht.open_ - 2, hs + ht.at_a,
+                                                  ht.at_b - ht.at_a, h_lineno, ht.is_root):
                 out.append(_make_instruction(h_line, h_base, &ht, h_shape, h_comp, h_comp_name,
                                              h_lineno, reader))
                 stop = sink is not None
@@ -1331,12 +864,6 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
 cdef extern from "string.h" nogil:
     void* memrchr(const void* s, int c, size_t n)
 
-cdef inline bint _bword(char c) nogil:
-    # bytes \w: [A-Za-z0-9_]
-    return (UPPER_A <= c <= UPPER_Z) or (LOWER_A <= c <= LOWER_Z) or c == UNDERSCORE \
-        or (DIGIT_0 <= c <= DIGIT_9)
-
-
 cdef Py_ssize_t _key_at(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
     """After ", " at i: the length of a call attribute's key followed by "=",
     else 0."""
@@ -1353,7 +880,7 @@ cdef Py_ssize_t _key_at(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
     lens[6] = 18; lens[7] = 20; lens[8] = 7; lens[9] = 8
     for j in range(10):
         kn = lens[j]
-        if i + kn <= n and _same(s + i, keys[j], kn):
+        if i + kn <= n and same_bytes(s + i, keys[j], kn):
             return kn
     return 0
 
@@ -1405,7 +932,7 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
             if k < n and s[k] == PERCENT:
                 k += 1
             q = k
-            while k < n and (_bword(s[k]) or s[k] == DOT or s[k] == DASH):
+            while k < n and (is_word(s[k]) or s[k] == DOT or s[k] == DASH):
                 k += 1
             if k == q:
                 continue
@@ -1426,10 +953,10 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
             opcode = ""
             q = eq
             while q + 1 < pos:
-                if (_ws(s[q]) or s[q] == RPAREN or s[q] == RBRACKET or s[q] == RBRACE) \
-                        and _lower(s[q + 1]):
+                if (is_space(s[q]) or s[q] == RPAREN or s[q] == RBRACKET or s[q] == RBRACE) \
+                        and is_lower(s[q + 1]):
                     k = q + 1
-                    while k < pos and (_lower(s[k]) or _digit(s[k]) or s[k] == UNDERSCORE
+                    while k < pos and (is_lower(s[k]) or is_digit(s[k]) or s[k] == UNDERSCORE
                                        or s[k] == DASH):
                         k += 1
                     if k < pos and s[k] == LPAREN and not (k == q + 2 and s[q + 1] == LOWER_B):
@@ -1450,11 +977,11 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
             v_b -= 1
         k = v_a
         while k < v_b:
-            if s[k] == PERCENT and k + 1 < v_b and _alpha_(s[k + 1]):
+            if s[k] == PERCENT and k + 1 < v_b and is_word_start(s[k + 1]):
                 k += 1
-            if _alpha_(s[k]):
+            if is_word_start(s[k]):
                 q = k
-                while q < v_b and (_bword(s[q]) or s[q] == DOT or s[q] == DASH):
+                while q < v_b and (is_word(s[q]) or s[q] == DOT or s[q] == DASH):
                     q += 1
                 name = chunk[k:q].decode("utf-8", "replace")
                 found = PyDict_GetItem(kinds, name)

@@ -90,7 +90,7 @@ __all__ = [
     "EntryBlocks",
     "has_data",
     "result_kind",
-    "compiled_json_rows",
+    "uses_compiled_scanner",
     "parse_entry_computation_layout",
     "parse_input_output_alias",
     "parse_buffer_donor",
@@ -481,11 +481,10 @@ class Operand(NamedTuple):
 
 try:
     from ._hloscan import InstructionBase as _InstructionFields
-    from ._hloscan import JsonSink as _JsonSink, json_row as _json_row
     from ._hloscan import configure as _configure, feed_simple_lines as _feed_simple_lines
     from ._hloscan import scan_calls_chunk as _scan_calls_chunk
 except ImportError:  # pragma: no cover - only without a build
-    _configure = _feed_simple_lines = _JsonSink = _json_row = _scan_calls_chunk = None
+    _configure = _feed_simple_lines = _scan_calls_chunk = None
 
     class _InstructionFields:
         __slots__ = ("computation", "name", "shape", "opcode", "is_root", "line",
@@ -1127,8 +1126,11 @@ class HloReader:
         self._oom_count = 0
         self._oom_report = 0
         self._use_fast = True
-        #: the compiled row writer (compiled_json_rows) while ``hlo --json`` reads
-        self.json_sink = None
+        #: an ``_hloscan.InstructionSink`` the compiled scanner offers each
+        #: instruction it reads before making an Instruction of it (``xlashape
+        #: hlo --json`` sets one: cli/_hlo_json.pyx); None: every instruction
+        #: is yielded
+        self.instruction_sink = None
         self.lines_read = 0
         self.mode: Optional[str] = None  # None until known: "hlo" or "oom"
         self._pending_warnings: List[HloWarning] = []
@@ -1345,7 +1347,7 @@ class HloReader:
                         yield from out
         else:
             out: List[Instruction] = []
-            sink = self.json_sink
+            sink = self.instruction_sink
             for chunk in _line_chunks(lines):
                 i = 0
                 if type(chunk) is int:
@@ -1750,13 +1752,11 @@ def _fast_scanner():
     return _FAST[0]
 
 
-def compiled_json_rows():
-    """``(JsonSink, json_row)`` of the compiled scanner, with which ``xlashape
-    hlo --json`` writes its rows (see ``xlashape/_hloscan.pyx``), or
-    ``(None, None)`` when it is not built or ``XLASHAPE_PURE_PYTHON=1``."""
-    if _fast_scanner() is None:
-        return None, None
-    return _JsonSink, _json_row
+def uses_compiled_scanner() -> bool:
+    """True when :class:`HloReader` reads plain lines with the compiled
+    scanner (``xlashape/_hloscan.pyx``): the build has it and
+    ``XLASHAPE_PURE_PYTHON=1`` does not turn it off."""
+    return _fast_scanner() is not None
 
 
 @functools.lru_cache(maxsize=1)

@@ -15,7 +15,6 @@ Standard input is first copied to a temporary file for that."""
 from __future__ import annotations
 
 import heapq
-import json
 import os
 import pathlib
 import sys
@@ -23,12 +22,12 @@ import tempfile
 import time
 from typing import List, Optional
 
-from ..errors import HloParseError
 from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, spool_stdin, warn
-from ._output import CsvWriter, JsonArrayWriter, Table, json_str, write_lines
-from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, Footprint, HloReader, HloWarning, TextBlocks,
-                          WarningList, compiled_json_rows, has_data, memory_footprint, open_text,
-                          scan_calls, shape_text)
+from ._hlo_json import json_row, operand_names_or_warn, operands_or_warn, write_rows
+from ._output import CsvWriter, JsonArrayWriter, Table, write_lines
+from ..hlo_module import (OOM_REPORT, Footprint, HloReader, TextBlocks, WarningList,
+                          memory_footprint, open_text, scan_calls, shape_text,
+                          uses_compiled_scanner)
 from ..layout import memory_space_name
 from ..oom_report import (BREAKDOWN_HINT, distinct_reports, looks_like_oom_report, parse_size,
                           read_oom_reports)
@@ -149,34 +148,6 @@ class _Progress:
         if self.shown:
             sys.stderr.write("\r" + " " * 60 + "\r")
             sys.stderr.flush()
-
-
-_JSON_SHAPES: dict = {}
-
-
-def _json_int(v) -> str:
-    return "null" if v is None else str(v)
-
-
-def _json_shape(shape, shape_text) -> str:
-    hit = _JSON_SHAPES.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    text = json_str(shape_text(shape))
-    if len(_JSON_SHAPES) > 1 << 16:
-        _JSON_SHAPES.clear()
-    _JSON_SHAPES[id(shape)] = (shape, text)
-    return text
-
-
-def _operands_of(ins, on_warning):
-    """The instruction's operands, or None (with a warning) if an inline
-    operand shape does not parse."""
-    try:
-        return ins.operands
-    except HloParseError as e:
-        on_warning(HloWarning(ins.line, e.message))
-        return None
 
 
 def _without_aliased_element(opcode, shape, fp):
@@ -404,7 +375,8 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
         instructions = (i for i in instructions if i.attributes.get("report") == only_report)
     try:
         if mode == "json" and not args.details and only_report is None:
-            _json_rows(reader, lines, summary, jsonw, on_warning)
+            write_rows(reader, lines, summary, jsonw, on_warning, _ALIASED_ELEMENT,
+                       compiled=uses_compiled_scanner())
             return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
         for ins in instructions:
             fp = memory_footprint(ins.shape)
@@ -442,7 +414,7 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
                     if bits:
                         lines.append(f"  {'':<28} report: " + ", ".join(bits))
                 elif args.details:
-                    ops = _operands_of(ins, on_warning)
+                    ops = operands_or_warn(ins, on_warning)
                     if ops is None:
                         lines.append(f"      operands: {ins.operands_text.strip()}")
                     elif not ops and ins.opcode == "parameter":
@@ -458,19 +430,19 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
                 if lines:
                     write_lines(lines)
             elif mode == "csv":
-                names = _operand_names(ins, on_warning)
+                names = operand_names_or_warn(ins, on_warning)
                 row = [ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
                        fp.bytes, fp.padded_bytes, waste, fp.memory_space, ins.line,
                        ins.computation_kind, ins.result,
                        None if names is None else " ".join(names)]
                 if args.details:
-                    ops = _operands_of(ins, on_warning)
+                    ops = operands_or_warn(ins, on_warning)
                     row.append(ins.operands_text.strip() if ops is None
                                else " ".join(o.name for o in ops))
                     row.append(ins.attributes_text)
                 csvw.row(row)
             else:
-                jsonw.raw(_json_row(ins, fp, waste, args.details, on_warning, shape_text, OOM_REPORT))
+                jsonw.raw(json_row(ins, fp, waste, args.details, on_warning))
     finally:
         progress.done()
         stream.close()
@@ -569,182 +541,9 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
     return 0
 
 
-def _json_rows(reader, lines, summary, jsonw, on_warning) -> None:
-    """The rows of ``hlo --json`` (without --details): the same objects as
-    :func:`_json_row` writes. The compiled scanner writes the rows of the
-    lines it reads itself (``_hloscan.JsonSink``), from fragments remembered
-    here per shape and per computation; the instructions it leaves (new
-    shapes and computations, padding that may enter the top list, lines the
-    Python reader reads) come through this loop, in order."""
-    sink = None
-    JsonSink, json_row = compiled_json_rows()
-    if JsonSink is not None:
-        sink = JsonSink({}, summary.per_shape, VIEW_OPCODES, frozenset(_ALIASED_ELEMENT),
-                        summary.top, _describe_computation)
-        sink.embedded_state = summary.embedded_state
-        sink.write = jsonw.raw_prefixed
-        reader.json_sink = sink
-    shapes = sink.shapes if sink is not None else {}
-    raw = jsonw.raw
-    add = summary.add
-    views = VIEW_OPCODES
-    heap = summary.heap
-    top = summary.top
-    drain = sink.drain if sink is not None else (lambda: "")
-    raw_prefixed = jsonw.raw_prefixed
-    for ins in reader.read(lines):
-        written = drain()
-        if written:
-            raw_prefixed(written)
-        shape = ins.shape
-        si = shapes.get(id(shape))
-        if si is None or si[0] is not shape:
-            fp = memory_footprint(shape)
-            waste = None if fp.bytes is None else fp.padded_bytes - fp.bytes
-            frag = "".join((', "shape": ', json_str(shape_text(shape)),
-                            ', "bytes": ', _json_int(fp.bytes),
-                            ', "padded_bytes": ', _json_int(fp.padded_bytes),
-                            ', "waste": ', _json_int(waste),
-                            ', "memory_space": ', _json_int(fp.memory_space)))
-            spaces = ""
-            if len(fp.by_space) > 1:
-                spaces = ', "memory_spaces": ' + json.dumps(
-                    [{"memory_space": sp_, "bytes": b, "padded_bytes": pb}
-                     for sp_, b, pb in fp.by_space])
-            if len(shapes) > 1 << 16:
-                shapes.clear()
-            si = shapes[id(shape)] = (shape, fp, frag, spaces, has_data(shape), waste)
-        comp = ins.computation_object
-        if comp is None:
-            if ins.computation == OOM_REPORT or json_row is None:
-                fp = si[1]
-                add(ins, fp, ins.result)
-                raw(_json_row(ins, fp, si[5], False, on_warning, shape_text, OOM_REPORT))
-                continue
-            head, kind_part, embedded = '{"computation": null', ', "computation_kind": null', False
-        else:
-            if sink is not None and sink.comp is comp and sink.nkinds == len(comp.kinds):
-                head, kind_part, embedded = sink.head, sink.kind_part, sink.embedded
-            else:
-                head, kind_part, embedded = _describe_computation(comp)
-                if sink is not None:
-                    sink.comp, sink.nkinds = comp, len(comp.kinds)
-                    sink.head, sink.kind_part, sink.embedded = head, kind_part, embedded
-        opcode = ins.opcode
-        if embedded:
-            result = "embedded"
-        elif not si[4]:
-            result = "none"
-        elif opcode == "parameter":
-            result = "view" if comp is not None and not comp.is_entry else "buffer"
-        elif opcode in views:
-            result = "view"
-        else:
-            result = "buffer"
-        add(ins, si[1], result)
-        if sink is not None and top:
-            # equal waste never displaces an earlier entry: only more goes to Python
-            sink.threshold = heap[0][0] + 1 if len(heap) >= top else 1
-        at = ins.attributes_text
-        extra = ""
-        if at:
-            if "kind=" in at:
-                kind = ins.kind
-                extra = ', "kind": ' + ("null" if kind is None else json_str(kind))
-            if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
-                    or "branch_computations=" in at):
-                extra += ', "called_computations": ' + json.dumps(list(ins.called_computations))
-        row = None if json_row is None else json_row(ins, head, si[2], kind_part, result, si[3], extra)
-        if row is None:
-            row = _json_row(ins, si[1], si[5], False, on_warning, shape_text, OOM_REPORT)
-        raw(row)
-    raw_prefixed(drain())
-    if sink is not None:
-        reader.json_sink = None
-        summary.count += sink.count
-        summary.views += sink.n_views
-        summary.embedded += sink.n_embedded
-        summary.tokens += sink.n_tokens
-
-
-def _describe_computation(comp):
-    """The row fragments of a computation: head, kind part, embedded."""
-    kind, embedded = comp.usage()
-    return ('{"computation": ' + json_str(comp.name),
-            ', "computation_kind": ' + _json_kind(kind), embedded)
-
-
 def _scan_progress(total):
     def show(done):
         msg = f"{done / 1e6:.1f} of {total / 1e6:.1f} MB" if total else f"{done / 1e6:.1f} MB"
         sys.stderr.write(f"\r{PROG}: finding how computations are called: {msg} ")
         sys.stderr.flush()
     return show
-
-
-def _operand_names(ins, on_warning):
-    try:
-        return ins.operand_names
-    except HloParseError as e:
-        on_warning(HloWarning(ins.line, e.message))
-        return None
-
-
-def _json_row(ins, fp, waste, details, on_warning, shape_text, oom_report) -> str:
-    """One instruction as a JSON object. Built by hand: json.dumps on a dict
-    per instruction was the slowest step of `hlo --json` on big dumps. Strings
-    go through json's own (C) string encoder; numbers are ints or null."""
-    comp = ins.computation
-    parts = [
-        '{"computation": ', "null" if comp is None else json_str(comp),
-        ', "name": ', json_str(ins.name),
-        ', "opcode": ', json_str(ins.opcode),
-        ', "shape": ', _json_shape(ins.shape, shape_text),
-        ', "bytes": ', _json_int(fp.bytes),
-        ', "padded_bytes": ', _json_int(fp.padded_bytes),
-        ', "waste": ', _json_int(waste),
-        ', "memory_space": ', _json_int(fp.memory_space),
-        ', "line": ', str(ins.line),
-        ', "is_root": ', "true" if ins.is_root else "false",
-        ', "computation_kind": ', _json_kind(ins.computation_kind),
-        ', "result": ', '"', ins.result, '"',
-    ]
-    if len(fp.by_space) > 1:
-        parts += [', "memory_spaces": ', json.dumps(
-            [{"memory_space": sp_, "bytes": b, "padded_bytes": pb}
-             for sp_, b, pb in fp.by_space])]
-    if comp == oom_report:
-        parts += [', "report": ', json.dumps(dict(ins.attributes))]
-    else:
-        names = ins.operand_names if "[" not in ins.operands_text else _operand_names(ins, on_warning)
-        if names is not None:
-            parts += [', "operand_names": ', "[" + ", ".join(map(json_str, names)) + "]"]
-        if details:
-            ops = _operands_of(ins, on_warning)
-            if ops is not None:
-                parts += [', "operands": ', json.dumps(
-                    [{"name": o.name,
-                      "shape": None if o.shape is None else shape_text(o.shape)}
-                     for o in ops])]
-            if ins.opcode in ("parameter", "constant"):
-                parts += [', "argument": ', json_str(ins.argument)]
-            parts += [', "attributes": ', json.dumps(ins.attributes)]
-        at = ins.attributes_text
-        if "kind=" in at:
-            kind = ins.kind
-            parts += [', "kind": ', "null" if kind is None else json_str(kind)]
-        if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
-                or "branch_computations=" in at):
-            parts += [', "called_computations": ', json.dumps(list(ins.called_computations))]
-    parts.append("}")
-    return "".join(parts)
-
-
-_KIND_JSON = {None: "null"}
-
-
-def _json_kind(kind) -> str:
-    text = _KIND_JSON.get(kind)
-    if text is None:
-        text = _KIND_JSON[kind] = json_str(kind)
-    return text
