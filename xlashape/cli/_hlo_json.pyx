@@ -289,6 +289,35 @@ cdef Py_ssize_t _itoa(long long v, char* buf) nogil:
     return n
 
 
+cdef inline bint _next_operand(const char* ot, Py_ssize_t otn, Py_ssize_t* pos,
+                               Py_ssize_t* start, Py_ssize_t* end) noexcept nogil:
+    """The next operand name in ot[:otn] from pos[0] (a comma-separated
+    list): [start, end) without the blanks around it and its leading %s,
+    pos[0] moved past its comma; False when none is left. Empty items are
+    skipped, as Instruction.operand_names skips them."""
+    cdef Py_ssize_t a = pos[0], b, i, e
+    while a <= otn:
+        b = a
+        while b < otn and ot[b] != COMMA:
+            b += 1
+        i = a
+        while i < b and is_space(ot[i]):
+            i += 1
+        e = b
+        while e > i and is_space(ot[e - 1]):
+            e -= 1
+        a = b + 1
+        if e > i:
+            while i < e and ot[i] == PERCENT:
+                i += 1
+            pos[0] = a
+            start[0] = i
+            end[0] = e
+            return True
+    pos[0] = a
+    return False
+
+
 cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
                  const char* ot, Py_ssize_t otn, long long line, bint root,
                  str head, str shape_part, str kind_part, str result, str spaces_part,
@@ -317,23 +346,9 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
                     or ot[i] == BACKSLASH or ot[i] == DEL or (ot[i] < SPACE and not is_space(ot[i])):
                 return None
         a = 0
-        while a <= otn:
-            b = a
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            i = a
-            while i < b and is_space(ot[i]):
-                i += 1
-            while b > i and is_space(ot[b - 1]):
-                b -= 1
-            if b > i:
-                while i < b and ot[i] == PERCENT:
-                    i += 1
-                names_len += (b - i) + 2 + (2 if count else 0)
-                count += 1
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            a = b + 1
+        while _next_operand(ot, otn, &a, &i, &b):
+            names_len += (b - i) + 2 + (2 if count else 0)
+            count += 1
     cdef char buf[32]
     cdef Py_ssize_t line_n = _itoa(line, buf)
     cdef Py_ssize_t total = (hn + 11 + nn + 14 + on + 1 + spn + 10 + line_n + 13
@@ -375,27 +390,13 @@ cdef object _row(const char* nm, Py_ssize_t nn, const char* op, Py_ssize_t on,
     if not no_operands:
         count = 0
         a = 0
-        while a <= otn:
-            b = a
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            i = a
-            while i < b and is_space(ot[i]):
-                i += 1
-            while b > i and is_space(ot[b - 1]):
-                b -= 1
-            if b > i:
-                while i < b and ot[i] == PERCENT:
-                    i += 1
-                if count:
-                    w = _put(w, b", ", 2)
-                w = _put(w, b'"', 1)
-                w = _put(w, ot + i, b - i)
-                w = _put(w, b'"', 1)
-                count += 1
-            while b < otn and ot[b] != COMMA:
-                b += 1
-            a = b + 1
+        while _next_operand(ot, otn, &a, &i, &b):
+            if count:
+                w = _put(w, b", ", 2)
+            w = _put(w, b'"', 1)
+            w = _put(w, ot + i, b - i)
+            w = _put(w, b'"', 1)
+            count += 1
     w = _put(w, b"]", 1)
     w = _put(w, ex, exn)
     w = _put(w, b"}", 1)
