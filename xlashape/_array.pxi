@@ -80,7 +80,7 @@ from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBUF_WRITABL
                              PyBUF_C_CONTIGUOUS, PyBUF_F_CONTIGUOUS, PyBUF_ANY_CONTIGUOUS)
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_CheckExact
 cimport cython
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
 import numbers as _numbers
 from operator import index as _operator_index
@@ -618,8 +618,14 @@ cdef class LayoutArray:
             raise ShapeValueError("LayoutArray.__init__ called on an array that is "
                                   "already set up")
         self._setup_compiled(_compiled_for_shape(shape))
-        self._allocate()
-        self._fill_padding(True)
+        cdef _Compiled c = self.comp
+        if not c.has_padding or c.pad_zero:
+            # every byte 0: calloc's pages come zeroed (lazily, for a big
+            # buffer), as numpy's np.zeros gets them
+            self._allocate(True)
+        else:
+            self._allocate()
+            self._fill_padding(True)
 
     cdef int _setup(self, plan) except -1:
         return self._setup_compiled(_compiled_for(plan))
@@ -653,19 +659,19 @@ cdef class LayoutArray:
             off += self.tabs[d][idx[d]]
         return off
 
-    cdef int _allocate(self) except -1:
+    cdef int _allocate(self, bint zeroed=False) except -1:
         """The physical buffer, 64-byte aligned, allocated the way numpy
         allocates (malloc, transparent huge pages asked for from 4 MiB), so
         both get the same reuse of freed memory from the C library: a
         buffer that numpy would get back warm and without page faults, we
-        do too."""
+        do too. With ``zeroed``, every byte 0 from calloc, as np.zeros."""
         cdef size_t n = self.comp.plan.size_in_bytes
         cdef void* p = NULL
         if n > <size_t>(2 ** 62):
             raise ShapeMemoryError(f"{self._shape} needs {n} bytes")
         self.nbytes_phys = n
         n = (n + 63) & ~(<size_t>63)
-        p = malloc(n + 64)
+        p = calloc(n + 64, 1) if zeroed else malloc(n + 64)
         if p == NULL:
             raise ShapeMemoryError(f"cannot allocate {n} bytes for {self._shape}")
         if n >= HUGE_THRESHOLD:
