@@ -24,8 +24,9 @@ import time
 from typing import List, Optional
 
 from ..errors import HloParseError
-from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, spool_stdin, warn
+from ._common import PROG, UsageError, add_command, at_least, int64, spool_stdin, warn
 from ._output import CsvWriter, JsonArrayWriter, Table, json_str, write_lines
+from ._sizes import fmt_bytes
 from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, Footprint, HloReader, HloWarning, TextBlocks,
                           WarningList, compiled_json_rows, has_data, memory_footprint, open_text,
                           scan_calls, shape_text)
