@@ -217,7 +217,8 @@ except SystemExit:
     pass
 commands = sorted(m for m in sys.modules
                   if m.startswith("xlashape.cli.") and m.split(".")[-1] in COMMAND_NAMES)
-print(json.dumps({"numpy": "numpy" in sys.modules, "commands": commands}))
+package = sorted(m for m in sys.modules if m.startswith("xlashape"))
+print(json.dumps({"numpy": "numpy" in sys.modules, "commands": commands, "package": package}))
 """
 
 
@@ -237,6 +238,11 @@ def test_start_up_imports_only_what_the_command_needs(args, numpy, commands):
     assert got["commands"] == commands
     if numpy is not None:
         assert got["numpy"] == numpy
+    if args == ("--version",):
+        # the parser's helpers and the package's top, nothing of the model
+        # (the SHAPE argument and the size helpers are modules of their own)
+        assert got["package"] == ["xlashape", "xlashape.cli", "xlashape.cli._common",
+                                  "xlashape.cli._output", "xlashape.errors"]
 
 
 def test_python_m_xlashape_bad_input_is_one_line_and_status_2():
@@ -280,7 +286,7 @@ def test_shape_dash_with_an_empty_standard_input():
 
 
 def test_shape_dash_with_too_much_input_is_refused_without_reading_it_all():
-    from xlashape.cli._common import MAX_STDIN_SHAPE_CHARS
+    from xlashape.cli._shape_arg import MAX_STDIN_SHAPE_CHARS
 
     r = one_error_line("describe", "-", input="f32[2]" + " " * MAX_STDIN_SHAPE_CHARS)
     assert f"longer than {MAX_STDIN_SHAPE_CHARS} bytes" in r.stderr

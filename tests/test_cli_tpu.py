@@ -116,3 +116,32 @@ def test_readme_session_is_what_the_command_prints():
     # and the stored shape it names is the compiler's
     text, nbytes = _xla("v5e")["f32[100,5]"]
     assert lines[start + 1].startswith(f"on TPU v5e this array is stored as {text}: {nbytes} bytes")
+
+
+@pytest.mark.parametrize("argv,chip", [
+    (["describe", "--tpu", "f32[100,5]"], "v5e"),            # '--tpu SHAPE': the default chip
+    (["describe", "f32[100,5]", "--tpu"], "v5e"),
+    (["explain", "--tpu", "TPU v5 lite", "f32[100,5]"], "v5e"),  # jax's device_kind
+    (["explain", "--tpu", "v6e", "f32[100,5]", "--json"], "v6e"),
+    (["explain", "f32[100,5]"], None),
+    (["show", "f32[100,5]", "--pad", "101,6", "--padding-value", "2"], None),
+    (["index", "f32[100,5]", "1,2"], None),
+])
+def test_load_shape_returns_the_chip_and_leaves_args_alone(argv, chip):
+    # the commands read the chip from load_shape's answer; the parsed
+    # arguments stay what the user wrote
+    from xlashape.cli import build_parser
+    from xlashape.cli._shape_arg import load_shape
+
+    args = build_parser([argv[0]]).parse_args(argv)
+    before = dict(vars(args))
+    shape, got = load_shape(args)
+    assert vars(args) == before
+    assert got == chip
+    if chip is not None:
+        assert str(shape) == _xla(chip)["f32[100,5]"][0]
+    elif argv[0] == "show":
+        assert shape.layout.padded_dimensions == (101, 6)
+        assert shape.layout.padding_value == 2
+    else:
+        assert str(shape) == "f32[100,5]{1,0}"

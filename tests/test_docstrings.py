@@ -25,6 +25,8 @@ MODULES = [
     "xlashape.render",
     "xlashape.cli",
     "xlashape.cli._common",
+    "xlashape.cli._shape_arg",
+    "xlashape.cli._sizes",
     "xlashape.cli._output",
     "xlashape._core",
     "xlashape._numpy_api",

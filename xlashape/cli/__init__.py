@@ -35,11 +35,17 @@ extra) -> bool``. Add its name to :data:`COMMAND_NAMES` below; that is all.
 ``--version``; all of them for ``--help`` or a name it does not know), so
 that start-up pays for nothing else. The shared pieces:
 
-- :mod:`._common`: the SHAPE argument (``add_shape_args`` / ``load_shape``:
-  text or ``-``, ``--pad``, ``--padding-value``), 64-bit integer parsing
+- :mod:`._common`: what every command needs, and all ``--version`` loads
+  (no numpy): the parser class and ``add_command``, 64-bit integer parsing
   (``int64``, ``int_list``, ``at_least``), ``UsageError``, ``warn``,
-  ``fmt_bytes``, ``spool_stdin`` (standard input as a temporary file, for
-  ``-`` where a command reads a file).
+  ``error_text`` / ``report_error``, ``spool_stdin`` (standard input as a
+  temporary file, for ``-`` where a command reads a file).
+- :mod:`._shape_arg`: the SHAPE argument of ``describe``, ``explain``,
+  ``show`` and ``index`` (``add_shape_args`` / ``load_shape``: text, ``-`` or
+  a ShapeProto ``*.pb`` file, ``--pad``, ``--padding-value``, ``--tpu``;
+  ``shape, chip = load_shape(args)`` leaves ``args`` unchanged).
+- :mod:`._sizes`: ``fmt_bytes`` (a byte count as XLA's out-of-memory report
+  prints it) and ``tpu_note`` (the lines ``--tpu`` adds).
 - :mod:`._output`: every byte a command prints goes through its writers:
   ``write_lines`` (text), ``field`` (``key   value`` lines), ``Table``
   (fixed-width rows), ``write_json`` (one document), ``JsonArrayWriter``
@@ -60,6 +66,7 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
+from .. import __version__
 from ..errors import XlaShapeError
 from ._common import EXAMPLE_SHAPE, PROG, ArgumentParser, UsageError, report_error
 
@@ -110,8 +117,6 @@ def build_parser(commands: Optional[Sequence[str]] = None) -> argparse.ArgumentP
                f"  {PROG} index 'f32[3,5]{{1,0:T(2,2)}}' 2,3\n"
                f"  {PROG} hlo module.txt --top 5\n"
                f"  {PROG} memory --example\n")
-    from .. import __version__
-
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=ArgumentParser)
     for name in COMMAND_NAMES if commands is None else commands:

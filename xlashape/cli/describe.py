@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import List
 
 from ..errors import XlaShapeError
-from ._common import (EXAMPLE_SHAPE, PROG, add_command, add_shape_args, fmt_bytes, load_shape,
-                      shape_required_in_usage, tpu_note)
+from ._common import EXAMPLE_SHAPE, PROG, add_command
 from ._output import field, write_json, write_lines
+from ._shape_arg import add_shape_args, load_shape, shape_required_in_usage
+from ._sizes import fmt_bytes, tpu_note
 from ..hlo_module import memory_footprint
 from ..layout import COMBINE_DIMENSION, memory_space_name
 from ..shape import UNBOUNDED_SIZE
@@ -50,7 +51,7 @@ def _proto_lines(shape) -> List[str]:
 
 
 def run(args) -> int:
-    shape = load_shape(args, need_array=False, always_warn=True)
+    shape, chip = load_shape(args, need_array=False, always_warn=True)
     if args.proto:
         from google.protobuf import text_format  # only --proto loads protobuf's runtime
 
@@ -63,11 +64,11 @@ def run(args) -> int:
         return 0
     if args.json:
         obj = describe_json(shape)
-        if args.tpu:
-            obj["tpu"] = args.tpu
+        if chip:
+            obj["tpu"] = chip
         write_json(obj)
         return 0
-    out: List[str] = tpu_note(shape, args.tpu) if args.tpu else []
+    out: List[str] = tpu_note(shape, chip) if chip else []
     if shape.is_array:
         _describe_array(shape, out)
     elif shape.is_buffer:

@@ -3,9 +3,10 @@ expansion, where the padding comes from, and what to change."""
 
 from __future__ import annotations
 
-from ._common import (PROG, add_command, add_shape_args, load_shape, shape_required_in_usage,
-                      tpu_note)
+from ._common import PROG, add_command
 from ._output import write_json, write_lines
+from ._shape_arg import add_shape_args, load_shape, shape_required_in_usage
+from ._sizes import tpu_note
 from ..padding import padding_report
 from ..tiling import format_bytes, format_expansion
 
@@ -30,15 +31,15 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    shape = load_shape(args)
+    shape, chip = load_shape(args)
     rep = padding_report(shape)
     if args.json:
         obj = report_json(shape, rep)
-        if args.tpu:
-            obj["tpu"] = args.tpu
+        if chip:
+            obj["tpu"] = chip
         write_json(obj)
         return 0
-    out = tpu_note(shape, args.tpu) if args.tpu else []
+    out = tpu_note(shape, chip) if chip else []
     out.append(str(rep.shape))
     out.append(f"  unpadded size  {format_bytes(rep.unpadded_bytes)} ({rep.unpadded_bytes} bytes)")
     out.append(f"  padded size    {format_bytes(rep.padded_bytes)} ({rep.padded_bytes} bytes)")

@@ -22,9 +22,10 @@ import tempfile
 import time
 from typing import List, Optional
 
-from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, spool_stdin, warn
+from ._common import PROG, UsageError, add_command, at_least, int64, spool_stdin, warn
 from ._hlo_json import json_row, operand_names_or_warn, operands_or_warn, write_rows
 from ._output import CsvWriter, JsonArrayWriter, Table, write_lines
+from ._sizes import fmt_bytes
 from ..hlo_module import (OOM_REPORT, Footprint, HloReader, TextBlocks, WarningList,
                           memory_footprint, open_text, scan_calls, shape_text,
                           uses_compiled_scanner)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import re
 
-from ._common import PROG, UsageError, add_command, add_shape_args, int64, int_list, load_shape
+from ._common import PROG, UsageError, add_command, int64, int_list
 from ._output import write_json, write_lines
+from ._shape_arg import add_shape_args, load_shape
 from ..tiling import plan
 
 NAME = "index"
@@ -52,7 +53,7 @@ def _byte_text(p, off: int) -> str:
 
 
 def run(args) -> int:
-    shape = load_shape(args)
+    shape = load_shape(args).shape
     p = plan(shape)
     if not args.index and args.offset is None:
         raise UsageError("give a logical index (e.g. 2,3) or --offset N")

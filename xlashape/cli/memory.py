@@ -20,8 +20,9 @@ import textwrap
 import time
 from typing import List
 
-from ._common import PROG, UsageError, add_command, at_least, fmt_bytes, int64, spool_stdin, warn
+from ._common import PROG, UsageError, add_command, at_least, int64, spool_stdin, warn
 from ._output import Table, write_lines
+from ._sizes import fmt_bytes
 from ..devices import lookup, usable_bytes
 from ..memory import EXAMPLE_DUMP, analyze, space_label
 from ..peak import PEAK_FIELDS, judge, module_peak, parse_size

@@ -9,8 +9,9 @@ import json
 import sys
 from typing import List
 
-from ._common import UsageError, fmt_bytes, warn
+from ._common import UsageError, warn
 from ._output import write_lines
+from ._sizes import fmt_bytes
 from ..memory import analyze
 from ..memory_diff import diff_modules
 from ..peak import parse_size

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import itertools
 
-from ._common import PROG, UsageError, add_command, add_shape_args, int64, load_shape
+from ._common import PROG, UsageError, add_command, int64
 from ._output import write_json, write_lines
+from ._shape_arg import add_shape_args, load_shape
 from ..render import MissingMatplotlib, PictureLimits, memory_order, save_picture, show_text
 from ..tiling import plan
 
@@ -37,7 +38,7 @@ def add_parser(subparsers):
 
 
 def run(args) -> int:
-    shape = load_shape(args)
+    shape = load_shape(args).shape
     try:
         limits = PictureLimits(args.rows, args.cols, args.slices, args.slots)
     except ValueError as e:
