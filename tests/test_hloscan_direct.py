@@ -312,6 +312,7 @@ def test_a_tiled_layout_with_parentheses(scan):
 STOPS = {
     "line comment": "  // a comment",
     "comment after an instruction": "  %a = f32[8]{0} negate(%p) // why",
+    "comment after the attributes": "  %a = f32[8]{0} negate(%p), metadata={} // why",
     "block comment": "  /* a comment */",
     "other /* comment": "  %a = f32[8]{0} negate(%p), metadata={} /*id=5*/",
     "stack-frame section": "FileNames",
@@ -325,12 +326,15 @@ STOPS = {
     "non-ASCII name": "  %\u00e9 = f32[8]{0} negate(%p)",
     "HloModule": "HloModule m, entry_computation_layout={(f32[8]{0})->f32[8]{0}}",
     "HloModule header-like": "HloModule m {",
+    "HloModule as a header name": "HloModule {",
+    "HloModule with a signature": "HloModule (x: f32[]) -> f32[] {",
     "open string in attributes": '  %a = f32[8]{0} custom-call(%p), custom_call_target="abc',
     "unbalanced brackets in attributes": "  %a = f32[8]{0} add(%p, %p), sharding={{replicated}",
     "quote in operands": '  %a = f32[8]{0} custom-call("x")',
     "text after the operands": "  %a = f32[8]{0} add(%p, %p) junk",
     "header with a layout in its signature": "%c (a: f32[8]{0}) -> f32[8]{0} {",
     "header without a signature in parentheses": "%c something {",
+    "ENTRY and an instruction ending in {": "ENTRY %a = f32[] constant(1), sharding={",
     "no opcode": "  %a = f32[8]{0} (%p)",
     "prose": "This is not HLO.",
 }
@@ -635,6 +639,8 @@ CHUNKS = [
      {"a": {"fusion", "to_apply"}}),
     # a layout with parentheses before the opcode: "b(" and "T(" are not opcodes
     (b"  %f = bf16[8]{0:T(256)(2,1)} fusion(%p), calls=%q\n", {"q": {"fusion"}}),
+    # b(...) is a buffer type, not an opcode
+    (b"  %f = b(f32[8]{0}) fusion(%p), calls=%q\n", {"q": {"fusion"}}),
 ]
 
 
