@@ -26,6 +26,8 @@ subclasses it with the properties.
 
 import gc
 
+from .errors import ShapeIndexError, ShapeTypeError
+
 from cpython.object cimport PyObject
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.dict cimport PyDict_GetItem
@@ -241,6 +243,10 @@ def configure(instruction_class, caller_opcodes):
     """Called once by hlo_module: the Instruction class to create and the
     opcodes whose calls the reader records."""
     global _INSTRUCTION, _CALLERS
+    # the scanner writes InstructionBase's C fields of what it creates
+    if not (isinstance(instruction_class, type) and issubclass(instruction_class, InstructionBase)):
+        raise ShapeTypeError("configure() needs a subclass of InstructionBase, not "
+                             f"{instruction_class!r}")
     _INSTRUCTION = instruction_class
     _CALLERS = frozenset(caller_opcodes)
 
@@ -709,6 +715,15 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, InstructionSink sin
     took and what is in ``out`` stay in the order of the text."""
     cdef Py_ssize_t n
     cdef bint block = type(chunk) is str
+    # the scan reads the chunk's memory directly: only an exact str or a list,
+    # and no offset before its start
+    if not block and not isinstance(chunk, list):
+        raise ShapeTypeError("feed_simple_lines() reads a list of lines or a str, not "
+                             f"{type(chunk).__name__}")
+    if out is None:
+        raise ShapeTypeError("feed_simple_lines() needs a list to append instructions to")
+    if i < 0:
+        raise ShapeIndexError(f"feed_simple_lines() start {i} is negative")
     if block:
         n = PyUnicode_GET_LENGTH(chunk)
         if i > n or not PyUnicode_IS_ASCII(chunk):
