@@ -33,3 +33,9 @@ cdef class InstructionSink:
 # attribute, -2 when the Python code must decide.
 cdef Py_ssize_t attribute_span(const char* s, Py_ssize_t n, const char* key, Py_ssize_t kn,
                                Py_ssize_t* vstart) noexcept nogil
+
+
+# The next computation name in a call attribute's value s[pos[0]:end]:
+# [start, stop), pos[0] moved past it; False when none is left.
+cdef bint next_callee(const char* s, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t* start,
+                      Py_ssize_t* stop) noexcept nogil

@@ -588,10 +588,34 @@ cdef int _record_calls(reader, const char* s, Py_ssize_t op_a, Py_ssize_t op_b,
     return 1
 
 
+cdef bint next_callee(const char* s, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t* start,
+                      Py_ssize_t* stop) noexcept nogil:
+    """The next computation name (%?[A-Za-z_][\\w.\\-]*, without its %) in
+    s[pos[0]:end], a call attribute's value: [start, stop), pos[0] moved
+    past it; False when none is left. The value's outer braces are skipped
+    as any other character that starts no name."""
+    cdef Py_ssize_t i = pos[0], k
+    while i < end:
+        if s[i] == PERCENT and i + 1 < end and is_word_start(s[i + 1]):
+            i += 1
+        if is_word_start(s[i]):
+            k = i
+            while k < end and is_name_char(s[k]):
+                k += 1
+            start[0] = i
+            stop[0] = k
+            pos[0] = k
+            return True
+        i += 1
+    pos[0] = end
+    return False
+
+
 cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, object kind,
                        bint fusion, const char* key) except -1:
-    """The callees in one value: value.strip("{}"), then every %?[A-Za-z_][\\w.\\-]*."""
-    cdef Py_ssize_t i, k
+    """The callees in one value: value.strip("{}"), then every name
+    (next_callee)."""
+    cdef Py_ssize_t pos, a, b
     cdef object callee
     cdef PyObject* got
     cdef bint to_apply = key[0] == LOWER_T and key[1] == LOWER_O      # "to_apply"
@@ -599,30 +623,21 @@ cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, ob
         v_a += 1
     while v_b > v_a and (s[v_b - 1] == LBRACE or s[v_b - 1] == RBRACE):
         v_b -= 1
-    i = v_a
-    while i < v_b:
-        if s[i] == PERCENT and i + 1 < v_b and is_word_start(s[i + 1]):
-            i += 1
-        if is_word_start(s[i]):
-            k = i
-            while k < v_b and is_name_char(s[k]):
-                k += 1
-            callee = PyUnicode_FromStringAndSize(s + i, k - i)
-            if fusion:
-                reader.fused_computations.add(callee)
-            elif to_apply:
-                reader.applied_computations.add(callee)
-            got = PyDict_GetItem(reader.call_kinds, callee)
-            if got is NULL:
-                reader.call_kinds[callee] = {kind}
-            else:
-                (<set>got).add(kind)
-            comp = reader.computations.get(callee)
-            if comp is not None:
-                comp.kinds.add(kind)
-            i = k
-            continue
-        i += 1
+    pos = v_a
+    while next_callee(s, &pos, v_b, &a, &b):
+        callee = PyUnicode_FromStringAndSize(s + a, b - a)
+        if fusion:
+            reader.fused_computations.add(callee)
+        elif to_apply:
+            reader.applied_computations.add(callee)
+        got = PyDict_GetItem(reader.call_kinds, callee)
+        if got is NULL:
+            reader.call_kinds[callee] = {kind}
+        else:
+            (<set>got).add(kind)
+        comp = reader.computations.get(callee)
+        if comp is not None:
+            comp.kinds.add(kind)
     return 0
 
 

@@ -28,11 +28,11 @@ from libc.string cimport memcpy
 from libc.stdlib cimport realloc, free
 
 from xlashape._ascii cimport (
-    PyUnicode_DATA, PyUnicode_FromStringAndSize, PyUnicode_New, ascii_chars, is_name_char,
-    is_space, is_word_start, same_bytes, memmem,
+    PyUnicode_DATA, PyUnicode_FromStringAndSize, PyUnicode_New, ascii_chars, is_space,
+    same_bytes, memmem,
     BACKSLASH, COMMA, DEL, DIGIT_0, LBRACE, LBRACKET, LF, LPAREN, PERCENT, QUOTE, RBRACE,
-    RPAREN, SLASH, SPACE)
-from xlashape._hloscan cimport InstructionBase, InstructionSink, attribute_span
+    SLASH, SPACE)
+from xlashape._hloscan cimport InstructionBase, InstructionSink, attribute_span, next_callee
 
 from ..errors import HloParseError
 from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, HloWarning, has_data, memory_footprint,
@@ -478,23 +478,14 @@ cdef object _extra(const char* s, Py_ssize_t n):
                 a += 1
             while b > a and is_space(s[b - 1]):
                 b -= 1
-            # v.strip("{}"), then every %?[A-Za-z_][\w.\-]*
+            # v.strip("{}"), then every name
             while a < b and (s[a] == LBRACE or s[a] == RBRACE):
                 a += 1
             while b > a and (s[b - 1] == LBRACE or s[b - 1] == RBRACE):
                 b -= 1
             i = a
-            while i < b:
-                if s[i] == PERCENT and i + 1 < b and is_word_start(s[i + 1]):
-                    i += 1
-                if is_word_start(s[i]):
-                    k = i
-                    while k < b and is_name_char(s[k]):
-                        k += 1
-                    names.append('"' + PyUnicode_FromStringAndSize(s + i, k - i) + '"')
-                    i = k
-                    continue
-                i += 1
+            while next_callee(s, &i, b, &a, &k):
+                names.append('"' + PyUnicode_FromStringAndSize(s + a, k - a) + '"')
         parts.append(', "called_computations": [' + ", ".join(names) + "]")
     if not parts:
         return _EMPTY
