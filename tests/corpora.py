@@ -160,3 +160,15 @@ def oom_cases(platforms=PLATFORMS) -> List[Tuple[str, str, List[Path]]]:
                 if (d / "oom").is_dir():
                     out.append((d.name, platform, sorted((d / "oom").iterdir())))
     return out
+
+
+def hlo_texts(max_bytes: int = 4 << 20) -> Dict[str, str]:
+    """Every ``.hlo`` / ``.txt`` file under ``tests/data`` smaller than
+    ``max_bytes`` (HLO modules, dump files, out-of-memory reports, logs), by
+    its path under ``tests/data``: the inputs of the reader's
+    differential tests."""
+    out = {}
+    for p in sorted(DATA.rglob("*")):
+        if p.is_file() and p.suffix in (".hlo", ".txt") and p.stat().st_size < max_bytes:
+            out[str(p.relative_to(DATA))] = p.read_text(errors="replace")
+    return out

@@ -176,6 +176,25 @@ def mutated(texts):
     return _mutate()
 
 
+def edited_lines(lines, pieces, max_edits: int = 6):
+    """The text of ``lines`` (an HLO module, say) after up to ``max_edits``
+    edits, each inside one line: one of ``pieces`` inserted at a column, or
+    the character there deleted. The line structure survives unless a piece
+    holds a newline."""
+    edit = st.tuples(st.integers(0, max(0, len(lines) - 1)), st.integers(0, 200),
+                     st.sampled_from(pieces), st.booleans())
+
+    def apply(edits):
+        out = list(lines)
+        for line_no, col, piece, delete in edits:
+            line = out[line_no]
+            col = min(col, len(line))
+            out[line_no] = line[:col] + line[col + 1:] if delete else line[:col] + piece + line[col:]
+        return "\n".join(out) + "\n"
+
+    return st.lists(edit, max_size=max_edits).map(apply)
+
+
 
 @st.composite
 def tiled_layout_parts(draw, dims):

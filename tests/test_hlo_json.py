@@ -19,8 +19,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 
+from corpora import hlo_texts
+from strategies import edited_lines
 from xlashape import _hloscan
 from xlashape.cli import _hlo_json
 from xlashape.cli._output import JsonArrayWriter
@@ -34,15 +36,7 @@ pytestmark = pytest.mark.skipif(not uses_compiled_scanner(),
                                 reason="the compiled scanner is off (XLASHAPE_PURE_PYTHON=1)")
 
 
-def _texts():
-    out = {}
-    for p in sorted(DATA.rglob("*")):
-        if p.is_file() and p.suffix in (".hlo", ".txt") and p.stat().st_size < 4 << 20:
-            out[str(p.relative_to(DATA))] = p.read_text(errors="replace")
-    return out
-
-
-TEXTS = _texts()
+TEXTS = hlo_texts()
 
 
 def rows_and_summary(text, compiled, top=5):
@@ -121,25 +115,17 @@ def test_a_generated_module(generated):
 
 
 _BASE = (TEXTS.get("tpu_module.hlo", "") + "\n" + TEXTS.get("seed_examples.hlo", "")).splitlines()
-_NOISE = st.sampled_from(list(' ,={}()[]"\\%/*\t') + ["ROOT ", "/*index=5*/", ", kind=kLoop",
-                                                        ", kind=\"a\\\"b\"", "\u00e9", "\x01",
-                                                        ", calls=%x", ", to_apply={%a, %b}",
-                                                        "f32[2]{0} "])
+_NOISE = list(' ,={}()[]"\\%/*\t') + ["ROOT ", "/*index=5*/", ", kind=kLoop", ', kind="a\\"b"',
+                                         "\u00e9", "\x01", ", calls=%x", ", to_apply={%a, %b}",
+                                         "f32[2]{0} "]
 
 
 @settings(max_examples=120, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, max(0, len(_BASE) - 1)), st.integers(0, 200), _NOISE,
-                          st.booleans()), max_size=6))
-def test_mutated_text_gives_the_same_rows(edits):
+@given(edited_lines(_BASE, _NOISE))
+def test_mutated_text_gives_the_same_rows(text):
     # escapes, control characters, inline operand shapes and odd attributes
     # send rows to the Python writer in the middle of a scan: the order and
     # the bytes must not change
-    lines = list(_BASE)
-    for line_no, col, piece, delete in edits:
-        line = lines[line_no]
-        col = min(col, len(line))
-        lines[line_no] = line[:col] + line[col + 1:] if delete else line[:col] + piece + line[col:]
-    text = "\n".join(lines) + "\n"
     assert rows_and_summary(text, True) == rows_and_summary(text, False)
 
 

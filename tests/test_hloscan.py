@@ -15,24 +15,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
 
+from corpora import hlo_texts
 from cli_util import run
+from strategies import edited_lines
 from xlashape.hlo_module import HloReader, scan_calls, _scan_chunk_python, _scan_chunk
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))
 
 
-def _texts():
-    out = {}
-    for p in sorted(DATA.rglob("*")):
-        if p.is_file() and p.suffix in (".hlo", ".txt") and p.stat().st_size < 4 << 20:
-            out[str(p.relative_to(DATA))] = p.read_text(errors="replace")
-    return out
-
-
-TEXTS = _texts()
+TEXTS = hlo_texts()
 
 
 @pytest.fixture(scope="module")
@@ -140,18 +134,11 @@ def test_hlo_json_of_a_generated_module_is_the_same(generated, tmp_path):
 # -- mutated lines ------------------------------------------------------------------------
 
 _BASE = (TEXTS.get("tpu_module.hlo", "") + "\n" + TEXTS.get("seed_examples.hlo", "")).splitlines()
-_NOISE = st.sampled_from(list(' ,={}()[]"\\%/*\t') + ["ROOT ", "ENTRY ", "/*index=5*/", "//",
-                                                        ", kind=kLoop", "\u00e9", "\r", "\n"])
+_NOISE = list(' ,={}()[]"\\%/*\t') + ["ROOT ", "ENTRY ", "/*index=5*/", "//", ", kind=kLoop",
+                                         "\u00e9", "\r", "\n"]
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, max(0, len(_BASE) - 1)), st.integers(0, 200), _NOISE,
-                          st.booleans()), max_size=6))
-def test_mutated_modules_read_the_same(edits):
-    lines = list(_BASE)
-    for line_no, col, piece, delete in edits:
-        line = lines[line_no]
-        col = min(col, len(line))
-        lines[line_no] = line[:col] + line[col + 1:] if delete else line[:col] + piece + line[col:]
-    text = "\n".join(lines) + "\n"
+@given(edited_lines(_BASE, _NOISE))
+def test_mutated_modules_read_the_same(text):
     assert read_all(text, False) == read_all(text, True)
