@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from corpora import hlo_texts
 from strategies import edited_lines
 from xlashape import _hloscan
+from xlashape.errors import ShapeTypeError
 from xlashape.cli import _hlo_json
 from xlashape.cli._output import JsonArrayWriter
 from xlashape.cli.hlo import _ALIASED_ELEMENT, HloSummary
@@ -149,7 +150,7 @@ def test_a_sink_that_takes_nothing_changes_nothing(name):
 def test_a_sink_must_be_an_instruction_sink():
     reader = HloReader()
     reader.instruction_sink = object()
-    with pytest.raises(TypeError):
+    with pytest.raises(ShapeTypeError, match="InstructionSink, not object"):
         list(reader.read(io.StringIO("ENTRY %e {\n  ROOT %p = f32[2]{0} parameter(0)\n}\n")))
 
 

@@ -714,7 +714,7 @@ cdef Py_ssize_t attribute_span(const char* s, Py_ssize_t n, const char* key, Py_
 
 # -- the scan ---------------------------------------------------------------------------------
 
-def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, InstructionSink sink=None):
+def feed_simple_lines(reader, chunk, Py_ssize_t i, out, sink=None):
     """Read lines from ``chunk`` while they are complete one-line
     instructions, computation headers, ``}`` or blank lines, with the reader
     in its plain state; append the instructions completed to ``out``; return
@@ -735,8 +735,12 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, InstructionSink sin
     if not block and not isinstance(chunk, list):
         raise ShapeTypeError("feed_simple_lines() reads a list of lines or a str, not "
                              f"{type(chunk).__name__}")
-    if out is None:
-        raise ShapeTypeError("feed_simple_lines() needs a list to append instructions to")
+    if not isinstance(out, list):
+        raise ShapeTypeError("feed_simple_lines() needs a list to append instructions to, "
+                             f"not {type(out).__name__}")
+    if sink is not None and not isinstance(sink, InstructionSink):
+        raise ShapeTypeError("the sink of feed_simple_lines() (HloReader.instruction_sink) "
+                             f"must be an _hloscan.InstructionSink, not {type(sink).__name__}")
     if i < 0:
         raise ShapeIndexError(f"feed_simple_lines() start {i} is negative")
     if block:
@@ -756,10 +760,10 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, list out, InstructionSink sin
     if gc_was:
         gc.disable()
     try:
-        i = _scan(reader, chunk, block, i, n, out, sink)
+        i = _scan(reader, chunk, block, i, n, <list>out, <InstructionSink>sink)
         if sink is not None:
             # before the instructions in out: what the sink took comes first
-            sink.flush()
+            (<InstructionSink>sink).flush()
         return i
     finally:
         if gc_was:
