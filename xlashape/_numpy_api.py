@@ -45,7 +45,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import (InvalidShapeError, ReadOnlyBufferError, ShapeAxisError, ShapeIndexError,
-                     ShapeTypeError, ShapeValueError, XlaShapeError, as_family as _as_family)
+                     ShapeTypeError, XlaShapeError, as_family as _as_family)
 from . import errors as _errors
 from .layout import Layout
 from .primitive_types import PrimitiveType, primitive_type_from_dtype

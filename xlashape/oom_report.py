@@ -65,7 +65,7 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from . import hlo_text
 from .errors import HloParseError
-from .hlo_module import HloWarning, _clip
+from .hlo_module import HloWarning
 from .shape import Shape
 
 __all__ = ["OomReport", "OomAllocation", "GpuOomReport", "RematWarning", "read_oom_reports",
@@ -827,7 +827,6 @@ def read_oom_reports(source, *, on_warning: Optional[Callable[[HloWarning], None
         source = source.splitlines()
     tpu = _TpuParser(on_warning)
     gpu = _GpuParser()
-    order: List[Tuple[int, object]] = []
     lineno = 0
     for raw in source:
         lineno += 1

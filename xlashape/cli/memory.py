@@ -615,8 +615,8 @@ def _gpu_oom_text(m) -> List[str]:
         else:
             out.append("no buffer of the dump has that size")
     elif o.requested_text is not None:
-        out.append(f"  (give the dump of the same program with --dump DIR to see which buffers "
-                   f"have that size)")
+        out.append("  (give the dump of the same program with --dump DIR to see which buffers "
+                   "have that size)")
     for n in m.notes:
         out.append(f"note: {n}")
     return out
