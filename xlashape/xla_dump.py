@@ -70,7 +70,9 @@ _COLOR = re.compile(r"(?:^|,)\s*color\s+(\d{1,19})")
 _PARAMETER = re.compile(r"(?:^|,)\s*parameter\s+(\d{1,19})(?:,\s*shape\s+\|(.*?)\|\s*at\s+ShapeIndex\s*"
                         r"\{([\d,\s]*)\})?")
 _OUTPUT_SHAPE = re.compile(r"output shape is \|(.*?)\|")
-_VALUE = re.compile(r"\s*value:\s*<(\d{1,19})\s+(.+?)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d{1,19})>\s*"
+# the value's name stops at the first ">": a lazy .+? would try every later
+# ">" of a line that does not match (linear per line, but ~100 ns a byte)
+_VALUE = re.compile(r"\s*value:\s*<(\d{1,19})\s+([^>]+?)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d{1,19})>\s*"
                     r"\(size=(-?\d{1,19}),\s*offset=(-?\d{1,19})\):\s*(.*?)\s*$")
 
 
