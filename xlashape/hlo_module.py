@@ -131,7 +131,19 @@ _HEADER = re.compile(r"\s*(ENTRY\s+)?%?([A-Za-z_][\w.\-]*)\s*(.*)", re.S)
 def _match_header(s: str):
     """``_HEADER``'s match of a stripped line that ends with ``{``."""
     return _HEADER.match(s[:-1].rstrip())
-_MODULE = re.compile(r"\s*HloModule\s+%?([^\s,]+)\s*,?\s*(.*?)\s*$", re.S)
+# the name, then the rest of the line (_module_rest strips it: no \s* around
+# an optional comma and no lazy group before a final \s*$, which backtrack
+# quadratically over a long run of spaces)
+_MODULE = re.compile(r"\s*HloModule\s+%?([^\s,]+)(.*)$", re.S)
+
+
+def _module_rest(m) -> str:
+    """The attributes text of a _MODULE match: what follows the name,
+    without the blanks around it and one leading comma."""
+    rest = m.group(2).strip()
+    if rest.startswith(","):
+        rest = rest[1:].lstrip()
+    return rest
 _OPCODE = re.compile(r"\s*([a-z][a-z0-9_\-]*)\s*\(")
 # An array shape whose layout (if any) has no nested braces: safe to use as a
 # cache key without running the parser. Anything else goes to the parser.
@@ -176,7 +188,77 @@ _SHAPE_CACHE_LIMIT = 1 << 16
 
 
 class _Incomplete(Exception):
-    """The statement needs more lines."""
+    """The statement needs more lines. ``attributes``: where the attributes
+    start, when it is they that continue (their brackets do not balance yet,
+    or they end with a comma); ``operands``: the operand list does not close."""
+
+    def __init__(self, attributes: Optional[int] = None, operands: bool = False):
+        super().__init__()
+        self.attributes = attributes
+        self.operands = operands
+
+
+class _Brackets:
+    """What :func:`_balanced` decides about a text, kept up to date as the text
+    grows piece by piece (an instruction over many lines would otherwise be
+    looked at whole again at every line: quadratic). Counts of each bracket
+    in all of the text and outside its complete quoted strings, and whether
+    a string is open at the end (with the parity of the backslashes before
+    the end inside it)."""
+
+    __slots__ = ("raw", "outside", "in_string", "backslash")
+
+    def __init__(self, text: str = ""):
+        self.raw = [0] * 6
+        self.outside = [0] * 6
+        self.in_string = False
+        self.backslash = False
+        if text:
+            self.feed(text)
+
+    @staticmethod
+    def _add(counts, text):
+        c = text.count
+        for k, b in enumerate("{}()[]"):
+            counts[k] += c(b)
+
+    def feed(self, text: str) -> None:
+        """Append ``text``."""
+        self._add(self.raw, text)
+        i = 0
+        n = len(text)
+        find = text.find
+        while i < n:
+            if not self.in_string:
+                q = find('"', i)
+                self._add(self.outside, text[i:] if q < 0 else text[i:q])
+                if q < 0:
+                    return
+                self.in_string = True
+                self.backslash = False
+                i = q + 1
+                continue
+            k = find('"', i)
+            end = n if k < 0 else k
+            b = end
+            while b > i and text[b - 1] == "\\":
+                b -= 1
+            run = end - b + (self.backslash if b == i else 0)
+            if k < 0:
+                self.backslash = run % 2 == 1
+                return
+            # the quote closes the string unless an odd run of backslashes escapes it
+            self.in_string = run % 2 == 1
+            self.backslash = False
+            i = k + 1
+
+    def balanced(self) -> bool:
+        """:func:`_balanced` of the text fed so far."""
+        if self.in_string:
+            return False
+        r, o = self.raw, self.outside
+        return ((r[0] == r[1] and r[2] == r[3] and r[4] == r[5])
+                or (o[0] == o[1] and o[2] == o[3] and o[4] == o[5]))
 
 
 class _Malformed(Exception):
@@ -1252,7 +1334,7 @@ class HloReader:
             open_ = om.end() - 1
         close = _match_close(stmt, open_)
         if close < 0:
-            raise _Incomplete
+            raise _Incomplete(operands=True)
         operands_text = stmt[open_ + 1:close - 1]
         # the attributes by offsets: one copy of a long line's attributes, not three
         a = _WS_RUN.match(stmt, close).end()
@@ -1263,11 +1345,11 @@ class HloReader:
                 raise _Malformed(
                     "expected ',' or the end of the instruction after the operands, got "
                     f"{stmt[a:min(a + 20, end)]!r}", a)
-            attrs = stmt[_WS_RUN.match(stmt, a + 1).end():end]
-            if not attrs or attrs.endswith(","):
-                raise _Incomplete
-            if not _balanced(attrs):
-                raise _Incomplete  # an attribute block continues on the next line
+            start = _WS_RUN.match(stmt, a + 1).end()
+            attrs = stmt[start:end]
+            if not attrs or attrs.endswith(",") or not _balanced(attrs):
+                # an attribute (block) continues on the next line
+                raise _Incomplete(attributes=start)
         ins = Instruction(None if computation is None else computation.name, name, shape,
                           opcode, is_root=is_root, line=line, operands_text=operands_text,
                           attributes_text=attrs, reader=self, comp=computation)
@@ -1304,7 +1386,7 @@ class HloReader:
         m = _MODULE.match(text)
         self.module_name = m.group(1)
         attrs = {}
-        for part in _split_top(m.group(2)):
+        for part in _split_top(_module_rest(m)):
             k, eq, v = part.strip().partition("=")
             if k:
                 attrs[k.strip()] = v.strip()
@@ -1314,8 +1396,9 @@ class HloReader:
     #
     # The reader is a state machine fed one line at a time (``_feed``), its
     # state in attributes: the computation being read (``_current``), an
-    # instruction spread over several lines (``_pending``: [start line,
-    # [parts]]), a complete instruction held until the next line shows it
+    # instruction spread over several lines (``_pending``: see _new_pending;
+    # each new line is checked against what is still open, not the whole
+    # statement again), a complete instruction held until the next line shows it
     # does not continue with ", attr=..." (``_ready``: [instruction, start
     # line, text]), a stack-frame section being skipped (``_skipping``), an
     # out-of-memory entry being collected (``_oom``), a /* comment still
@@ -1444,8 +1527,8 @@ class HloReader:
                 try:
                     self._ready = [self._parse_instruction(stmt, ready[1], self._current),
                                    ready[1], stmt]
-                except _Incomplete:
-                    self._pending = [ready[1], [stmt]]
+                except _Incomplete as e:
+                    self._pending = _new_pending(ready[1], stmt, stmt, e)
                     self._ready = None
                 except _Malformed as e:
                     self._warn(ready[1], e.message)
@@ -1463,22 +1546,38 @@ class HloReader:
         pending = self._pending
         if pending is not None:
             s = line.strip()
-            closes_block = s.startswith("}") and not _balanced(" ".join(pending[1]))
+            closes_block = s.startswith("}") and not pending[2].balanced()
             starts_new = not closes_block and (
                           _LOOKS_LIKE_INSTR.match(line) is not None or s.startswith("}")
                           or s.startswith("HloModule") or s in _STACK_SECTIONS
                           or (s.endswith("{") and _match_header(s) and "=" not in s))
             if not starts_new and s:
                 pending[1].append(s)
+                pending[2].feed(" " + s)
+                pending[3] += 1 + len(s)
+                attrs = pending[4]
+                if attrs is not None:
+                    attrs.feed(" " + s)
+                if ((attrs is not None and (s.endswith(",") or not attrs.balanced()))
+                        or (pending[5] and not any(c in s for c in ')]}"'))):
+                    # what _parse_instruction would answer, known without
+                    # reading the whole statement again: still incomplete
+                    if len(pending[1]) > _MAX_STATEMENT_LINES or pending[3] > _MAX_STATEMENT_CHARS:
+                        self._warn(pending[0], "instruction does not end (too many lines)")
+                        self._pending = None
+                    return out
                 stmt = " ".join(pending[1])
                 try:
                     ins = self._parse_instruction(stmt, pending[0], self._current)
                     self._ready = [ins, pending[0], stmt]
                     self._pending = None
-                except _Incomplete:
+                except _Incomplete as e:
                     if len(pending[1]) > _MAX_STATEMENT_LINES or len(stmt) > _MAX_STATEMENT_CHARS:
                         self._warn(pending[0], "instruction does not end (too many lines)")
                         self._pending = None
+                    else:
+                        pending[4] = None if e.attributes is None else _Brackets(stmt[e.attributes:])
+                        pending[5] = e.operands
                 except _Malformed as e:
                     self._warn(pending[0], e.message)
                     self._pending = None
@@ -1500,8 +1599,8 @@ class HloReader:
                 self._ready = [ins, lineno, line]
                 if self.mode is None:
                     self._set_mode("hlo")
-            except _Incomplete:
-                self._pending = [lineno, [line.strip()]]
+            except _Incomplete as e:
+                self._pending = _new_pending(lineno, line.strip(), line, e)
             except _Malformed as e:
                 self._warn(lineno, f"{e.message} (column {e.position + 1})")
             return out
@@ -1695,6 +1794,54 @@ def _line_chunks(lines):
         yield chunk
 
 
+def _new_pending(line: int, first: str, parsed: str, e: "_Incomplete") -> list:
+    """The reader's record of an instruction that continues on the next
+    lines: [its first line, its lines, _Brackets of the joined lines, their
+    length, _Brackets of its attributes when they are what continues (from
+    ``parsed``, the text that raised ``e``), whether its operand list is what
+    does not close]."""
+    return [line, [first], _Brackets(first), len(first),
+            None if e.attributes is None else _Brackets(parsed[e.attributes:]), e.operands]
+
+
+def _string_end(text: str, q: int) -> int:
+    """Where the quoted string that opens at ``text[q]`` ends (the index past
+    its closing quote), or -1 if it never closes: what ``_STRING.match(text,
+    q)`` finds, by ``str.find`` and the parity of the backslashes before each
+    later quote (each character is looked at once)."""
+    j = q + 1
+    find = text.find
+    while True:
+        k = find('"', j)
+        if k < 0:
+            return -1
+        b = k
+        while b > q + 1 and text[b - 1] == "\\":
+            b -= 1
+        if (k - b) % 2 == 0:
+            return k + 1
+        j = k + 1
+
+
+def _without_strings(text: str) -> str:
+    """``text`` without its complete quoted strings, as ``_STRING.sub("",
+    text)`` gives it, in one pass. (The regular expression retries at every
+    later quote once a string does not close, which is quadratic in a long
+    line; but a string that never closes has every later quote escaped inside
+    it, so none of them opens one either: the rest is kept as it is.)"""
+    out = []
+    i = 0
+    find = text.find
+    while True:
+        q = find('"', i)
+        end = -1 if q < 0 else _string_end(text, q)
+        if end < 0:
+            out.append(text[i:])
+            return "".join(out)
+        out.append(text[i:q])
+        i = end
+
+
 def _open_string(text: str) -> bool:
     """True if ``text`` ends inside a quoted string. A ``"`` preceded by an odd
     number of backslashes is escaped and does not open or close a string."""
@@ -1702,7 +1849,7 @@ def _open_string(text: str) -> bool:
         return False
     if "\\" not in text:
         return text.count('"') % 2 == 1
-    return '"' in _STRING.sub("", text)
+    return '"' in _without_strings(text)
 
 
 def _balanced(text: str) -> bool:
@@ -1714,7 +1861,7 @@ def _balanced(text: str) -> bool:
         # could fool this, and then the next line is reported, not lost.
         return not _open_string(text)
     if '"' in text:
-        text = _STRING.sub("", text)
+        text = _without_strings(text)
         if '"' in text:
             return False  # an unterminated string
     return (text.count("{") == text.count("}") and text.count("(") == text.count(")")

@@ -211,7 +211,7 @@ class Location(NamedTuple):
 _INSTR = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 _META = re.compile(r"metadata=\{([^{}]*)\}")
 _KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
-_TABLE_ROW = re.compile(r"\s*(\d{1,19})\s+(.*?)\s*$")
+_TABLE_ROW = re.compile(r"\s*(\d{1,19})\s+(.*)$")    # the rest: .rstrip() (not \s*$)
 
 
 def _kv(text: str) -> Dict[str, str]:
@@ -255,7 +255,7 @@ def _read_locations(lines: Iterable[str], names=None) -> Dict[str, Location]:
                 continue
             m = _TABLE_ROW.match(line)
             if m:
-                key, rest = int(m.group(1)), m.group(2)
+                key, rest = int(m.group(1)), m.group(2).rstrip()
                 if table == "FileNames":
                     files[key] = rest.strip('"')
                 elif table == "FileLocations":

@@ -81,7 +81,10 @@ BREAKDOWN_HINT = (
     "a program that fits")
 
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\]\s]+\]\s?")
-_SIZE = r"(-?\d+(?:\.\d+)?\s*[KMGTPE]?i?B?)"
+# a size as the reports print it; the blank before a unit is taken only with
+# the unit (an optional \s* next to the \s* that follows in the patterns
+# below backtracked quadratically over a long run of spaces)
+_SIZE = r"(-?\d+(?:\.\d+)?(?:\s*(?:[KMGTPE]i?B?|B))?)"
 _DETAILED = re.compile(r"Ran out of memory in memory space (\w+)\.(?:\s*Used " + _SIZE + r" of "
                        + _SIZE + r" \w+\.)?(?:\s*Exceeded \w+ capacity by " + _SIZE + r"\.)?")
 _SHORT = re.compile(r"Ran out of memory on (\w+),\s*(.*?)\(" + _SIZE + r"\)\s*exceeds available \w+ \("
@@ -90,14 +93,17 @@ _MODULE = re.compile(r"HLO module:\s*([^\s]+?)\.?(?:\s|$)")
 _USAGE_HEAD = re.compile(r"\s*Total (\w+) usage\s*>=\s*" + _SIZE + r"\s*:")
 _OUTPUT = re.compile(r"\s*Output size " + _SIZE + r"; shares " + _SIZE + r" with arguments")
 _PROGRAM_HEAD = re.compile(r"\s*Program (\w+) requirement " + _SIZE + r"\s*:")
-_BREAKDOWN = re.compile(r"\s{2,}([A-Za-z][\w \-]*?)\s{2,}(" + _SIZE[1:-1] + r"|unknown size)\b(.*)$")
+# the label's words are one blank apart; two blanks end it
+_BREAKDOWN = re.compile(r"\s{2,}([A-Za-z](?:[\w\-]| (?! ))*)\s{2,}(" + _SIZE[1:-1]
+                        + r"|unknown size)\b(.*)$")
 _HLO_TEMP_DETAIL = re.compile(r"Unpadded \(" + _SIZE + r"\)\s*Padded \(" + _SIZE + r"\)")
 _LIST_HEAD = re.compile(r"\s*Largest program (allocations|arguments and outputs) in (\w+):")
 _ENTRY = re.compile(r"\s*(\d{1,19})\.\s*Size:\s*" + _SIZE + r"\s*$")
-_FIELD = re.compile(r"\s*(Operator|Shape|Unpadded size|Extra memory due to padding|XLA label|"
-                    r"Allocation type):\s?(.*?)\s*$")
 _PADDING = re.compile(_SIZE + r"\s*\(([\d.]+|inf)x expansion\)")
 _UNITS = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+_PARSE_SIZE = re.compile(r"(-?\d+(?:\.\d+)?) ?([KMGTPE]?)i?B?")
 
 
 def parse_size(text: Optional[str]) -> Optional[int]:
@@ -111,7 +117,9 @@ def parse_size(text: Optional[str]) -> Optional[int]:
     """
     if text is None:
         return None
-    m = re.fullmatch(r"\s*(-?\d+(?:\.\d+)?)\s*([KMGTPE]?)i?B?\s*", text)
+    # blanks collapsed first: \s* on both sides of optional parts backtracks
+    # quadratically over a long run of them
+    m = _PARSE_SIZE.fullmatch(" ".join(text.split()))
     if m is None:
         return None
     return int(round(float(m.group(1)) * (1024 ** _UNITS[m.group(2)])))

@@ -554,14 +554,16 @@ def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10 ** 3, "kib": 1 << 10, "m": 1 << 20, "mb": 10 ** 6,
           "mib": 1 << 20, "g": 1 << 30, "gb": 10 ** 9, "gib": 1 << 30, "t": 1 << 40,
           "tb": 10 ** 12, "tib": 1 << 40}
-_SIZE = re.compile(r"\s*(\d+(?:\.\d*)?|\.\d+)(?:e(\d{1,3}))?\s*([a-zA-Z]*)\s*$")
+# on the text with its blanks collapsed (\s* on both sides of the optional
+# unit backtracked quadratically over a long run of spaces)
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:e(\d{1,3}))? ?([a-zA-Z]*)$")
 
 
 def parse_size(text: str) -> int:
     """A byte count as a user writes it: ``80G`` / ``79.1G`` / ``16GiB``
     (powers of 1024, as XLA prints sizes), ``80GB`` (powers of 1000), or a
     plain number of bytes. Raises :class:`~xlashape.ShapeValueError`."""
-    m = _SIZE.match(str(text))
+    m = _SIZE.match(" ".join(str(text).split()))
     unit = m.group(3).lower() if m else ""
     if not m or unit not in _UNITS:
         raise ShapeValueError(f"not a size: {text!r} (write e.g. 80G, 16GiB, 80GB or 1048576)")

@@ -65,15 +65,18 @@ __all__ = [
 #: computations run inside one instruction), ``constant``, and ``other``.
 ALLOCATION_KINDS = ("parameter", "output", "temp", "thread-local", "constant", "other")
 
-_ALLOCATION = re.compile(r"\s*allocation\s+(\d{1,19}):\s*size\s+(-?\d{1,19})\s*(.*?):?\s*$")
+# (no lazy group before a final \s*$ in these: on a line that does not
+# match, that backtracks quadratically over a long run of spaces; the rest of
+# the line is stripped in Python instead)
+_ALLOCATION = re.compile(r"\s*allocation\s+(\d{1,19}):\s*size\s+(-?\d{1,19})(.*)$")
 _COLOR = re.compile(r"(?:^|,)\s*color\s+(\d{1,19})")
 _PARAMETER = re.compile(r"(?:^|,)\s*parameter\s+(\d{1,19})(?:,\s*shape\s+\|(.*?)\|\s*at\s+ShapeIndex\s*"
                         r"\{([\d,\s]*)\})?")
 _OUTPUT_SHAPE = re.compile(r"output shape is \|(.*?)\|")
-# the value's name stops at the first ">": a lazy .+? would try every later
-# ">" of a line that does not match (linear per line, but ~100 ns a byte)
-_VALUE = re.compile(r"\s*value:\s*<(\d{1,19})\s+([^>]+?)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d{1,19})>\s*"
-                    r"\(size=(-?\d{1,19}),\s*offset=(-?\d{1,19})\):\s*(.*?)\s*$")
+# the value's name has no blank, ">" or brace (a lazy .+? tried every later
+# ">" of a line that does not match, and runs of spaces around it backtracked)
+_VALUE = re.compile(r"\s*value:\s*<(\d{1,19})\s+(%?[^\s>{}]+)(\{[\d,\s]*\})?(\s+\(phi\))?\s+@(\d{1,19})>\s*"
+                    r"\(size=(-?\d{1,19}),\s*offset=(-?\d{1,19})\):\s*(.*)$")
 
 
 class BufferValue(NamedTuple):
@@ -157,6 +160,13 @@ class BufferAllocation:
                 f"color {self.color}, {len(self.values)} values>")
 
 
+def _allocation_rest(text: str) -> str:
+    """What follows an allocation's size: its flags, without the blanks
+    around them and one final ":"."""
+    rest = text.strip()
+    return rest[:-1] if rest.endswith(":") else rest
+
+
 def _lines(source) -> Iterable[str]:
     if isinstance(source, str):
         return source.splitlines()
@@ -187,7 +197,7 @@ def iter_buffer_assignment(source, *, on_warning: Optional[Callable[[HloWarning]
                                  "'value: <id name @color> (size=S,offset=O): shape'")
                     on_warning(HloWarning(lineno, f"{what}: {_clip(line)}"))
                 continue
-            text = m.group(8)
+            text = m.group(8).rstrip()
             shape = cache.get(text, False)
             if shape is False:
                 try:
@@ -211,7 +221,8 @@ def iter_buffer_assignment(source, *, on_warning: Optional[Callable[[HloWarning]
         if m is not None:
             if current is not None:
                 yield current
-            current = BufferAllocation(int(m.group(1)), int(m.group(2)), m.group(3), lineno)
+            current = BufferAllocation(int(m.group(1)), int(m.group(2)),
+                                       _allocation_rest(m.group(3)), lineno)
             continue
         s = line.strip()
         if not s or s == "BufferAssignment:":
@@ -242,7 +253,7 @@ class MemorySpaceUsage(NamedTuple):
     total_bytes: int
 
 
-_MEMORY_SPACE = re.compile(r"\s*Memory Space:\s*(.*?)\s*\(color=(\d{1,19})\)")
+_MEMORY_SPACE = re.compile(r"\s*Memory Space:(.*)\(color=(\d{1,19})\)")    # name: .strip()
 _TOTAL_BYTES = re.compile(r"\s*Total bytes:\s*(\d{1,19})")
 
 
@@ -263,7 +274,7 @@ def read_memory_usage_report(source) -> List[MemorySpaceUsage]:
     for line in _lines(source):
         m = _MEMORY_SPACE.match(line)
         if m:
-            name, color = m.group(1), int(m.group(2))
+            name, color = m.group(1).strip(), int(m.group(2))
             continue
         m = _TOTAL_BYTES.match(line)
         if m and name is not None:
