@@ -180,7 +180,10 @@ p = subprocess.run([sys.executable, "-m", "xlashape", "{cmd}", P], capture_outpu
                    stdin=subprocess.DEVNULL)
 if p.returncode < 0:
     raise OracleFailure(f"crash-signal{{-p.returncode}} " + p.stderr[-2000:])
-if "Traceback (most recent call last)" in p.stderr or p.returncode not in (0, 1, 2):
+# a traceback starts a line; a warning that quotes an input line holding the
+# words starts with "xlashape: "
+if (any(ln.startswith("Traceback (most recent call last)") for ln in p.stderr.splitlines())
+        or p.returncode not in (0, 1, 2)):
     raise OracleFailure(f"traceback rc={{p.returncode}} " + p.stderr[-2000:])
 """
 CALLS["python-m.memory"] = CLI_PROCESS.format(cmd="memory")
