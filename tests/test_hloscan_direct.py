@@ -853,3 +853,18 @@ def test_random_line_sequences(picked, ends):
     # and it stops only at a line that is not blank: a blank line is always taken
     if a[0] < len(lines):
         assert lines[a[0]].strip()
+
+
+def test_a_call_kinds_value_that_is_not_a_set_is_a_family_error():
+    # the scanner adds to these sets in C; anything else was a SystemError
+    import io
+
+    with pytest.raises(ShapeTypeError, match=r"call_kinds\['body'\] must be a set"):
+        hs.scan_calls_chunk(b"  %f = f32[] fusion(%a), kind=kLoop, calls=%body\n",
+                            {"body": frozenset()}, hm.call_kind)
+    reader = hm.HloReader()
+    reader.call_kinds["body"] = frozenset()
+    text = ("HloModule m\n\nENTRY %e (a: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
+            "  ROOT %f = f32[] fusion(f32[] %a), kind=kLoop, calls=%body\n}\n")
+    with pytest.raises(ShapeTypeError, match=r"call_kinds\['body'\] must be a set"):
+        list(reader.read(io.StringIO(text)))

@@ -588,6 +588,16 @@ cdef int _record_calls(reader, const char* s, Py_ssize_t op_a, Py_ssize_t op_b,
     return 1
 
 
+cdef inline int _add_kind(object kinds, object kind, object callee) except -1:
+    """kinds.add(kind) for the set of a computation's call kinds (a value of
+    a call_kinds dict, which the caller may have filled)."""
+    if type(kinds) is not set:
+        raise ShapeTypeError(f"call_kinds[{callee!r}] must be a set of call kinds, not "
+                             f"{type(kinds).__name__}")
+    (<set>kinds).add(kind)
+    return 0
+
+
 cdef bint next_callee(const char* s, Py_ssize_t* pos, Py_ssize_t end, Py_ssize_t* start,
                       Py_ssize_t* stop) noexcept nogil:
     """The next computation name (%?[A-Za-z_][\\w.\\-]*, without its %) in
@@ -634,7 +644,7 @@ cdef int _record_value(reader, const char* s, Py_ssize_t v_a, Py_ssize_t v_b, ob
         if got is NULL:
             reader.call_kinds[callee] = {kind}
         else:
-            (<set>got).add(kind)
+            _add_kind(<object>got, kind, callee)
         comp = reader.computations.get(callee)
         if comp is not None:
             comp.kinds.add(kind)
@@ -1022,7 +1032,7 @@ def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
                 if found is NULL:
                     kinds[name] = {kind}
                 else:
-                    (<set>found).add(kind)
+                    _add_kind(<object>found, kind, name)
                 k = q
                 continue
             k += 1

@@ -1367,6 +1367,10 @@ class HloReader:
             kinds = self.call_kinds.get(callee)
             if kinds is None:
                 kinds = self.call_kinds[callee] = set()
+            elif type(kinds) is not set:
+                # as the compiled scanner says it
+                raise ShapeTypeError(f"call_kinds[{callee!r}] must be a set of call kinds, not "
+                                     f"{type(kinds).__name__}")
             kinds.add(kind)
             c = self.computations.get(callee)
             if c is not None:
@@ -2052,6 +2056,9 @@ def _scan_chunk_python(chunk: bytes, kinds: Dict[str, set]) -> None:
             got = kinds.get(k)
             if got is None:
                 kinds[k] = {kind}
+            elif type(got) is not set:
+                raise ShapeTypeError(f"call_kinds[{k!r}] must be a set of call kinds, not "
+                                     f"{type(got).__name__}")
             else:
                 got.add(kind)
 
