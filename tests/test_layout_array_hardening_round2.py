@@ -919,3 +919,40 @@ def test_a_new_array_with_a_nonzero_padding_value_is_still_filled():
     # the padding slots hold 7, the logical ones 0: counted independently
     assert int((phys == 7).sum()) == phys.size - 15
     assert int((phys == 0).sum()) == 15
+
+
+@pytest.mark.parametrize("text, value", [
+    ("f32[16,256]{1,0:T(8,128)}", 1.5),
+    ("f32[16,256]{0,1:T(8,128)}", -2.0),        # padded: the element-wise route
+    ("bf16[16,256]{1,0:T(8,128)(2,1)}", 3.0),
+    ("s4[16,256]{1,0:T(8,128)(2,1)E(4)}", -3),
+    ("u2[64]{0:E(2)}", 2),
+    ("u2[64]{0}", 3),
+    ("pred[16,128]{1,0:T(8,128)(4,1)}", True),
+    ("c64[4,8]{0,1}", 1 - 2j),
+    ("f8e4m3fn[32,128]{1,0:T(8,128)(4,1)}", 0.5),
+    ("s8[7,5]{0,1}", -7),
+    ("f32[]", 4.0),
+    ("f32[0,7]{1,0:T(8,128)}", 1.0),
+])
+def test_fill_of_a_layout_without_padding_writes_what_an_assignment_writes(text, value):
+    # with no padding fill writes the whole buffer in one pass; the bytes
+    # must be those the element-wise store gives
+    la = LayoutArray(text)
+    la.fill(value)
+    ref = LayoutArray(text)
+    ref[...] = np.full(ref.shape, value, ref.dtype)
+    assert bytes(la.physical) == bytes(ref.physical)
+    np.testing.assert_array_equal(np.asarray(la), np.full(la.shape, value, la.dtype))
+
+
+def test_fill_of_a_padded_layout_keeps_the_padding_value():
+    shape = xs.parse_shape("s4[3,5]{1,0:T(2,4)E(4)}")
+    shape = shape.with_layout(shape.layout.replace(padding_value=5))
+    la = LayoutArray(shape)
+    before = bytes(la.physical)
+    la.fill(-1)
+    ref = LayoutArray(shape)
+    ref[...] = np.full((3, 5), -1, ref.dtype)
+    assert bytes(la.physical) == bytes(ref.physical) != before
+    assert 0x55 in before         # two padding nibbles of 5 in one byte

@@ -1641,7 +1641,14 @@ cdef class LayoutArray:
                 _reraise_family(e)
             value = bool(probe)
         elem = self._encode(value, "fill value")    # may run the value's Python code
-        self._fill_logical(elem)                    # pins (raises if released meanwhile)
+        # (both pin: they raise if the value's code released the array meanwhile)
+        if self.comp.has_padding:
+            self._fill_logical(elem)
+        else:
+            # every slot (every bit, for packed types) is an element: the
+            # whole buffer in one sequential pass, which also writes a fresh
+            # calloc'd buffer without reading it first
+            self._fill_bytes_with(elem)
 
     def copy(self):
         """A new, writable LayoutArray with the same shape and bytes (padding
