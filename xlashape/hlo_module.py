@@ -1364,14 +1364,7 @@ class HloReader:
                 self.fused_computations.add(callee)
             elif key == "to_apply":
                 self.applied_computations.add(callee)
-            kinds = self.call_kinds.get(callee)
-            if kinds is None:
-                kinds = self.call_kinds[callee] = set()
-            elif type(kinds) is not set:
-                # as the compiled scanner says it
-                raise ShapeTypeError(f"call_kinds[{callee!r}] must be a set of call kinds, not "
-                                     f"{type(kinds).__name__}")
-            kinds.add(kind)
+            _add_call_kind(self.call_kinds, callee, kind)
             c = self.computations.get(callee)
             if c is not None:
                 c.kinds.add(kind)
@@ -1798,6 +1791,19 @@ def _line_chunks(lines):
         yield chunk
 
 
+def _add_call_kind(call_kinds: dict, callee: str, kind: str) -> None:
+    """call_kinds[callee] gains ``kind`` (a new set if it has none); a value
+    that is not a set is a ShapeTypeError, as the compiled scanner says it."""
+    kinds = call_kinds.get(callee)
+    if kinds is None:
+        call_kinds[callee] = {kind}
+    elif type(kinds) is not set:
+        raise ShapeTypeError(f"call_kinds[{callee!r}] must be a set of call kinds, not "
+                             f"{type(kinds).__name__}")
+    else:
+        kinds.add(kind)
+
+
 def _new_pending(line: int, first: str, parsed: str, e: "_Incomplete") -> list:
     """The reader's record of an instruction that continues on the next
     lines: [its first line, its lines, _Brackets of the joined lines, their
@@ -2052,15 +2058,7 @@ def _scan_chunk_python(chunk: bytes, kinds: Dict[str, set]) -> None:
             opcode = om.group(1).decode() if om is not None else ""
         kind = call_kind(opcode, m.group(1).decode())
         for name in _NAME_REF_B.findall(value.strip(b"{}")):
-            k = name.decode("utf-8", "replace")
-            got = kinds.get(k)
-            if got is None:
-                kinds[k] = {kind}
-            elif type(got) is not set:
-                raise ShapeTypeError(f"call_kinds[{k!r}] must be a set of call kinds, not "
-                                     f"{type(got).__name__}")
-            else:
-                got.add(kind)
+            _add_call_kind(kinds, name.decode("utf-8", "replace"), kind)
 
 
 _NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),

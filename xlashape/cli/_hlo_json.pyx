@@ -91,6 +91,23 @@ def operand_names_or_warn(ins, on_warning):
         return None
 
 
+def _kind_and_calls(ins):
+    """The ', "kind": ..., "called_computations": [...]' part of a row (each
+    only when the attributes name it; "" for neither): what the C writer's
+    _extra reads from the attribute text itself."""
+    at = ins.attributes_text
+    if not at:
+        return ""
+    out = ""
+    if "kind=" in at:
+        kind = ins.kind
+        out = ', "kind": ' + ("null" if kind is None else json_str(kind))
+    if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
+            or "branch_computations=" in at):
+        out += ', "called_computations": ' + json.dumps(list(ins.called_computations))
+    return out
+
+
 def json_row(ins, fp, waste, details, on_warning):
     """One instruction as a JSON object (``fp``: its memory footprint,
     ``waste``: padded minus unpadded bytes or None). Built by hand: json.dumps
@@ -133,13 +150,7 @@ def json_row(ins, fp, waste, details, on_warning):
             if ins.opcode in ("parameter", "constant"):
                 parts += [', "argument": ', json_str(ins.argument)]
             parts += [', "attributes": ', json.dumps(ins.attributes)]
-        at = ins.attributes_text
-        if "kind=" in at:
-            kind = ins.kind
-            parts += [', "kind": ', "null" if kind is None else json_str(kind)]
-        if ("calls=" in at or "to_apply=" in at or "body=" in at or "condition=" in at
-                or "branch_computations=" in at):
-            parts += [', "called_computations": ', json.dumps(list(ins.called_computations))]
+        parts.append(_kind_and_calls(ins))
     parts.append("}")
     return "".join(parts)
 
@@ -232,17 +243,7 @@ def write_rows(reader, lines, summary, jsonw, on_warning, aliased, bint compiled
                 sink.threshold = heap[0][0] + 1 if len(heap) >= top else 1
             row = None
             if compiled:
-                at = ins.attributes_text
-                extra = ""
-                if at:
-                    if "kind=" in at:
-                        kind = ins.kind
-                        extra = ', "kind": ' + ("null" if kind is None else json_str(kind))
-                    if ("calls=" in at or "to_apply=" in at or "body=" in at
-                            or "condition=" in at or "branch_computations=" in at):
-                        extra += (', "called_computations": '
-                                  + json.dumps(list(ins.called_computations)))
-                row = _row_of(ins, head, si[2], kind_part, result, si[3], extra)
+                row = _row_of(ins, head, si[2], kind_part, result, si[3], _kind_and_calls(ins))
             if row is None:
                 row = json_row(ins, si[1], si[5], False, on_warning)
             raw(row)
