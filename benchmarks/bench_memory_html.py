@@ -1,7 +1,7 @@
 """The memory viewer page (``xlashape memory --html``) of a large module:
 100,000 allocations, 100,000 buffers live at the peak, a schedule of 200,000
 positions (a synthetic model: the page is a reporter over it, so the time is
-the page's own). Median of 3 wall-clock runs of ``report_html.render_html``.
+the page's own). Median of 3 wall-clock runs of ``reporters.html.render_html``.
 
     python benchmarks/bench_memory_html.py
 """
@@ -11,8 +11,8 @@ import time
 from array import array
 
 from xlashape.memory import Allocation, ModuleMemory
-from xlashape.peak import PeakAnalysis, PeakBuffer
-from xlashape.report_html import render_html
+from xlashape.memory import PeakAnalysis, PeakBuffer
+from xlashape.reporters.html import render_html
 
 
 def module(n_alloc=100_000, n_pos=200_000):

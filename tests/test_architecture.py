@@ -3,11 +3,17 @@
 Its code block lists the package's modules in layers, top to bottom; a
 module may import only from its own layer and the layers below. This test
 reads that block, finds every module of the package (Python modules, the
-``cli`` package with its ``.pyx``, Cython ``.pyx`` modules; a ``.pxd`` belongs
-to the ``.pyx`` of its name, ``.pxi`` files to ``_core``, and ``_ascii.pxd``,
-declarations alone, is a module of its own), and checks each import in each
-of them, function-level imports included: Python files with ``ast``, Cython
-files line by line.
+``cli`` package with its ``.pyx``, the modules of the ``memory`` and
+``reporters`` packages by their path, ``memory/account``, with
+``memory/__init__`` standing for the package; Cython ``.pyx`` modules; a
+``.pxd`` belongs to the ``.pyx`` of its name, ``.pxi`` files to ``_core``, and
+``_ascii.pxd``, declarations alone, is a module of its own), and checks each
+import in each of them, function-level imports included: Python files with
+``ast``, Cython files line by line.
+
+Then the rules of the memory accounting (one model, views that only read
+it): a view (``reporters/``) imports no reader and no source and opens no
+file; a reader imports nothing of ``memory/`` or ``reporters/``.
 
 Adding a module means adding it to the README's block, on the line of the
 layer it belongs to.
@@ -21,6 +27,8 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "xlashape"
+#: subpackages whose modules are listed one by one (``memory/account``)
+SUBPACKAGES = ("memory", "reporters")
 
 if not (PKG / "__init__.py").exists() or not (ROOT / "README.md").exists():  # pragma: no cover
     pytest.skip("not run from a checkout", allow_module_level=True)
@@ -39,7 +47,8 @@ def readme_layers():
         layer = set()
         for name in names.split(","):
             name = name.strip().removeprefix("xlashape/").rstrip("/")
-            layer.add(re.sub(r"\.(py|pyx|pxd)$", "", name))
+            name = re.sub(r"\.(py|pyx|pxd)$", "", name)
+            layer.add(name.removesuffix("/__init__"))
         layers.append(layer)
     return layers
 
@@ -47,6 +56,8 @@ def readme_layers():
 def module_of(path: pathlib.Path) -> str:
     if path.parent.name == "cli":
         return "cli"
+    if path.parent.name in SUBPACKAGES:
+        return path.parent.name if path.stem == "__init__" else f"{path.parent.name}/{path.stem}"
     if path.suffix == ".pxi" or (path.suffix == ".pxd" and path.stem == "_core"):
         return "_core"
     return path.stem
@@ -55,41 +66,66 @@ def module_of(path: pathlib.Path) -> str:
 def package_files():
     files = [p for p in PKG.iterdir() if p.suffix in (".py", ".pyx", ".pxi", ".pxd")]
     cli = PKG / "cli"
-    return files + sorted(p for p in cli.iterdir() if p.suffix in (".py", ".pyx"))
+    files += sorted(p for p in cli.iterdir() if p.suffix in (".py", ".pyx"))
+    for sub in SUBPACKAGES:
+        files += sorted((PKG / sub).glob("*.py"))
+    return files
 
 
-def _names_of(module: str, names):
-    # "from . import a, b": the names that are modules of the package
-    return {module} if module else {n for n in names if (PKG / f"{n}.py").exists()
-                                    or (PKG / f"{n}.pyx").exists() or (PKG / f"{n}.pxd").exists()
-                                    or (PKG / n).is_dir()}
+def _resolve(parts):
+    """The module a dotted path inside the package names (``["memory",
+    "model"]`` -> ``memory/model``; ``["memory"]`` -> ``memory``)."""
+    if not parts:
+        return None
+    head = parts[0]
+    if head == "cli":
+        return "cli"
+    if head in SUBPACKAGES:
+        if len(parts) > 1 and (PKG / head / f"{parts[1]}.py").exists():
+            return f"{head}/{parts[1]}"
+        return head
+    return head
+
+
+def _names_of(base, names):
+    # "from <base> import a, b": the names that are modules (of the package,
+    # or of the subpackage base names)
+    out = set()
+    for n in names:
+        where = PKG.joinpath(*base) if base else PKG
+        if (where / f"{n}.py").exists() or (where / f"{n}.pyx").exists() or \
+                (where / f"{n}.pxd").exists() or (where / n).is_dir():
+            out.add(_resolve(list(base) + [n]))
+    return out
 
 
 def python_imports(path: pathlib.Path):
     """(line, imported module of the package) for every import in a .py file."""
-    in_cli = path.parent.name == "cli"
+    pkg = [] if path.parent == PKG else [path.parent.name]
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("xlashape."):
-                    out.append((node.lineno, alias.name.split(".")[1]))
+                    out.append((node.lineno, _resolve(alias.name.split(".")[1:])))
         elif isinstance(node, ast.ImportFrom):
             names = [a.name for a in node.names]
             if node.level == 0:
                 if node.module == "xlashape":
-                    out += [(node.lineno, m) for m in _names_of("", names)]
+                    out += [(node.lineno, m) for m in _names_of([], names)]
                 elif (node.module or "").startswith("xlashape."):
-                    out.append((node.lineno, node.module.split(".")[1]))
+                    out.append((node.lineno, _resolve(node.module.split(".")[1:])))
                 continue
-            depth = node.level - (1 if in_cli else 0)  # levels above the package root
-            if depth == 0:  # inside cli: its own modules
-                continue
-            if depth != 1:  # pragma: no cover - would leave the package
+            if node.level - 1 > len(pkg):  # pragma: no cover - would leave the package
                 raise AssertionError(f"{path}: relative import above the package")
-            module = (node.module or "").split(".")[0]
-            out += [(node.lineno, m) for m in _names_of(module, names)]
-    return out
+            base = pkg[:len(pkg) - (node.level - 1)]
+            if base == ["cli"] and pkg == ["cli"]:
+                continue  # inside cli: its own modules
+            if node.module:
+                out.append((node.lineno, _resolve(base + node.module.split("."))))
+            else:
+                out += [(node.lineno, m) for m in _names_of(base, names)]
+    return [(n, m) for n, m in out if m is not None]
 
 
 _CYTHON_IMPORT = re.compile(
@@ -110,7 +146,10 @@ def cython_imports(path: pathlib.Path):
             continue  # inside cli: its own modules
         module = m.group(2).split(".")[0]
         names = [n.strip().split(" ")[0] for n in m.group(3).strip("() ").split(",")]
-        out += [(lineno, x) for x in _names_of(module, names)]
+        if module:
+            out.append((lineno, _resolve([module])))
+        else:
+            out += [(lineno, x) for x in _names_of([], names)]
     return out
 
 
@@ -218,3 +257,58 @@ def test_the_readme_names_the_allowed_cycles():
     for cycle in ALLOWED_CYCLES:
         named = "/".join(f"`{m}`" for m in sorted(cycle, key=rule.find))
         assert named in " ".join(rule.split()), named
+
+
+# -- the memory accounting: one model, views that only read it ---------------------
+
+#: the modules that read XLA's artifacts (files, bytes, text)
+READERS = {"hlo_module", "_hloscan", "xla_dump", "live_range", "oom_report", "hlo_proto", "protos"}
+#: what turns an input into the model: a view may use none of it
+BUILDERS = READERS | {"memory/analyze", "memory/account", "memory/records", "memory/peak",
+                      "memory/source_dump", "memory/source_proto", "memory/source_hlo",
+                      "memory/source_oom", "memory/source_jax"}
+#: calls that open or look for a file
+_FILE_CALLS = re.compile(r"\b(open|open_text|os\.path\.(isfile|exists|isdir|getsize)|os\.stat|"
+                         r"os\.listdir|os\.scandir|os\.walk|glob|read_text|read_bytes)\s*\(")
+
+
+def _imports_of(prefix):
+    return {(p, t) for p in package_files() if module_of(p).startswith(prefix)
+            for _, t in (python_imports(p) if p.suffix == ".py" else cython_imports(p))}
+
+
+def test_views_import_no_reader_and_no_builder():
+    bad = sorted(f"{p.relative_to(ROOT)} imports {t}" for p, t in _imports_of("reporters")
+                 if t in BUILDERS)
+    assert bad == []
+
+
+def test_views_open_no_file():
+    bad = []
+    for p in package_files():
+        if module_of(p).startswith("reporters"):
+            for n, line in enumerate(p.read_text().splitlines(), 1):
+                code = line.split("#", 1)[0]
+                if _FILE_CALLS.search(code) and "def " not in code:
+                    bad.append(f"{p.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert bad == []
+
+
+def test_readers_import_no_view_and_nothing_of_the_accounting():
+    bad = sorted(f"{p.relative_to(ROOT)} imports {t}" for p in package_files()
+                 if module_of(p) in READERS
+                 for _, t in (python_imports(p) if p.suffix == ".py" else cython_imports(p))
+                 if t.startswith(("memory", "reporters")))
+    assert bad == []
+
+
+def test_the_view_rules_see_what_they_look_for():
+    # the rules above would pass vacuously if the parsing missed the imports
+    edges = _imports_of("reporters")
+    assert any(t == "memory/model" for _, t in edges)
+    edges = {(module_of(p), t) for p, t in _imports_of("memory")}
+    for edge in [("memory/account", "memory/peak"), ("memory/source_dump", "xla_dump"),
+                 ("memory/analyze", "memory/source_proto"), ("memory", "memory/analyze"),
+                 ("memory/account", "sizes"), ("memory/source_proto", "protos")]:
+        assert edge in edges, edge
+    assert _FILE_CALLS.search("with open(path) as f:") and not _FILE_CALLS.search("reopen_x")

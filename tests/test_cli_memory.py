@@ -27,7 +27,7 @@ ALLOCATION_KEYS = ["kind", "size_in_bytes", "unpadded_size_in_bytes", "memory_sp
 
 def check_form(doc):
     """The JSON form scripts rely on: these keys, these types."""
-    assert list(doc) == ["modules"]
+    assert list(doc) == ["schema_version", "modules"] and doc["schema_version"] == 2
     for m in doc["modules"]:
         assert [k for k in m if k in MODULE_KEYS] == MODULE_KEYS
         assert m["name"] is None or isinstance(m["name"], str)
@@ -50,7 +50,7 @@ def test_memory_json_on_a_cpu_dump():
               "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes"):
         assert m[k] == CPU_STATS[k], k
     assert m["memory_used_bytes"] is None and m["memory_limit_bytes"] is None
-    assert sum(a["size_in_bytes"] for a in m["allocations"] if a["kind"] == "temp") == \
+    assert sum(a["size_in_bytes"] for a in m["allocations"] if a["kind"] == "temporary") == \
         CPU_STATS["temp_size_in_bytes"]
 
 

@@ -196,7 +196,7 @@ def test_cpu_dump_allocations_equal_the_buffer_assignment():
     for a, (_, _, _, flags, values) in zip(got, expected):
         assert [(v.label, v.size_in_bytes, v.offset, v.shape) for v in a.value_details] == values
         assert a.values == list(dict.fromkeys(v[0].split("{")[0] for v in values))
-        assert (a.kind == "temp") == ("preallocated-temp" in flags)
+        assert (a.kind == "temporary") == ("preallocated-temp" in flags)
         assert (a.kind == "parameter") == ("parameter " in flags)
         assert a.maybe_live_out == ("maybe-live-out" in flags)
     # no tiling on CPU: an array value holds no padding, so an allocation's
@@ -250,7 +250,7 @@ def test_hand_made_buffer_assignment():
     allocs = list(iter_buffer_assignment(HAND_BA))
     assert [(a.index, a.kind, a.size, a.color) for a in allocs] == [
         (0, "thread-local", 512, 0), (1, "parameter", 20480, 0), (2, "output", 512, 0),
-        (3, "temp", 4, 2), (4, "temp", 1024, 0)]
+        (3, "temporary", 4, 2), (4, "temporary", 1024, 0)]
     v = allocs[1].values[1]
     assert (v.name, v.index, v.is_phi, v.label) == ("wide.arg_tuple.2", (1,), True, "wide.arg_tuple.2{1}")
     assert allocs[1].maybe_live_out and allocs[1].parameter_shape == "bf16[8,1,1280]"
@@ -313,7 +313,7 @@ def test_detailed_report_entries_equal_the_report():
     # the shape's exact sizes agree with the report's rounded ones
     assert (a.size_in_bytes, a.unpadded_size_in_bytes) == (8 * 1280 * 8 * 16384 * 2,
                                                            8 * 1280 * 16384 * 2)
-    assert a.values == ["broadcast.3115"] and a.kind == "temp"
+    assert a.values == ["broadcast.3115"] and a.kind == "temporary"
     assert a.explanation().fixes
     # the report gives the HLO temporaries padded (18.41G) and unpadded
     # (16.34G): 18.94G - 2.07G = 16.87G > 15.75G

@@ -64,7 +64,7 @@ def test_drop_dimension_only_where_it_removes_the_padding():
 
 def test_a_compiler_scratch_buffer_gets_no_layout_fix():
     text = "bf16[8,64,64,32]{3,0,2,1:T(8,128)(2,1)S(1)}"
-    assert origin_of(text, kind="temp") == "scratch"
+    assert origin_of(text, kind="temporary") == "scratch"
     a = advice(text, origin="scratch")
     assert a.fixes == () and "scratch" in a.note and "VMEM" in a.note
     # in the real dump it comes from: the VMEM temporary has no fix, in the API and the CLI

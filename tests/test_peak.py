@@ -1,5 +1,5 @@
 """The peak figures of ``memory_analysis()`` and what is live at the peak
-(:mod:`xlashape.peak`, :mod:`xlashape.live_range`, :mod:`xlashape.devices`),
+(:mod:`xlashape.memory.peak`, :mod:`xlashape.live_range`, :mod:`xlashape.devices`),
 against the real compilers' corpora of ``tests/data`` (``tests/corpora.py``).
 
 Every expected number is XLA's: the ``memory_analysis()`` fields saved beside
@@ -20,31 +20,23 @@ from xlashape.devices import DEVICES, lookup, usable_bytes
 from xlashape.errors import ShapeValueError, XlaShapeError
 from xlashape.live_range import read_live_ranges, read_locations
 from xlashape.tiling import format_bytes
-from xlashape.peak import (PEAK_FIELDS, VERIFIED, judge, parse_size, peak_from_hlo_proto,
-                           peak_of_dump)
+from xlashape.memory import PEAK_FIELDS, VERIFIED, judge, parse_size
+from xlashape.memory.peak import peak_from_hlo_proto
 
 DUMPED = [p for p in corpora.programs() if p.dump_file("-buffer-assignment.txt") is not None]
 
 
 def _text_route(prog):
-    lr = prog.dump_file("-live-range.txt")
-    values = prog.dump_file("-buffer-assignment-values.txt")
-    return peak_of_dump(str(prog.dump_file("-buffer-assignment.txt")), prog.platform,
-                        live_range_path=str(lr) if lr else None,
-                        values_path=str(values) if values else None,
-                        hlo_path=str(prog.dump_file(".txt")), unpadded=_unpadded(prog))
+    # the dump's text files: the buffer assignment, with the live ranges, the
+    # values and the module text beside it
+    (m,) = memory.analyze(prog.dump_file("-buffer-assignment.txt"), platform=prog.platform,
+                          chip=prog.chip).modules
+    return m.peak
 
 
-def _unpadded(prog):
-    # the size model (xlashape.memory) gives a value's size without padding
-    def unpadded(v):
-        if v.shape is not None and v.shape.is_tuple:
-            return 8 * len(v.shape.tuple_shapes)
-        if v.shape is None:
-            return v.size
-        got = memory.unpadded_size(v.shape, prog.platform, prog.chip)
-        return v.size if got is None else min(got, v.size)
-    return unpadded
+def _proto_route(prog):
+    (m,) = memory.analyze(prog.hlo_proto, platform=prog.platform, chip=prog.chip).modules
+    return m.peak
 
 
 def _has_heap_files(prog):
@@ -74,7 +66,7 @@ def test_text_route_gives_xla_figures_or_null_with_reason(prog):
 @pytest.mark.parametrize("prog", [p for p in DUMPED if p.hlo_proto is not None],
                          ids=corpora.program_id)
 def test_proto_route_agrees_with_text_route_and_xla(prog):
-    pa = memory.peak_of_hlo_proto(str(prog.hlo_proto), prog.platform, prog.chip)
+    pa = _proto_route(prog)
     text = _text_route(prog)
     for k in PEAK_FIELDS:
         if _has_heap_files(prog) or not k.startswith("peak"):
@@ -339,7 +331,7 @@ def test_cpu_counts_host_memory_as_device_memory_from_text_alone():
 
 
 def test_peak_can_be_skipped_and_heap_json_is_bounded(monkeypatch):
-    from xlashape import peak as peak_module
+    from xlashape.memory import model as peak_module
 
     (m,) = memory.analyze(memory.EXAMPLE_DUMP, peak=False).modules
     assert m.peak is None and "peak" not in m.to_json()
@@ -399,7 +391,7 @@ def test_live_range_lines_with_huge_numbers_are_skipped():
 @pytest.mark.parametrize("text", ["1e999999999", "9" * 5000 + "G", "1e400", "99999999999E"])
 def test_parse_size_refuses_sizes_past_int64(text):
     from xlashape.errors import ShapeValueError
-    from xlashape.peak import parse_size
+    from xlashape.memory import parse_size
     with pytest.raises(ShapeValueError):
         parse_size(text)
 

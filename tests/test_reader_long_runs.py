@@ -91,7 +91,8 @@ def test_a_block_that_never_closes_is_given_up_at_the_line_limit():
 
 _CHILD = r'''
 import io
-from xlashape import hlo_module, live_range, oom_report, peak, xla_dump
+from xlashape import hlo_module, live_range, oom_report, xla_dump
+from xlashape.memory import verdict as peak
 RUN = " " * 400_000
 TAB = "\t" * 400_000
 for run in (RUN, TAB):

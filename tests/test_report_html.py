@@ -21,7 +21,7 @@ import pytest
 from cli_util import DATA, ok, run
 from xlashape.tiling import format_bytes
 from xlashape.memory import Allocation, ModuleMemory
-from xlashape.report_html import MAX_ROWS, SMALL_BYTES, render_html
+from xlashape.reporters.html import MAX_ROWS, SMALL_BYTES, render_html
 
 EXAMPLE_XLA = json.loads((DATA / "tpu_corpus" / "example_conv_rgb" / "memory_analysis.json")
                          .read_text())["memory_analysis"]
@@ -139,7 +139,7 @@ def test_text_from_the_artifact_is_escaped(tmp_path):
 def test_fields_of_the_model_are_escaped():
     m = ModuleMemory(EVIL, "hlo")
     m.warnings.append(EVIL)
-    m._allocations = [Allocation("temp", 1 << 20, 1 << 19, 0, 'f32[8]{0} "><b onclick=x>',
+    m.allocations = [Allocation("temporary", 1 << 20, 1 << 19, 0, 'f32[8]{0} "><b onclick=x>',
                                  [EVIL], op_name=EVIL)]
     m.allocation_count = 1
     text = render_html([m], title=EVIL)
@@ -150,7 +150,7 @@ def test_fields_of_the_model_are_escaped():
 def test_100000_allocations_are_grouped_into_a_bounded_table():
     m = ModuleMemory("jit_big", "hlo")
     sizes = [(i * 7919) % (64 << 10) + 1 for i in range(100_000)]
-    m._allocations = [Allocation("temp" if i % 3 else "parameter", s, s - s // 8, 0, "f32[8]{0}",
+    m.allocations = [Allocation("temporary" if i % 3 else "parameter", s, s - s // 8, 0, "f32[8]{0}",
                                  [f"v.{i}"]) for i, s in enumerate(sizes)]
     m.allocation_count = len(sizes)
     text = render_html([m])

@@ -1,6 +1,6 @@
 """Small private helpers every xlashape module may use (the bottom layer).
 
-The integer limits of XLA's int64 fields, argument checks with one wording
+The integer limits of XLA's int64 fields (from :mod:`xlashape.limits`), argument checks with one wording
 each (``as_int``, ``int_tuple``, ``check_index``), the immutability mixin of
 the metadata classes, and the bits an element takes in memory. Nothing here
 knows about shapes beyond reading their attributes, so every module can
@@ -14,10 +14,7 @@ from typing import Iterable
 
 from .errors import ShapeIndexError, ShapeTypeError
 
-#: XLA keeps sizes, strides and offsets in int64; the lexer reads uint64.
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
-UINT64_MAX = 2**64 - 1
+from .limits import INT64_MAX, INT64_MIN, UINT64_MAX  # noqa: F401 - the package's names for them
 
 
 def as_int(value, what: str) -> int:

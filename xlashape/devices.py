@@ -24,7 +24,8 @@ from typing import Dict, NamedTuple, Optional
 
 from .errors import ShapeValueError
 
-__all__ = ["Device", "DEVICES", "TPU_ALIASES", "lookup", "usable_bytes", "JAX_GPU_FRACTION"]
+__all__ = ["Device", "DEVICES", "TPU_ALIASES", "TPU_GENERATIONS", "tpu_generation", "lookup",
+           "usable_bytes", "JAX_GPU_FRACTION"]
 
 GiB = 1 << 30
 GB = 10 ** 9
@@ -93,6 +94,32 @@ TPU_ALIASES = {
     "tpu7x": "v7x", "tpu v7x": "v7x", "tpu7": "v7x", "ironwood": "v7x",
 }
 
+#: the TPU generations of the table, oldest first
+TPU_GENERATIONS = tuple(name for name, d in DEVICES.items() if d.platform == "tpu")
+
+
+def tpu_generation(name) -> Optional[str]:
+    """The TPU generation ``name`` stands for (``v4``, ``v5e``, ...): its short
+    name in any case, a topology (``v5e:2x2``), jax's ``device_kind`` (``TPU v5
+    lite``) or another name people use (``trillium``); ``None`` when it names
+    no TPU generation. The one reader of TPU names: the size model, the
+    TPU layout model and :func:`lookup` all call it.
+
+    >>> tpu_generation("v6e:2x2"), tpu_generation("TPU v5 lite"), tpu_generation("h100")
+    ('v6e', 'v5e', None)
+    """
+    key = " ".join(str(name).strip().lower().split())
+    key = key.split(":", 1)[0].strip()
+    if key in TPU_ALIASES:
+        return TPU_ALIASES[key]
+    if key.startswith("tpu"):
+        key = key[3:].strip()
+    if key in TPU_ALIASES:
+        return TPU_ALIASES[key]
+    d = DEVICES.get(key)
+    return key if d is not None and d.platform == "tpu" else None
+
+
 _GPU_ALIASES = {"a100-80g": "a100", "a100-80gb": "a100", "a100-40gb": "a100-40g",
                 "h100-80g": "h100", "h100-sxm": "h100", "h200-141g": "h200"}
 
@@ -104,11 +131,12 @@ def lookup(name: str) -> Device:
     key = str(name).strip().lower()
     if key in DEVICES:
         return DEVICES[key]
+    tpu = tpu_generation(key)
+    if tpu is not None:
+        return DEVICES[tpu]
     short = key.split(":")[0]
     if short in DEVICES:
         return DEVICES[short]
-    if short in TPU_ALIASES:
-        return DEVICES[TPU_ALIASES[short]]
     if short in _GPU_ALIASES:
         return DEVICES[_GPU_ALIASES[short]]
     for d in DEVICES.values():

@@ -1649,7 +1649,10 @@ class TextBlocks:
     ``HloReader.read`` gets faster from a big file (the stream must have
     been opened with newline translation, as ``open()`` does by default, so
     that its lines end with "\\n"). ``progress(characters read)`` is called
-    after each block.
+    after each block; ``observer(block)`` sees every block of whole lines
+    as it is read (the whole text, before a subclass leaves parts out: a
+    second reader of the same pass, such as the op paths'
+    :class:`xlashape.live_range.LocationScanner`).
 
     >>> import io
     >>> [i.name for i in HloReader().read(TextBlocks(io.StringIO("a = f32[] constant(1)\\n")))]
@@ -1657,14 +1660,26 @@ class TextBlocks:
     """
 
     def __init__(self, stream, progress: Optional[Callable[[int], None]] = None,
-                 block: int = 1 << 20):
+                 block: int = 1 << 20, observer: Optional[Callable[[str], None]] = None):
         self.stream = stream
         self.progress = progress
         self.block = block
+        self.observer = observer
 
     def blocks(self) -> Iterator[str]:
         """Blocks of whole lines: each a str of lines joined by "\\n" (the
         last line of a block without its "\\n")."""
+        observer = self.observer
+        if observer is None:
+            return self._blocks()
+        return self._observed(observer)
+
+    def _observed(self, observer) -> Iterator[str]:
+        for block in self._blocks():
+            observer(block)
+            yield block
+
+    def _blocks(self) -> Iterator[str]:
         # A line longer than a block is carried as a list of pieces, joined
         # once when its end arrives: each character is copied a bounded
         # number of times and searched for "\n" once, so a line of any length

@@ -23,16 +23,15 @@ the number of values / instructions, not to the file's size) and never raise
 on a malformed line: it is skipped.
 """
 
-import os
 import re
 from itertools import chain
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
 from .hlo_module import open_text
-from .hlo_proto import read_hlo_proto_module
 
-__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "read_value_operands", "reads"]
+__all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "LocationScanner",
+           "read_value_operands", "reads"]
 
 # numbers in these files are int64: at most 19 digits (a longer run of digits
 # is a malformed line, skipped; int() of thousands of digits raises ValueError)
@@ -229,83 +228,129 @@ def read_locations(source, names=None) -> Dict[str, Location]:
     text (a path, or an iterable of lines) that has ``op_name`` or a source
     position -- only those in ``names`` when it is given (memory then stays
     proportional to ``names``); ``stack_frame_id`` is resolved through the
-    module's ``StackFrames`` tables. A ``*.hlo.pb`` / ``.hlo.pb.gz`` path is
-    read through :mod:`xlashape.hlo_proto`."""
+    module's ``StackFrames`` tables."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
-        path = os.fsdecode(source)
-        if path.endswith((".hlo.pb", ".hlo.pb.gz")):
-            return _read_locations(read_hlo_proto_module(path).to_text().splitlines(), names)
         with open_text(source) as f:
             return _read_locations(f, names)
     return _read_locations(source, names)
 
 
 def _read_locations(lines: Iterable[str], names=None) -> Dict[str, Location]:
-    files: Dict[int, str] = {}
-    locations: Dict[int, Tuple[int, int]] = {}
-    frames: Dict[int, int] = {}
-    out: Dict[str, Location] = {}
-    pending: Dict[str, Tuple[Optional[str], Optional[int]]] = {}
-    table = None
+    scanner = LocationScanner(names)
     for line in lines:
+        scanner.feed_line(line)
+    return scanner.result()
+
+
+_TABLES = ("FileNames", "FunctionNames", "FileLocations", "StackFrames")
+
+
+class LocationScanner:
+    """:func:`read_locations` fed as the text streams past, so that the pass
+    that reads a module for another purpose collects the op paths and source
+    lines too: :meth:`feed_line` for lines, :meth:`feed_block` for blocks of
+    whole lines (only the lines that can hold a location are looked at), then
+    :meth:`result`. ``names``: only these instructions (``None``: all);
+    ``keep``: with ``names=None``, at most this many instructions, the last
+    ones read (the entry computation, which XLA prints last, and its root's
+    operands, in a module too big to keep every location of)."""
+
+    def __init__(self, names=None, keep: Optional[int] = None):
+        self.names = names
+        self.keep = keep
+        self.files: Dict[int, str] = {}
+        self.locations: Dict[int, Tuple[int, int]] = {}
+        self.frames: Dict[int, int] = {}
+        self.out: Dict[str, Location] = {}
+        self.pending: Dict[str, Tuple[Optional[str], int]] = {}
+        self.table: Optional[str] = None
+
+    def feed_block(self, block: str) -> None:
+        if self.table is not None or any(t in block for t in _TABLES):
+            for line in block.split("\n"):
+                self.feed_line(line)
+            return
+        find = block.find
+        pos = find("metadata={")
+        while pos >= 0:
+            start = block.rfind("\n", 0, pos) + 1
+            end = find("\n", pos)
+            if end < 0:
+                end = len(block)
+            self.feed_line(block[start:end])
+            pos = find("metadata={", end)
+
+    def feed_line(self, line: str) -> None:
+        table = self.table
         if table is not None:
             s = line.strip()
             if not s:
-                table = None
-                continue
+                self.table = None
+                return
             m = _TABLE_ROW.match(line)
             if m:
                 key, rest = int(m.group(1)), m.group(2).rstrip()
                 if table == "FileNames":
-                    files[key] = rest.strip('"')
+                    self.files[key] = rest.strip('"')
                 elif table == "FileLocations":
                     kv = _kv(rest)
                     try:
-                        locations[key] = (int(kv.get("file_name_id", "0")), int(kv.get("line", "0")))
+                        self.locations[key] = (int(kv.get("file_name_id", "0")),
+                                               int(kv.get("line", "0")))
                     except ValueError:
                         pass
                 elif table == "StackFrames":
                     kv = _kv(rest)
                     try:
-                        frames[key] = int(kv.get("file_location_id", "0"))
+                        self.frames[key] = int(kv.get("file_location_id", "0"))
                     except ValueError:
                         pass
-                continue
-            table = None
+                return
+            self.table = None
         s = line.strip()
-        if s in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
-            table = s
-            continue
+        if s in _TABLES:
+            self.table = s
+            return
         if "metadata={" not in line:
-            continue
+            return
         m = _INSTR.match(line)
+        names = self.names
         if not m or (names is not None and m.group(1) not in names):
-            continue
+            return
         mm = _META.search(line)
         if not mm:
-            continue
+            return
         kv = _kv(mm.group(1))
         op = kv.get("op_name")
-        src = None
+        name = m.group(1)
         if "source_file" in kv:
             src = kv["source_file"] + (":" + kv["source_line"] if "source_line" in kv else "")
-            out[m.group(1)] = Location(op, src)
+            self._put(self.out, name, Location(op, src))
         elif "stack_frame_id" in kv:
             try:
-                pending[m.group(1)] = (op, int(kv["stack_frame_id"]))
+                self._put(self.pending, name, (op, int(kv["stack_frame_id"])))
             except ValueError:
-                out[m.group(1)] = Location(op, None)
+                self._put(self.out, name, Location(op, None))
         elif op is not None:
-            out[m.group(1)] = Location(op, None)
-    for name, (op, frame) in pending.items():
-        src = None
-        loc = locations.get(frames.get(frame, -1))
-        if loc is not None and loc[0] in files:
-            src = f"{files[loc[0]]}:{loc[1]}"
-        out[name] = Location(op, src)
-    return out
+            self._put(self.out, name, Location(op, None))
 
+    def _put(self, table: dict, name: str, value) -> None:
+        keep = self.keep
+        if keep is not None:
+            table.pop(name, None)
+            if len(table) >= keep:
+                del table[next(iter(table))]   # the oldest (dicts keep insertion order)
+        table[name] = value
 
+    def result(self) -> Dict[str, Location]:
+        out = dict(self.out)
+        for name, (op, frame) in self.pending.items():
+            src = None
+            loc = self.locations.get(self.frames.get(frame, -1))
+            if loc is not None and loc[0] in self.files:
+                src = f"{self.files[loc[0]]}:{loc[1]}"
+            out[name] = Location(op, src)
+        return out
 
 
 def read_value_operands(source) -> Dict[int, str]:

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import itertools
 import math
-import re
 from dataclasses import dataclass
 from typing import List, NamedTuple, Optional
 
 from . import tpu
 from .hlo_text import parse_shape
 from .layout import COMBINE_DIMENSION, Tile
-from .oom_report import parse_size
 from .shape import Shape
 from .tiling import LayoutPlan, format_bytes, format_expansion, plan, size_with_layout
 from .errors import InvalidShapeError, XlaShapeError
@@ -69,7 +67,8 @@ class PaddingReport:
     (logical elements, ``E(n)`` packing); ``padded_bytes`` is
     :func:`physical_size_in_bytes`. ``sources`` lists each padding source
     with a factor above 1, largest first; ``suggestions`` are layouts that
-    would really be smaller, each with the size it would take.
+    would really be smaller, each with the size it would take (the sentence;
+    ``suggestion_sizes`` holds those sizes in bytes, in the same order).
     """
 
     shape: Shape
@@ -81,6 +80,7 @@ class PaddingReport:
     suggestions: tuple
     logical_elements: int = 0
     physical_elements: int = 0
+    suggestion_sizes: tuple = ()
 
     @property
     def padding_bytes(self) -> int:
@@ -190,6 +190,8 @@ def _padding_sources(p: LayoutPlan) -> list:
 
 
 def _suggestions(p: LayoutPlan) -> list:
+    """``(sentence, size in bytes)`` of the layouts and reshapes that would
+    really make ``p`` smaller, smallest first (at most five)."""
     shape, layout = p.shape, p.layout
     current = p.size_in_bytes
     if current == 0:
@@ -257,7 +259,7 @@ def _suggestions(p: LayoutPlan) -> list:
         size = size_with_layout(shape, layout.replace(element_size_in_bits=et.bit_width))
         offer(f"pack {8 // et.bit_width} {et.hlo_name} elements per byte with "
               f"E({et.bit_width})" + tail(size), size)
-    return [t for t, _ in sorted(found.items(), key=lambda kv: kv[1])][:5]
+    return sorted(found.items(), key=lambda kv: kv[1])[:5]
 
 
 def _offer_minor_merge(p: LayoutPlan, offer, tail) -> None:
@@ -304,6 +306,7 @@ def padding_report(shape) -> PaddingReport:
     logical = math.prod(p.dimensions)
     unpadded = -(-logical * p.element_bits // 8)
     padded = p.size_in_bytes
+    suggested = _suggestions(p)
     return PaddingReport(
         shape=p.shape,
         unpadded_bytes=unpadded,
@@ -311,7 +314,8 @@ def padding_report(shape) -> PaddingReport:
         expansion=_ratio(padded, unpadded),
         physical_dimensions=p.physical_dimensions,
         sources=tuple(_padding_sources(p)),
-        suggestions=tuple(_suggestions(p)),
+        suggestions=tuple(text for text, _ in suggested),
+        suggestion_sizes=tuple(size for _, size in suggested),
         logical_elements=logical,
         physical_elements=p.element_count,
     )
@@ -341,6 +345,9 @@ class Fix(NamedTuple):
 
     def __str__(self):
         return self.text
+
+    def to_json(self) -> dict:
+        return {"kind": self.kind, "text": self.text, "size_in_bytes": self.size_in_bytes}
 
 
 class Advice(NamedTuple):
@@ -375,7 +382,7 @@ def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] 
     'requested'
     >>> origin_of("f32[8,1024]{1,0:T(8,128)}", kind="parameter")
     'default'
-    >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)S(1)}", kind="temp")
+    >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)S(1)}", kind="temporary")
     'scratch'
     """
     shape = _as_array(shape)
@@ -474,8 +481,7 @@ def advice(shape, *, origin: Optional[str] = None, chip: str = "v5e") -> Optiona
                                  f"drop the size-1 dimension {d} (jnp.squeeze(x, {d}), or reshape "
                                  f"to {_bare_text(s2)}): in XLA:TPU's default layout {s2} takes "
                                  f"{format_bytes(ssize)} instead of {format_bytes(current)}", ssize))
-    for text in rep.suggestions:
-        size = _size_in(text)
+    for text, size in zip(rep.suggestions, rep.suggestion_sizes):
         if text.startswith("merge dimension"):
             fixes.append(Fix("reshape", text, size))
         elif text.startswith("pack "):
@@ -593,15 +599,3 @@ def _as_array(shape) -> Optional[Shape]:
 
 def _bare_text(shape: Shape) -> str:
     return f"{shape.element_type.hlo_name}[{','.join(map(str, shape.dimensions))}]"
-
-
-_SIZE_IN = re.compile(r"would take (\S+) instead of|takes (\S+) instead of")
-
-
-def _size_in(text: str) -> Optional[int]:
-    m = _SIZE_IN.search(text)
-    if m is None:
-        return None
-    return parse_size(m.group(1) or m.group(2))
-
-

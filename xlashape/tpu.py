@@ -122,7 +122,7 @@ from .hlo_text import parse_shape
 from .layout import Layout, Tile
 from .primitive_types import PrimitiveType
 from .shape import Shape
-from .devices import TPU_ALIASES
+from .devices import tpu_generation
 
 __all__ = ["CHIPS", "default_layout", "with_default_layout", "canonical_chip"]
 
@@ -130,9 +130,6 @@ P = PrimitiveType
 
 #: The chips the model knows, as XLA:TPU's compile-only topologies name them.
 CHIPS = ("v2", "v3", "v4", "v5e", "v5p", "v6e", "v7x")
-
-# other spellings people use, including jax's ``device.device_kind``
-_ALIASES = TPU_ALIASES  # one table of names: xlashape.devices
 
 
 class _Width(NamedTuple):
@@ -183,11 +180,8 @@ def canonical_chip(chip) -> str:
     """
     if not isinstance(chip, str):
         raise ShapeTypeError(f"chip must be a string such as 'v5e', got {type(chip).__name__}")
-    key = " ".join(chip.strip().lower().split())
-    if ":" in key:  # a topology name, e.g. "v5e:2x2" or "tpu7x:2x2x1"
-        key = key.split(":", 1)[0].strip()
-    name = key if key in _GENERATIONS else _ALIASES.get(key)
-    if name is None:
+    name = tpu_generation(chip)
+    if name not in _GENERATIONS:
         raise InvalidShapeError(
             f"unknown TPU chip {chip!r}: expected one of {', '.join(CHIPS)} "
             "(or jax's device_kind, e.g. 'TPU v5 lite')")

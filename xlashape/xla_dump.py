@@ -41,6 +41,7 @@ import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import hlo_text
+from .allocation_kinds import KINDS, kind_of
 from .errors import HloParseError
 from .hlo_module import HloWarning, _clip, _not_regular, open_text, source_kind
 from .shape import Shape
@@ -55,15 +56,18 @@ __all__ = [
     "read_buffer_assignment",
     "read_memory_usage_report",
     "find_dump_modules",
+    "platform_from_key",
     "ALLOCATION_KINDS",
+    "HLO_PB_SUFFIXES",
+    "MEMORY_REPORT_TXT",
 ]
 
-#: Kinds of allocations, as XLA's buffer assignment flags them: an entry
-#: ``parameter`` (possibly also live out, when the output reuses it), an
-#: ``output`` (``maybe-live-out``), a ``temp`` (``preallocated-temp``: the
-#: block holding the program's temporaries), ``thread-local`` (values of
-#: computations run inside one instruction), ``constant``, and ``other``.
-ALLOCATION_KINDS = ("parameter", "output", "temp", "thread-local", "constant", "other")
+#: Kinds of allocations (:mod:`xlashape.allocation_kinds`, the one vocabulary):
+#: an entry ``parameter`` (also when an output reuses it), an ``output``
+#: (``maybe-live-out``), a ``temporary`` (``preallocated-temp``: the block
+#: holding the program's temporaries), ``thread-local`` (values of
+#: computations run inside one instruction), ``constant``.
+ALLOCATION_KINDS = KINDS
 
 # (no lazy group before a final \s*$ in these: on a line that does not
 # match, that backtracks quadratically over a long run of spaces; the rest of
@@ -107,14 +111,15 @@ class BufferAllocation:
 
     ``index`` (XLA's allocation number), ``size`` in bytes, ``color`` (the
     memory space: 0 device memory, 1 VMEM on TPU, ...), ``kind`` (one of
-    :data:`ALLOCATION_KINDS`), ``maybe_live_out`` (it may hold an output),
+    :data:`ALLOCATION_KINDS`, from the flags: :func:`xlashape.allocation_kinds.kind_of`),
+    ``maybe_live_out`` (it may hold an output),
     ``parameter_number`` / ``parameter_index`` / ``parameter_shape`` for an
     entry parameter, ``output_shape`` when XLA names the output shape,
     ``flags`` (the raw text after the size), ``values`` (the
     :class:`BufferValue` objects in it) and ``line``.
     """
 
-    __slots__ = ("index", "size", "color", "kind", "maybe_live_out", "parameter_number",
+    __slots__ = ("index", "size", "color", "maybe_live_out", "parameter_number",
                  "parameter_index", "parameter_shape", "output_shape", "flags", "values",
                  "line", "is_thread_local", "is_constant", "is_preallocated_temp")
 
@@ -138,18 +143,10 @@ class BufferAllocation:
         self.is_thread_local = "thread-local" in words
         self.is_constant = "constant" in words
         self.is_preallocated_temp = "preallocated-temp" in words
-        if self.parameter_number is not None:
-            self.kind = "parameter"
-        elif self.is_preallocated_temp:
-            self.kind = "temp"
-        elif self.is_thread_local:
-            self.kind = "thread-local"
-        elif self.is_constant:
-            self.kind = "constant"
-        elif self.maybe_live_out or self.output_shape is not None:
-            self.kind = "output"
-        else:
-            self.kind = "other"
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self)
 
     @property
     def is_entry_computation_parameter(self) -> bool:
@@ -290,6 +287,22 @@ _UNOPTIMIZED = "before_optimizations.txt"
 _BUFFER_ASSIGNMENT = "after_optimizations-buffer-assignment.txt"
 _MEMORY_REPORT = "after_optimizations-memory-usage-report.txt"
 _MODULE_FILE = re.compile(r"module_(\d{1,19})\.")
+#: the memory-usage report of a module, by its key
+MEMORY_REPORT_TXT = _MEMORY_REPORT
+#: what ``--xla_dump_hlo_as_proto`` names a module's ``HloProto`` after its key
+HLO_PB_SUFFIXES = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.gz")
+
+
+def platform_from_key(key: str) -> Optional[str]:
+    """The platform XLA's dump file names show: ``...cl_123.`` (XLA:TPU),
+    ``...cpu_``, ``...gpu_`` / ``...sm_9.0a_gpu_``."""
+    if re.search(r"(?:^|\.)cl_\d+\.$", key):
+        return "tpu"
+    if key.endswith("cpu_"):
+        return "cpu"
+    if key.endswith("gpu_") or "sm_" in key:
+        return "gpu"
+    return None
 
 
 class DumpWarning(NamedTuple):

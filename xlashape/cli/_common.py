@@ -28,13 +28,9 @@ import shutil
 import sys
 from typing import List
 
+from ..limits import INT64_MAX, INT64_MIN   # the command line's integers are XLA's (int64)
 from ..errors import HloParseError
 from ._output import printable
-
-# the command line's integers are XLA's (int64); spelled out here rather than
-# imported from xlashape.layout, which would bring numpy into every start-up
-INT64_MIN = -(2**63)
-INT64_MAX = 2**63 - 1
 
 PROG = "xlashape"
 EXAMPLE_SHAPE = "bf16[8,1,1280,16384]{3,2,0,1:T(8,128)(2,1)}"

@@ -23,7 +23,9 @@ from __future__ import annotations
 import csv
 import json
 import sys
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Iterable, Sequence
+
+from ..reporters.tables import Table as _Table
 
 __all__ = [
     "printable",
@@ -99,36 +101,9 @@ def field(key: str, value: str, indent: str = "", width: int = 15) -> str:
     return f"{indent}{key:<{width}} {value}"
 
 
-class Table:
-    """A fixed-width table: ``columns`` is a list of ``(title, width, align)``
-    (``align`` ``"<"`` or ``">"``; width 0 for a last, free column) and
-    ``gaps`` the text before each column (default one space, two before a
-    free last column).
-
-    >>> t = Table([("name", 6, "<"), ("bytes", 5, ">"), ("shape", 0, "<")], indent="  ")
-    >>> t.header()
-    '  name   bytes  shape'
-    >>> t.format("x", "96B", "f32[24]")
-    '  x        96B  f32[24]'
-    """
-
-    def __init__(self, columns: Sequence[Tuple[str, int, str]], indent: str = "",
-                 gaps: Optional[Sequence[str]] = None):
-        self.titles = [c[0] for c in columns]
-        if gaps is None:
-            gaps = [""] + [("  " if w == 0 else " ") for _, w, _ in columns[1:]]
-        parts = [indent]
-        for gap, (_, width, align) in zip(gaps, columns):
-            parts.append(gap.replace("{", "{{").replace("}", "}}"))
-            parts.append("{}" if width == 0 else "{:" + align + str(width) + "}")
-        self._template = "".join(parts)
-
-    def format(self, *values) -> str:
-        """One row as text (not yet made printable: :meth:`row` does that)."""
-        return self._template.format(*values)
-
-    def header(self) -> str:
-        return self._template.format(*self.titles)
+class Table(_Table):
+    """:class:`xlashape.reporters.tables.Table` that can also write a row to
+    standard output, made printable (:meth:`row`)."""
 
     def row(self, *values) -> None:
         """Write one row to standard output, made printable."""

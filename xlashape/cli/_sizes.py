@@ -1,6 +1,6 @@
 """Sizes as the commands print them: :func:`fmt_bytes` (``1.00G``, as XLA's
-out-of-memory report writes a byte count; every command that prints sizes)
-and :func:`tpu_note` (the lines ``--tpu`` adds to ``describe`` and
+out-of-memory report writes a byte count; every command that prints sizes;
+from :mod:`xlashape.reporters.text`) and :func:`tpu_note` (the lines ``--tpu`` adds to ``describe`` and
 ``explain``: the shape XLA:TPU stores and its size).
 
 The commands that import this module already load the model (numpy, the
@@ -9,28 +9,11 @@ tiling model, the HLO reader); ``xlashape --version`` does not import it.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import List
 
-from ..hlo_module import memory_footprint
+from ..reporters.text import fmt_bytes
 from ..shape import Shape
-from ..tiling import format_bytes
-
-
-def fmt_bytes(n: Optional[int], _cache: dict = {}) -> str:  # noqa: B006 - a deliberate cache
-    """Bytes as XLA's out-of-memory report prints them (``1.00G``); ``?`` for
-    unknown. Cached, since a dump repeats the same sizes many times.
-
-    >>> fmt_bytes(3 << 30), fmt_bytes(1536), fmt_bytes(None)
-    ('3.00G', '1.5K', '?')
-    """
-    if n is None:
-        return "?"
-    text = _cache.get(n)
-    if text is None:
-        if len(_cache) > 1 << 16:
-            _cache.clear()
-        text = _cache[n] = format_bytes(n)
-    return text
+from ..sizes import memory_footprint
 
 
 def tpu_note(shape: Shape, chip: str) -> List[str]:

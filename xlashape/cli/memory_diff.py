@@ -5,17 +5,16 @@ arguments + outputs + temporaries) is more than 5% above A's."""
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import List
 
 from ._common import UsageError, warn
 from ._output import write_lines
 from ._sizes import fmt_bytes
-from ..memory import analyze
-from ..memory_diff import diff_modules
-from ..peak import parse_size
-from ..report_html import write_diff_html
+from ..memory import analyze, parse_size
+from ..memory.diff import diff_modules
+from ..reporters.html import write_diff_html
+from ..reporters.jsondoc import diff_document
+from ..reporters.text import diff_lines
 
 
 def take_extra(args, extra) -> bool:
@@ -67,9 +66,9 @@ def run_diff(args) -> int:
         with open(args.html, "w", encoding="utf-8") as f:
             write_diff_html(f, d, a_path, b_path)
     if args.json:
-        sys.stdout.write(json.dumps(d.to_json(), ensure_ascii=True, indent=1) + "\n")
+        sys.stdout.write(diff_document(d))
     else:
-        write_lines(diff_text(d, a_path, b_path, args.top))
+        write_lines(diff_lines(d, a_path, b_path, args.top))
     if getattr(args, "max_growth", None) is not None:
         frac, absolute = _growth_limit(args.max_growth)
         status = 0
@@ -82,96 +81,3 @@ def run_diff(args) -> int:
                 status = 1
         return status
     return 0
-
-
-def _delta(x, y) -> str:
-    if x is None or y is None:
-        return ""
-    d = y - x
-    if d == 0:
-        return "="
-    pct = f" ({100 * d / x:+.1f}%)" if x and abs(d) < 100 * x else ""
-    return ("+" if d > 0 else "-") + fmt_bytes(abs(d)) + pct
-
-
-def _buf(x) -> str:
-    op = f"  [{x.key[0]}]" if x.key[0] else ""
-    return f"{fmt_bytes(x.size):>8}  {x.kind:<10} {x.label}  {x.shape or ''}{op}"
-
-
-def diff_text(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
-    top = max(top, 1) * 2
-    a, b = d.a, d.b
-    out = [f"A: {a_path}  module {a.name or '?'} ({a.source}, {(a.platform or '?').upper()})",
-           f"B: {b_path}  module {b.name or '?'} ({b.source}, {(b.platform or '?').upper()})",
-           "figures (A -> B):"]
-    for k, (x, y, _) in d.figures.items():
-        xs = "null" if x is None else str(x)
-        ys = "null" if y is None else str(y)
-        out.append(f"  {k:<30} {xs:>14} -> {ys:>14}  {_delta(x, y)}")
-    if d.peak_a is not None or d.peak_b is not None:
-        def where(m, p):
-            pa = m.peak
-            xla = None if pa is None else pa.figures.get("peak_memory_in_bytes")
-            text = (f"peak_memory_in_bytes {fmt_bytes(xla)}" if xla is not None else
-                    "?" if p is None else f"{p[1]} {fmt_bytes(p[0])}")
-            if pa is not None and pa.peak_time is not None:
-                text += (f"; the temporaries' heap in S({pa.peak_memory_space}) is highest at "
-                         f"position {pa.peak_time} ({pa.peak_instruction or '?'})")
-            return text
-        out.append(f"peak: A {where(a, d.peak_a)}")
-        out.append(f"      B {where(b, d.peak_b)}")
-    n = lambda xs: sum(x.size for x in xs)  # noqa: E731
-    sections = [
-        (f"buffers added in B ({len(d.added)}, {fmt_bytes(n(d.added))}):", d.added),
-        (f"buffers removed from A ({len(d.removed)}, {fmt_bytes(n(d.removed))}):", d.removed),
-    ]
-    for title, xs in sections:
-        if xs:
-            out.append(title)
-            out.extend("  " + _buf(x) for x in xs[:top])
-            if len(xs) > top:
-                out.append(f"  ... {len(xs) - top} more")
-    if not (d.added or d.removed or d.changed):
-        out.append("buffers: none added, removed or resized (matched by JAX op path and "
-                   "instruction name)")
-    if d.changed:
-        out.append(f"buffers grown or shrunk ({len(d.changed)}):")
-        for x, y in d.changed[:top]:
-            out.append(f"  {_delta(x.size, y.size):>16}  {x.label} -> {y.label}: "
-                       f"{fmt_bytes(x.size)} -> {fmt_bytes(y.size)}")
-        if len(d.changed) > top:
-            out.append(f"  ... {len(d.changed) - top} more")
-    if d.layouts:
-        cost = sum(y.size - x.size for x, y in d.layouts)
-        out.append(f"layouts changed ({len(d.layouts)}, {'+' if cost >= 0 else '-'}"
-                   f"{fmt_bytes(abs(cost))}):")
-        for x, y in d.layouts[:top]:
-            out.append(f"  {x.label}: {x.shape} -> {y.shape} ({_delta(x.size, y.size) or '='})")
-    if d.moved:
-        out.append(f"buffers in another kind of allocation ({len(d.moved)}, "
-                   f"{fmt_bytes(sum(y.size for _, y in d.moved))}):")
-        for x, y in d.moved[:top]:
-            out.append(f"  {fmt_bytes(y.size):>8}  {x.label} ({x.kind}) -> {y.label} ({y.kind})")
-        if len(d.moved) > top:
-            out.append(f"  ... {len(d.moved) - top} more")
-    for title, xs in (("donations lost (an output no longer reuses the parameter's buffer)",
-                       d.donations_lost),
-                      ("donations gained", d.donations_gained)):
-        if xs:
-            out.append(f"{title}:")
-            out.extend(f"  parameter {p}: {fmt_bytes(nb)}" for p, nb in xs)
-    if d.copies_added or d.copies_removed:
-        out.append(f"copies and transposes: {len(d.copies_added)} added "
-                   f"({fmt_bytes(n(d.copies_added))}), {len(d.copies_removed)} removed "
-                   f"({fmt_bytes(n(d.copies_removed))})")
-        out.extend("  + " + _buf(x) for x in d.copies_added[:top])
-    if d.live_added or d.live_removed or d.live_changed:
-        out.append(f"live at the peak: {len(d.live_added)} buffers only in B "
-                   f"({fmt_bytes(n(d.live_added))}), {len(d.live_removed)} only in A "
-                   f"({fmt_bytes(n(d.live_removed))}), {len(d.live_changed)} changed size")
-        out.extend("  + " + _buf(x) for x in d.live_added[:top])
-        out.extend("  - " + _buf(x) for x in d.live_removed[:top])
-    for name, x, y in d.growths():
-        out.append(f"growth: {name} {x} -> {y} bytes {_delta(x, y)}")
-    return out

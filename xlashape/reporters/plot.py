@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .memory import space_label
-from .render import MissingMatplotlib
-from .report_html import MAX_BARS, SMALL_BYTES, _ticks
-from .tiling import format_bytes
+from ..memory.model import space_label
+from ..render import MissingMatplotlib
+from ..tiling import format_bytes
+from .html import MAX_BARS, SMALL_BYTES, _ticks
 
 __all__ = ["save_memory_picture", "picture_module"]
 

@@ -1,9 +1,9 @@
 """Two compiles of one program side by side: ``xlashape memory diff A B``.
 
-A reporter over two :class:`~xlashape.memory.ModuleMemory` (each from
+Two models (:class:`~xlashape.memory.ModuleMemory`, each from
 :func:`xlashape.memory.analyze`: a dump, an HLO file, a ``.hlo.pb``, an
-out-of-memory report); it computes no figure of its own, it subtracts the
-model's:
+out-of-memory report) compared; it reads no file and computes no figure of
+its own, it subtracts the models':
 
 - every figure's delta (XLA's ``CompiledMemoryStats`` fields and the peak
   fields, each only when both sides have it);
@@ -24,20 +24,17 @@ model's:
 
 from __future__ import annotations
 
-import os
 import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
-from .errors import XlaShapeError
-from .live_range import read_locations
-from .peak import PEAK_FIELDS, module_peak
+from ..allocation_kinds import OUTPUT, PARAMETER
+from .figures import DIFF_FIELDS, PEAK_FIELDS
+from .verdict import module_peak
 
 __all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "FIGURES"]
 
 #: the figures compared (XLA's names), in this order
-FIGURES = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-           "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
-           "memory_used_bytes", "memory_limit_bytes") + PEAK_FIELDS
+FIGURES = DIFF_FIELDS
 
 _SUFFIX = re.compile(r"\.\d+$")
 _COPY = re.compile(r"^(copy|copy-start|copy-done|transpose)(\.\d+)?$")
@@ -84,19 +81,8 @@ def _key(name: str, label: str, op_path: Optional[str], shape: Optional[str] = N
 def buffers_of(m) -> List[Buffer]:
     """The buffers of a module: each value of each allocation (or, for an
     allocation the model lists without values, the allocation)."""
-    allocs = list(m.iter_allocations())
-    names = set()
-    for a in allocs:
-        for v in a.value_details:
-            names.add(v.name)
-        if not a.value_details:
-            names.update(a.values[:1])
-    locations = {}
-    if names and m.path and m.source in ("dump", "hlo") and os.path.isfile(m.path):
-        try:
-            locations = read_locations(m.path, names=names)
-        except (OSError, XlaShapeError):
-            locations = {}
+    allocs = m.allocations
+    locations = m.locations
     out = []
     for a in allocs:
         if a.value_details:
@@ -112,7 +98,7 @@ def buffers_of(m) -> List[Buffer]:
             # an out-of-memory report's label is the instruction's text: its name
             name = (a.values[0] if a.values else
                     (a.label or a.kind).split(" = ")[0].strip().lstrip("%"))
-            if a.kind == "parameter" and a.parameter_number is not None:
+            if a.kind == PARAMETER and a.parameter_number is not None:
                 name = f"parameter {a.parameter_number}"
             loc = locations.get(a.values[0]) if a.values else None
             op = a.op_name or (loc.op_name if loc else None)
@@ -154,7 +140,7 @@ def _by_op_path(x: Buffer):
 def _by_position(x: Buffer):
     # a parameter or output of a program whose arguments are named otherwise:
     # the same kind and array type
-    return (x.kind, _dims(x.shape)) if x.kind in ("parameter", "output") else ("", id(x))
+    return (x.kind, _dims(x.shape)) if x.kind in (PARAMETER, OUTPUT) else ("", id(x))
 
 
 def _pair(a: List[Buffer], b: List[Buffer]):
@@ -173,8 +159,8 @@ def _pair(a: List[Buffer], b: List[Buffer]):
 def _donated(m) -> Dict[int, int]:
     """``parameter number -> bytes`` of the entry parameters an output reuses."""
     out: Dict[int, int] = {}
-    for a in m.iter_allocations():
-        if a.kind == "parameter" and a.maybe_live_out and a.parameter_number is not None:
+    for a in m.allocations:
+        if a.kind == PARAMETER and a.maybe_live_out and a.parameter_number is not None:
             out[a.parameter_number] = out.get(a.parameter_number, 0) + (a.size_in_bytes or 0)
     return out
 

@@ -46,22 +46,18 @@ Platform rules (found on real compiles):
   ``peak_unpadded_heap_bytes`` are not reported by that XLA.
 """
 
-import re
 from array import array
 from itertools import accumulate
 from operator import add, itemgetter
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from .errors import ShapeValueError
+from ..allocation_kinds import TEMPORARY, is_indefinite, kind_of
+from ..errors import ShapeValueError
+from ..live_range import LiveRanges, Location, reads
+from .figures import PEAK_FIELDS
+from .model import PeakAnalysis, PeakBuffer
 
-from .hlo_module import open_text
-from .live_range import (LiveRanges, Location, read_live_ranges, read_locations,
-                         read_value_operands, reads)
-from .xla_dump import iter_buffer_assignment
-
-__all__ = ["PeakBuffer", "PeakAnalysis", "analyze_peak", "peak_of_dump", "category", "VERIFIED",
-           "Verdict", "judge", "module_peak", "parse_size", "peak_from_hlo_proto", "PeakBuilder",
-           "add_locations"]
+__all__ = ["analyze_peak", "VERIFIED", "peak_from_hlo_proto", "PeakBuilder"]
 
 #: which XLA field each platform's rule reproduces (checked on real corpora)
 VERIFIED = {
@@ -72,175 +68,13 @@ VERIFIED = {
             "peak_unpadded_heap_bytes"),
 }
 
-PEAK_FIELDS = ("total_allocation_bytes", "indefinite_allocations", "peak_memory_in_bytes",
-               "peak_unpadded_heap_bytes")
-
 _REASONS = {
     ("cpu", "total_allocation_bytes"): "XLA:CPU (jaxlib 0.10) does not report it",
     ("cpu", "indefinite_allocations"): "XLA:CPU (jaxlib 0.10) does not report it",
     ("cpu", "peak_unpadded_heap_bytes"): "XLA:CPU (jaxlib 0.10) does not report it",
 }
 
-#: at most this many points per memory space in the JSON heap (each the
-#: highest of ``step`` consecutive program positions)
-HEAP_POINTS = 4096
-
-
-def _buckets(values, step: int) -> List[int]:
-    if step == 1:
-        return list(values)
-    return [max(values[i:i + step]) for i in range(0, len(values), step)]
-
-
 _RANGE_OF = itemgetter(0)
-
-#: buffers smaller than this share one line in the live-at-peak listing
-SMALL_BUFFER_BYTES = 16 * 1024
-
-
-def category(allocation) -> str:
-    """XProf's category of an allocation (one rule for every view):
-    ``parameter``, ``output``, ``thread-local``, ``constant`` or ``temporary``."""
-    if allocation.is_entry_computation_parameter:
-        return "parameter"
-    if allocation.maybe_live_out:
-        return "output"
-    if allocation.is_thread_local:
-        return "thread-local"
-    if allocation.is_constant:
-        return "constant"
-    return "temporary"
-
-
-def is_indefinite(allocation) -> bool:
-    """Lives for the whole program (XProf's ``IsIndefinite``)."""
-    return bool(allocation.is_thread_local or allocation.is_entry_computation_parameter
-                or allocation.is_constant or allocation.maybe_live_out)
-
-
-class PeakBuffer(NamedTuple):
-    """One buffer live at the peak: its ``label`` (``instruction{index}``),
-    defining ``instruction``, ``allocation`` number, memory space ``color``,
-    ``size`` and ``unpadded_size`` in bytes, ``offset`` in the allocation,
-    live range ``start``-``end`` (``None`` for buffers that live for the whole
-    program), ``kind`` (:func:`category`), ``shape`` (XLA's text), ``op_name``
-    (JAX's op path) and ``source`` (``file:line``)."""
-
-    label: str
-    instruction: str
-    allocation: int
-    color: int
-    size: int
-    unpadded_size: int
-    offset: int
-    start: Optional[int]
-    end: Optional[int]
-    kind: str
-    shape: str
-    op_name: Optional[str]
-    source: Optional[str]
-
-    @property
-    def padding(self) -> int:
-        return self.size - self.unpadded_size
-
-    def to_json(self) -> dict:
-        d = self._asdict()
-        d["padding"] = self.padding
-        return d
-
-
-
-
-class PeakAnalysis:
-    """The peak of one module (see the module docstring).
-
-    ``figures``: the XLA fields (``total_allocation_bytes``,
-    ``indefinite_allocations``, ``peak_memory_in_bytes``,
-    ``peak_unpadded_heap_bytes``), each XLA's value or ``None``;
-    ``reasons``: why a field is ``None``; ``computed``: the same four as this
-    module's rule computes them whatever the platform (our numbers, for
-    comparison). ``heap``: per memory space, the heap over program order
-    (``padded`` / ``unpadded`` arrays of int64, one entry per position of the
-    schedule, the whole-program buffers included; the JSON form keeps at most
-    :data:`HEAP_POINTS` of them, each the highest of ``step`` positions); ``peak_time`` /
-    ``peak_memory_space`` / ``peak_instruction``: the heap XLA's peak
-    takes (the highest one) and where in program order it is highest;
-    ``live_at_peak``: the :class:`PeakBuffer` list that makes XLA's peak (the
-    whole-program buffers of every memory space and that heap's buffers
-    there), largest first;
-    ``by_op_path``: ``(op path, bytes, count)`` groups of it;
-    ``xla_live_range_peak``: the peak the live-range file prints.
-    """
-
-    def __init__(self, platform: Optional[str]):
-        self.platform = platform
-        self.figures: Dict[str, Optional[int]] = {k: None for k in PEAK_FIELDS}
-        self.reasons: Dict[str, str] = {}
-        self.computed: Dict[str, Optional[int]] = {k: None for k in PEAK_FIELDS}
-        self.heap: Dict[int, Dict[str, list]] = {}
-        self.peak_time: Optional[int] = None
-        #: what ``peak_time`` and ``heap`` count: ``"program order"`` (the
-        #: schedule's positions) or ``"trace events"`` (the proto route)
-        self.time_axis = "program order"
-        self.peak_instruction: Optional[str] = None
-        self.peak_memory_space: Optional[int] = None
-        self.live_at_peak: List[PeakBuffer] = []
-        self.xla_live_range_peak: Optional[Tuple[int, int]] = None
-        self.small_buffer_bytes = SMALL_BUFFER_BYTES
-
-    @property
-    def live_at_peak_bytes(self) -> int:
-        return sum(b.size for b in self.live_at_peak)
-
-    def by_op_path(self) -> List[Tuple[str, int, int]]:
-        """Bytes live at the peak per JAX op path (the instruction's name
-        where the module has no ``op_name``), largest first."""
-        groups: Dict[str, List[int]] = {}
-        for b in self.live_at_peak:
-            g = groups.setdefault(b.op_name or b.instruction, [0, 0])
-            g[0] += b.size
-            g[1] += 1
-        return sorted(((k, v[0], v[1]) for k, v in groups.items()), key=lambda x: (-x[1], x[0]))
-
-    def listed(self, top: int = 20) -> Tuple[List[PeakBuffer], int, int]:
-        """The live-at-peak buffers worth a line (at most ``top``, none below
-        :attr:`small_buffer_bytes`), and the count and bytes of the rest."""
-        shown = [b for b in self.live_at_peak if b.size >= self.small_buffer_bytes][:top]
-        rest = self.live_at_peak[len(shown):]
-        return shown, len(rest), sum(b.size for b in rest)
-
-    def to_json(self) -> dict:
-        heap = []
-        for color in sorted(self.heap):
-            h = self.heap[color]
-            n = len(h["padded"])
-            step = max(1, -(-n // HEAP_POINTS))
-            heap.append({"color": color, "peak_bytes": max(h["padded"], default=0),
-                         "length": n, "step": step,
-                         "padded": _buckets(h["padded"], step),
-                         "unpadded": _buckets(h["unpadded"], step)})
-        return {
-            "platform": self.platform,
-            **{k: self.figures[k] for k in PEAK_FIELDS},
-            "reasons": dict(self.reasons),
-            "computed": dict(self.computed),
-            "peak_time": self.peak_time,
-            "time_axis": self.time_axis,
-            "peak_instruction": self.peak_instruction,
-            "peak_memory_space": self.peak_memory_space,
-            "live_at_peak_bytes": self.live_at_peak_bytes,
-            "live_at_peak": [b.to_json() for b in self.live_at_peak],
-            "by_op_path": [{"op_path": k, "bytes": v, "count": n} for k, v, n in self.by_op_path()],
-            "xla_live_range_peak": (None if self.xla_live_range_peak is None else
-                                    {"time": self.xla_live_range_peak[0],
-                                     "bytes": self.xla_live_range_peak[1]}),
-            "heap": heap,
-        }
-
-    def __repr__(self):
-        return (f"<PeakAnalysis {self.platform}: peak {self.figures['peak_memory_in_bytes']}, "
-                f"at {self.peak_instruction}>")
 
 
 def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Optional[str], *,
@@ -330,7 +164,7 @@ class PeakBuilder:
             self.fixed += v.size
             self.fixed_unpadded += u
             self.fixed_buffers.append(PeakBuffer(v.label, v.name, a.index, a.color, v.size, u,
-                                                 v.offset, None, None, category(a), v.shape_text,
+                                                 v.offset, None, None, kind_of(a), v.shape_text,
                                                  None, None))
             return
         live = self.live
@@ -416,7 +250,7 @@ class PeakBuilder:
         best_u = max(hu, default=0)  # its own highest point, not the padded peak's
         at_best: List[PeakBuffer] = []
         if t is not None:
-            kind = category(a)
+            kind = kind_of(a)
             for i, (cs, ce) in enumerate(zip(starts, ends)):
                 if not (cs <= t <= ce):
                     continue
@@ -521,126 +355,6 @@ class PeakBuilder:
         return pa
 
 
-def add_locations(pa: PeakAnalysis, hlo_path: str) -> None:
-    """Fill the op paths and source lines of the buffers listed at the peak
-    from the module text (read once more, keeping nothing of the other
-    instructions)."""
-    if not pa.live_at_peak:
-        return
-    locations = read_locations(hlo_path, names={b.instruction for b in pa.live_at_peak})
-    pa.live_at_peak = [b._replace(op_name=locations[b.instruction].op_name,
-                                  source=locations[b.instruction].source)
-                       if b.instruction in locations else b for b in pa.live_at_peak]
-
-
-def peak_of_dump(buffer_assignment_path: str, platform: Optional[str], *,
-                 live_range_path: Optional[str] = None, hlo_path: Optional[str] = None,
-                 values_path: Optional[str] = None, unpadded=None) -> PeakAnalysis:
-    """:func:`analyze_peak` for the files of one dumped module (the live-range
-    file, the module text and the values file are optional; without the values
-    file, values at one offset whose live ranges meet are taken to share)."""
-    live = read_live_ranges(live_range_path) if live_range_path else None
-    operands = read_value_operands(values_path) if values_path and platform == "tpu" else None
-    with open_text(buffer_assignment_path) as f:
-        pa = analyze_peak(iter_buffer_assignment(f), live, platform, unpadded=unpadded,
-                          operands=operands)
-    if hlo_path:
-        add_locations(pa, hlo_path)
-    return pa
-
-
-# -- the verdict ---------------------------------------------------------------------
-
-_UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10 ** 3, "kib": 1 << 10, "m": 1 << 20, "mb": 10 ** 6,
-          "mib": 1 << 20, "g": 1 << 30, "gb": 10 ** 9, "gib": 1 << 30, "t": 1 << 40,
-          "tb": 10 ** 12, "tib": 1 << 40}
-# on the text with its blanks collapsed (\s* on both sides of the optional
-# unit backtracked quadratically over a long run of spaces)
-_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(?:e(\d{1,3}))? ?([a-zA-Z]*)$")
-
-
-def parse_size(text: str) -> int:
-    """A byte count as a user writes it: ``80G`` / ``79.1G`` / ``16GiB``
-    (powers of 1024, as XLA prints sizes), ``80GB`` (powers of 1000), or a
-    plain number of bytes. Raises :class:`~xlashape.ShapeValueError`."""
-    m = _SIZE.match(" ".join(str(text).split()))
-    unit = m.group(3).lower() if m else ""
-    if not m or unit not in _UNITS:
-        raise ShapeValueError(f"not a size: {text!r} (write e.g. 80G, 16GiB, 80GB or 1048576)")
-    try:
-        value = float(m.group(1)) * (10.0 ** int(m.group(2)) if m.group(2) else 1.0) * _UNITS[unit]
-    except OverflowError:           # 10.0 ** 400
-        value = float("inf")
-    if not value < 2.0 ** 63:       # inf from a huge exponent or mantissa too
-        raise ShapeValueError(f"not a size: {text!r} (more bytes than a 64-bit count holds)")
-    return int(round(value))
-
-
-class Verdict(NamedTuple):
-    """Whether a program fits: ``peak_bytes`` against ``limit_bytes``,
-    ``fits``, ``margin_bytes`` (limit - peak: negative when it does not fit),
-    ``peak_name`` (which figure was used: XLA's ``peak_memory_in_bytes``, an
-    out-of-memory report's ``memory_used_bytes``, or xlashape's own
-    ``device_memory_peak_bytes``) and ``limit_name`` (the device or ``--limit``)."""
-
-    peak_bytes: int
-    limit_bytes: int
-    peak_name: str
-    limit_name: str
-
-    @property
-    def fits(self) -> bool:
-        return self.peak_bytes <= self.limit_bytes
-
-    @property
-    def margin_bytes(self) -> int:
-        return self.limit_bytes - self.peak_bytes
-
-    @property
-    def fraction(self) -> float:
-        return self.peak_bytes / self.limit_bytes if self.limit_bytes else float("inf")
-
-    def to_json(self) -> dict:
-        d = self._asdict()
-        d.update(fits=self.fits, margin_bytes=self.margin_bytes)
-        return d
-
-
-def module_peak(module) -> Optional[Tuple[int, str]]:
-    """The peak to judge a module against a device's memory, and its name:
-    an out-of-memory report's ``memory_used_bytes``; from a dump, the
-    highest point of device memory (S(0)) over program order, named
-    ``peak_memory_in_bytes`` when it is XLA's figure and
-    ``device_memory_peak_bytes`` when XLA's peak also counts other memory
-    (TPU VMEM, host memory); else ``memory_analysis()``'s
-    ``peak_memory_in_bytes``."""
-    if getattr(module, "memory_used_bytes", None) is not None:
-        return module.memory_used_bytes, "memory_used_bytes"
-    pa = getattr(module, "peak", None)
-    if pa is not None:
-        dev = pa.heap.get(0)
-        if dev is not None and dev["padded"]:
-            high = max(dev["padded"])
-            if high == pa.figures.get("peak_memory_in_bytes"):
-                return high, "peak_memory_in_bytes"
-            return high, "device_memory_peak_bytes"
-        if pa.figures.get("peak_memory_in_bytes") is not None:
-            return pa.figures["peak_memory_in_bytes"], "peak_memory_in_bytes"
-    ma = getattr(module, "memory_analysis", None) or {}
-    if ma.get("peak_memory_in_bytes"):
-        return ma["peak_memory_in_bytes"], "peak_memory_in_bytes"
-    return None
-
-
-def judge(module, limit_bytes: int, limit_name: str) -> Optional[Verdict]:
-    """:class:`Verdict` of ``module`` against ``limit_bytes`` (``None`` when
-    no peak is known for it)."""
-    got = module_peak(module)
-    if got is None:
-        return None
-    return Verdict(got[0], limit_bytes, got[1], limit_name)
-
-
 # -- the proto route: the heap simulator's own trace ---------------------------------
 
 
@@ -710,7 +424,8 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
                         describe=None) -> PeakAnalysis:
     """The same figures as :func:`analyze_peak`, from an ``HloProto`` (the
     ``.hlo.pb`` XLA writes with ``--xla_dump_hlo_as_proto``; read it with
-    :func:`xlashape.protos.read_hlo_proto`): the buffer assignment's
+    :func:`xlashape.protos.read_hlo_proto`) or a ``BufferAssignmentProto``
+    alone: the buffer assignment's
     allocations and the heap simulator's own traces. ``unpadded(logical
     buffer proto) -> int`` gives sizes without padding (default: the size).
 
@@ -723,7 +438,8 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
     module's ids, no shape)."""
     pa = PeakAnalysis(platform)
     pa.time_axis = "trace events"
-    ba = hlo.buffer_assignment
+    module = getattr(hlo, "hlo_module", None)
+    ba = hlo.buffer_assignment if module is not None else hlo
     sizes: Dict[int, Tuple[int, int]] = {}
     color_of: Dict[int, int] = {}
     for lb in ba.logical_buffers:
@@ -731,7 +447,8 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
         sizes[lb.id] = (lb.size, u)
         color_of[lb.id] = lb.color
     if describe is None:
-        ids = {i.id: i.name for c in hlo.hlo_module.computations for i in c.instructions}
+        ids = ({i.id: i.name for c in module.computations for i in c.instructions}
+               if module is not None else {})
 
         def describe(lb):
             name = ids.get(lb.defined_at.instruction_id) or lb.defined_at.instruction_name
@@ -748,7 +465,7 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
         name, label, shape = describe(lb) if lb is not None else (str(lb_id), str(lb_id), "")
         return PeakBuffer(label, name, a.index if a is not None else -1,
                           a.color if a is not None else 0, p, u, offset, None, None,
-                          category(a) if a is not None else "temporary", shape, None, None)
+                          kind_of(a) if a is not None else TEMPORARY, shape, None, None)
 
     total0 = indefinite0 = fixed = fixed_unpadded = 0
     fixed_by_color: Dict[int, int] = {}

@@ -3,7 +3,8 @@
 One self-contained HTML file (inline CSS, inline SVG, a few lines of inline
 JavaScript to sort the table; no network, no external file) drawn from the
 model :func:`xlashape.memory.analyze` builds -- nothing is computed here that
-the model does not already hold; this module only lays it out:
+the model does not already hold, and no input file is opened; this module
+only lays it out:
 
 - per module, XLA's figures (null ones with the reason) and the verdict
   against a device or a limit when one was given;
@@ -34,14 +35,9 @@ import io
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .peak import PEAK_FIELDS, SMALL_BUFFER_BYTES
-from .tiling import format_bytes
-from .live_range import read_live_ranges, read_locations
-from .memory import space_label
-from .errors import XlaShapeError
-from .hlo_module import open_text
-from .peak import is_indefinite
-from .xla_dump import iter_buffer_assignment
+from ..memory.figures import PEAK_FIELDS
+from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label
+from ..tiling import format_bytes
 
 __all__ = ["render_html", "write_html", "SMALL_BYTES", "MAX_ROWS", "MAX_BARS"]
 
@@ -54,8 +50,6 @@ MAX_ROWS = 2000
 MAX_BARS = 40
 #: columns of a heap chart (each the highest of its positions)
 CHART_COLUMNS = 480
-#: at most this many buffers (the largest) in the allocation timeline
-TIMELINE_BUFFERS = 3000
 
 _STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
           "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes")
@@ -242,65 +236,21 @@ _KIND_COLORS = {"temporary": "#0969da", "parameter": "#8250df", "output": "#1a7f
                 "constant": "#9a6700", "thread-local": "#57606a"}
 
 
-#: maps a module's shown path to the file to read (set while a page is written:
-#: the command shows ``xlashape/examples/tpu_dump`` for the installed example)
-_resolve = None
-
-
-def _real(path: Optional[str]) -> Optional[str]:
-    return _resolve(path) if (_resolve is not None and path) else path
-
-
-def _dump_files(path: Optional[str]):
-    """The buffer assignment and live-range files beside a dumped module's text."""
-    path = _real(path)
-    if not path or not path.endswith(".txt"):
-        return None
-    stem = path[:-4]
-    ba, lr = stem + "-buffer-assignment.txt", stem + "-live-range.txt"
-    if os.path.isfile(ba) and os.path.isfile(lr):
-        return ba, lr
-    return None
-
-
 def timeline_svg(m, width: int = 1000, height: int = 300) -> Optional[str]:
     """XProf's buffer allocation timeline, offline: the temporary
     allocation of the memory space where XLA's peak is, each buffer a
     rectangle from its first to its last position in program order (x) at
-    its offset in the allocation (y); the peak's position marked. Read from
-    the dump's buffer assignment and live ranges (records, no figure is
-    computed); ``None`` where the dump does not have them."""
+    its offset in the allocation (y); the peak's position marked. Drawn from
+    the model's :class:`~xlashape.memory.model.Timeline`; ``None`` where the
+    module has none (no live ranges)."""
     pa = m.peak
-    files = _dump_files(m.path)
-    if pa is None or pa.peak_memory_space is None or files is None:
+    tl = pa.timeline if pa is not None else None
+    if tl is None:
         return None
-    try:
-        live = read_live_ranges(files[1])
-        best = None
-        with open_text(files[0]) as f:
-            for a in iter_buffer_assignment(f):
-                if a.color != pa.peak_memory_space or is_indefinite(a) or not a.values:
-                    continue
-                if best is None or a.size > best[0].size:
-                    best = (a, [v for v in a.values if not v.shape_text.startswith("(")])
-    except (OSError, XlaShapeError):
-        return None
-    if best is None:
-        return None
-    a, values = best
-    rects = []
-    for v in values:
-        label = v.label if v.label.endswith("}") else v.label + "{}"
-        r = live.ranges.get(label)
-        if r is not None and v.size > 0:
-            rects.append((v.size, v.offset, r[0], r[1], v.label, v.shape_text))
-    if not rects:
-        return None
-    rects.sort(key=lambda x: -x[0])
-    dropped = len(rects) - TIMELINE_BUFFERS
-    rects = rects[:TIMELINE_BUFFERS]
-    n = max(len(live.sequence), max(x[3] for x in rects) + 1, 1)
-    top_b = max(a.size, max(x[0] + x[1] for x in rects), 1)
+    rects = [(b.size, b.offset, b.start, b.end, b.label, b.shape) for b in tl.buffers]
+    dropped = tl.dropped
+    n = tl.positions
+    top_b = max(tl.size, max(x[0] + x[1] for x in rects), 1)
     ticks = _ticks(top_b)
     top_b = ticks[-1] or 1
     left, right, top, bottom = 78, 12, 10, 34
@@ -334,8 +284,8 @@ def timeline_svg(m, width: int = 1000, height: int = 300) -> Optional[str]:
                    'stroke="#cf222e" stroke-width="1.5"/>')
     out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" stroke="#8c959f"/>')
     out.append("</svg>")
-    head = (f'<h3>Allocation timeline: allocation {a.index}, {esc(_space_name(a.color))} '
-            f'temporaries ({esc(_b(a.size))})</h3><div class="note">Each buffer from its first '
+    head = (f'<h3>Allocation timeline: allocation {tl.allocation}, {esc(_space_name(tl.color))} '
+            f'temporaries ({esc(_b(tl.size))})</h3><div class="note">Each buffer from its first '
             'to its last position in program order, at its offset in the allocation (hover for '
             'its name); buffers at one offset share memory; the red line is XLA\'s peak.'
             + (f' The {TIMELINE_BUFFERS:,} largest of {len(rects) + dropped:,} buffers.'
@@ -473,11 +423,11 @@ def _alloc_rows(m) -> Tuple[List, Dict[Tuple[str, int], List[int]], int]:
     count = m.allocation_count or 0
     small: Dict[Tuple[str, int], List[int]] = {}
     if count and count <= MAX_ROWS:
-        rows = list(m.iter_allocations())
+        rows = list(m.allocations)
         return sorted(rows, key=lambda a: -(a.size_in_bytes or 0)), small, len(rows)
     big = []
     n = 0
-    for i, a in enumerate(m.iter_allocations()):
+    for i, a in enumerate(m.allocations):
         n += 1
         size = a.size_in_bytes or 0
         if size >= SMALL_BYTES:
@@ -504,14 +454,6 @@ def _main_value(a) -> Optional[str]:
 
 def _alloc_table(m, out: List[str]) -> None:
     rows, small, n = _alloc_rows(m)
-    locations = {}
-    real = _real(m.path)
-    if real and m.source in ("dump", "hlo") and os.path.isfile(real) and rows:
-        names = {x for x in (_main_value(a) for a in rows) if x}
-        try:
-            locations = read_locations(real, names=names)
-        except (OSError, XlaShapeError):
-            locations = {}
     grouped = f"; allocations under {_b(SMALL_BYTES)} (and beyond the {MAX_ROWS:,} largest) are " \
               "summed per kind and memory space" if small else ""
     out.append(f'<h3>Allocations ({n:,}{esc(grouped)})</h3>')
@@ -522,8 +464,7 @@ def _alloc_table(m, out: List[str]) -> None:
                '<th data-num="1">unpadded</th><th data-num="1">padding</th><th>shape</th>'
                '<th>values</th><th>op path</th><th>source</th></tr></thead><tbody>')
     for a in rows:
-        v = _main_value(a)
-        loc = locations.get(v) if v else None
+        loc = m.location(_main_value(a))
         op = a.op_name or (loc.op_name if loc else None)
         src = loc.source if loc else None
         vals = ", ".join(a.values[:4]) + (f" and {len(a.values) - 4} more" if len(a.values) > 4 else "")
@@ -665,19 +606,8 @@ def render_html(modules: Iterable, *, title: str = "", verdicts: Optional[dict] 
     return buf.getvalue()
 
 
-def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None,
-               resolve=None) -> None:
-    """:func:`render_html` written to the text stream ``f``; ``resolve(path)``
-    maps a module's shown path to the file to read beside it."""
-    global _resolve
-    _resolve = resolve
-    try:
-        _write_html(f, modules, title, verdicts)
-    finally:
-        _resolve = None
-
-
-def _write_html(f, modules, title, verdicts) -> None:
+def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None) -> None:
+    """:func:`render_html` written to the text stream ``f``."""
     modules = [m for m in modules if not getattr(m, "superseded", False)]
     f.write('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
             f'<title>{esc("xlashape memory: " + title)}</title><style>{_CSS}</style></head><body>')
@@ -724,7 +654,7 @@ def _diff_rows(title: str, items, out: List[str], limit: int = 200) -> None:
 
 def write_diff_html(f, d, a_path: str, b_path: str) -> None:
     """The page of ``xlashape memory diff A B --html``: the figures, both
-    heaps, and the buffers that changed (a :class:`~xlashape.memory_diff.ModuleDiff`)."""
+    heaps, and the buffers that changed (a :class:`~xlashape.memory.diff.ModuleDiff`)."""
     out: List[str] = []
     out.append('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
                f'<title>{esc("xlashape memory diff")}</title><style>{_CSS}</style></head><body>')

@@ -1,0 +1,97 @@
+"""Each input file is opened once (issue 30): ``xlashape memory DUMP --html P
+--json`` and ``xlashape memory diff A B --json`` read every file of their
+inputs at most once, whatever views they print.
+
+The commands run in a child process whose audit hook (``sys.addaudithook``)
+records every ``open`` event; the test counts the opens of each file under
+the input directories. Before the accounting core, a GPU dump's module text
+was opened 3 times, its buffer assignment 4 times and its live ranges twice
+for ``--html --json``; ``memory diff`` opened each side's module text and
+buffer assignment 3 times.
+"""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+import corpora
+
+_CHILD = r"""
+import json, os, sys
+roots = [os.path.realpath(p) for p in json.loads(sys.argv[1])]
+opened = []
+
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        path = os.path.realpath(os.fsdecode(args[0]))
+        if any(path == r or path.startswith(r + os.sep) for r in roots):
+            opened.append(path)
+
+sys.addaudithook(hook)
+from xlashape.cli import main
+out = sys.stdout
+sys.stdout = open(os.devnull, "w")
+try:
+    status = main(json.loads(sys.argv[2]))
+except SystemExit as e:
+    status = e.code
+sys.stdout = out
+print(json.dumps({"status": status, "opened": opened}))
+"""
+
+
+def _opens(roots, argv):
+    r = subprocess.run([sys.executable, "-c", _CHILD, json.dumps([str(p) for p in roots]),
+                        json.dumps([str(a) for a in argv])],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["status"] in (0, None), r.stderr
+    return collections.Counter(got["opened"])
+
+
+def _dumps():
+    out = []
+    for platform in corpora.PLATFORMS:
+        progs = [p for p in corpora.programs(platform) if p.dump_file("-live-range.txt")]
+        out.append(progs[0])
+    return out
+
+
+@pytest.mark.parametrize("prog", _dumps(), ids=corpora.program_id)
+def test_memory_html_json_opens_each_dump_file_once(prog, tmp_path):
+    counts = _opens([prog.dump_dir], ["memory", str(prog.dump_dir), "--html",
+                                      str(tmp_path / "p.html"), "--json"])
+    # the files the analysis needs were read (so the hook sees the reads) ...
+    names = {os.path.basename(p) for p in counts}
+    for suffix in ("after_optimizations.txt", "-buffer-assignment.txt", "-live-range.txt"):
+        assert any(n.endswith(suffix) for n in names), (suffix, names)
+    # ... and none twice
+    assert {p: n for p, n in counts.items() if n > 1} == {}
+
+
+def test_memory_diff_json_opens_each_file_of_both_sides_once():
+    # the same SGD step with and without donate_argnums (XLA:CPU dumps)
+    a = corpora.DATA / "cpu_corpus" / "sgd_donated" / "dump"
+    b = corpora.DATA / "diff_pairs" / "sgd_not_donated" / "dump"
+    counts = _opens([a, b], ["memory", "diff", str(a), str(b), "--json"])
+    assert any(str(a) in p for p in counts) and any(str(b) in p for p in counts)
+    assert {p: n for p, n in counts.items() if n > 1} == {}
+
+
+def test_the_hook_counts_repeated_opens(tmp_path):
+    # the counting itself: a command that opens a file twice is seen doing so
+    f = tmp_path / "x.hlo"
+    f.write_text("HloModule m\nENTRY %e { ROOT %p = f32[2]{0} parameter(0) }\n")
+    child = _CHILD.replace("from xlashape.cli import main",
+                           "from xlashape.cli import main\nopen(sys.argv[3]).close()\n"
+                           "open(sys.argv[3]).close()")
+    r = subprocess.run([sys.executable, "-c", child, json.dumps([str(tmp_path)]),
+                        json.dumps(["memory", str(f)]), str(f)],
+                       capture_output=True, text=True, timeout=120)
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert collections.Counter(got["opened"])[os.path.realpath(f)] >= 3

@@ -1,0 +1,278 @@
+"""``analyze()``: any input -> its source -> the records -> one accounting pass -> the model.
+
+The one entry point of :mod:`xlashape.memory`: it tells what the input is (a
+path, text, bytes, a JAX compiled object), hands it to the source that reads
+that kind (each reads its files once), accounts for every module's records
+(:func:`xlashape.memory.account.account`) and returns the
+:class:`~xlashape.memory.model.MemoryAnalysis` every view reads.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import zlib
+from typing import Callable, Optional
+
+from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
+from ..hlo_module import HloWarning, _clip, check_regular_file, open_text, source_kind
+from ..oom_report import buffers_of_request, looks_like_oom_report
+from ..sizes import chip_of
+from .account import Options, account
+from .model import MemoryAnalysis
+from .records import Reading
+from .source_dump import buffer_assignment_records, dump_records, text_buffer_assignment_records
+from .source_hlo import module_records
+from .source_jax import compiled_records, is_compiled
+from .source_oom import oom_records
+from .source_proto import PROTO_KINDS, proto_kind, proto_records
+
+__all__ = ["analyze", "match_oom_dump", "PLATFORMS", "EXAMPLE_DUMP"]
+
+#: the platforms whose counting rules xlashape knows
+PLATFORMS = ("cpu", "gpu", "tpu")
+
+#: A small real XLA:TPU dump directory shipped with xlashape (the first layer
+#: of a convolutional network; ``xlashape memory --example`` reads it).
+EXAMPLE_DUMP = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                            "examples", "tpu_dump")
+
+_SNIFF_BYTES = 1 << 16
+
+
+def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
+            peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
+            progress: Optional[Callable[[int, Optional[int]], None]] = None,
+            prefer: str = "text", dump=None) -> MemoryAnalysis:
+    """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
+    too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
+    text of one of those, or a JAX compiled object
+    (``jax.jit(f).lower(...).compile()``: its ``as_text()`` is analysed and
+    its ``memory_analysis()`` kept beside, in ``memory_analysis``).
+
+    XLA's protobufs too, as a path or bytes: a ``*.hlo.pb`` / ``.hlo.pb.gz``
+    (``--xla_dump_hlo_as_proto``: the module and its buffer assignment, the
+    peak from the heap simulator's traces), the bytes of
+    ``memory_analysis().serialized_buffer_assignment_proto`` (a
+    ``BufferAssignmentProto`` alone: the figures that need the module's
+    shapes or the traces are ``None`` with the reason), and a
+    ``*-memory-usage-report.pb`` (the ``.hlo.pb`` beside it is read when it
+    is there; alone, only its memory spaces' totals). A dump directory with
+    both the text files and the ``.hlo.pb`` is read from the text unless
+    ``prefer="proto"``; one with the protos only is read from them.
+
+    ``top``: how many allocations to keep in each module's ``largest`` and
+    ``padding_wasters``. ``chip``: the TPU generation (``v5e``, ``v6e:2x2``,
+    ``TPU v5 lite``, ...), which the text does not say but which sets the
+    size of a tuple's table of pointers (:func:`xlashape.sizes.tuple_table_size`);
+    without it, v4/v5e sizes are assumed for HLO text, and a dump's buffer
+    assignment shows which applies. ``platform`` (``cpu``, ``gpu``, ``tpu``)
+    overrides the platform read from the dump's file names and the layouts:
+    XLA counts the peak and host memory differently on each. ``peak=False``
+    skips the peak and what is live at it (:attr:`ModuleMemory.peak` stays
+    ``None``) and the files only it needs (live ranges, values). ``on_warning``
+    receives each :class:`~xlashape.hlo_module.HloWarning` (lines that could
+    not be read) and :class:`~xlashape.xla_dump.DumpWarning` (files of a dump
+    that were skipped); ``progress(bytes_read, total_bytes)`` is called now
+    and then on long inputs.
+
+    ``dump``: for an XLA:GPU out-of-memory error, the dump directory of the
+    same program: the allocations of the requested size are named
+    (:func:`match_oom_dump`).
+
+    A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
+    decides (pass a ``pathlib.Path`` to name any file).
+
+    Raises :class:`~xlashape.UnreadableInputError` for input that is none of
+    these (empty, binary, a directory without modules, another kind of file,
+    not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
+    be read.
+    """
+    if dump is not None:
+        result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
+                         on_warning=on_warning, progress=progress)
+        match_oom_dump(result, dump, top=top)
+        return result
+    if platform is not None:
+        platform = platform.lower()
+        if platform not in PLATFORMS:
+            raise ShapeValueError(f"unknown platform {platform!r}: expected one of "
+                                  + ", ".join(PLATFORMS))
+    if prefer not in ("text", "proto"):
+        raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
+    opts = Options(top, chip_of(chip), platform, peak)
+    reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform)
+    kind, path, records = _read(source, reading)
+    result = MemoryAnalysis(kind, path)
+    result.modules = [account(rec, opts) for rec in records]
+    for rec, mm in zip(records, result.modules):
+        if rec.oom is not None and rec.oom.platform == "gpu":
+            mm._gpu_report = rec.oom
+    if kind == "oom":
+        for m in result.modules[:-1]:
+            m.superseded = True
+    result.warnings = reading.warnings
+    return result
+
+
+def _read(source, reading: Reading):
+    """``(kind of input, path, records)`` of ``source``."""
+    if is_compiled(source):
+        return "jax", None, [compiled_records(source, reading)]
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        data = bytes(source)
+        sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
+        if sniffed in PROTO_KINDS:
+            return "dump", None, proto_records(sniffed, data, None, reading)
+        return _read_text(_decode(data, "the given bytes"), reading)   # bytes are never a path
+    kind = source_kind(source)
+    if kind == "path":
+        path = os.fspath(source)
+        if os.path.isdir(path):
+            return "dump", path, dump_records(path, reading)
+        return _read_file(check_regular_file(path), reading)
+    if kind == "text":
+        return _read_text(source, reading)
+    raise ShapeTypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
+                         f"not {type(source).__name__}")
+
+
+def _decode(data: bytes, what: str) -> str:
+    if b"\0" in data[:_SNIFF_BYTES]:
+        raise UnreadableInputError(f"{what} is binary but none of XLA's protobufs xlashape reads "
+                                   "(HloProto, BufferAssignmentProto, MemoryUsageReportProto), "
+                                   "nor text: expected an HLO module, a buffer assignment or an "
+                                   "out-of-memory report")
+    return data.decode("utf-8", "replace")
+
+
+def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = None
+                ) -> Optional[str]:
+    """The kind of input whose first bytes (or text) are ``head``: ``hlo``,
+    ``oom``, ``buffer-assignment``, ``memory-report`` (text), ``hlo-proto``,
+    ``buffer-assignment-proto``, ``memory-report-proto`` (XLA's protobufs,
+    told by the file ``name`` or, failing that, by parsing ``whole()``, the
+    whole input), or ``None``."""
+    if isinstance(head, (bytes, bytearray)):
+        base = name[: -len(".gz")] if name.endswith(".gz") else name
+        binary = b"\0" in head or base.endswith(".pb")
+        if not binary:
+            text_kind = _sniff_kind(head.decode("utf-8", "replace"))
+            if text_kind is not None:
+                return text_kind
+        if base.endswith(".hlo.pb"):
+            return "hlo-proto"
+        if base.endswith("memory-usage-report.pb"):
+            return "memory-report-proto"
+        if base.endswith("buffer-assignment.pb") or base.endswith("buffer_assignment.pb"):
+            return "buffer-assignment-proto"
+        return proto_kind(whole()) if whole is not None else None
+    if looks_like_oom_report(head):
+        return "oom"
+    stripped = head.lstrip()
+    if stripped.startswith("BufferAssignment:") or stripped.startswith("allocation 0: size"):
+        return "buffer-assignment"
+    if stripped.startswith("Memory Space:"):
+        return "memory-report"
+    if "HloModule" in head or "ENTRY" in head:
+        return "hlo"
+    if re.search(r"(?m)^\s*(ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*[(a-z]", head):
+        return "hlo"
+    return None
+
+
+def _gunzip_head(path: str) -> bytes:
+    try:
+        with gzip.open(path, "rb") as f:
+            return f.read(_SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error) as e:
+        raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
+
+
+def _read_file(path: str, reading: Reading):
+    size = os.path.getsize(path) if os.path.isfile(path) else None
+    with open(path, "rb") as f:
+        raw = f.read(_SNIFF_BYTES)
+    if path.endswith(".gz"):
+        raw = _gunzip_head(path)
+    if not raw.strip():
+        raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
+                                   "directory or a TPU out-of-memory report")
+
+    def whole() -> bytes:
+        if path.endswith(".gz"):
+            try:
+                with gzip.open(path, "rb") as f:
+                    return f.read()
+            except (OSError, EOFError, zlib.error) as e:
+                raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
+        with open(path, "rb") as f:
+            return f.read()
+
+    kind = _sniff_kind(raw, os.path.basename(path), whole)
+    if kind in PROTO_KINDS:
+        return "dump", path, proto_records(kind, path, path, reading)
+    head = _decode(raw, path)
+    if kind == "oom":
+        with open_text(path) as f:
+            return "oom", path, oom_records(f, reading, path)
+    if kind == "buffer-assignment":
+        return "dump", path, [buffer_assignment_records(path, reading)]
+    if kind == "memory-report":
+        raise UnreadableInputError(
+            f"{path} is a memory-usage report: give the dump directory it belongs to "
+            "(xlashape reads the buffer assignment and module text next to it)")
+    if kind != "hlo":
+        raise UnreadableInputError(
+            f"{path} is not an HLO module, an XLA dump directory or a TPU out-of-memory report "
+            f"(it starts with {_clip(head.strip().splitlines()[0] if head.strip() else '', 50)!r})")
+    with open_text(path) as f:
+        rec = module_records(reading.entry_blocks(f, size), reading.warn, "hlo", path)
+    return "hlo", path, [rec]
+
+
+def _read_text(text: str, reading: Reading):
+    if not text.strip():
+        raise UnreadableInputError("the input is empty: expected an HLO module, an XLA dump "
+                                   "directory or a TPU out-of-memory report")
+    if "\0" in text[:_SNIFF_BYTES]:
+        raise UnreadableInputError("the input is binary, not text: expected an HLO module or "
+                                   "a TPU out-of-memory report")
+    kind = _sniff_kind(text[:_SNIFF_BYTES])
+    if kind == "oom":
+        return "oom", None, oom_records(text.splitlines(), reading, None)
+    if kind == "buffer-assignment":
+        return "dump", None, [text_buffer_assignment_records(io.StringIO(text), reading)]
+    if kind != "hlo":
+        first = text.strip().splitlines()[0]
+        raise UnreadableInputError(
+            "the input is not an HLO module or a TPU out-of-memory report "
+            f"(it starts with {_clip(first, 50)!r})")
+    return "hlo", None, [module_records(text.splitlines(), reading.warn, "hlo", None)]
+
+
+def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
+    """Given the dump of the same program (a directory, or what
+    :func:`analyze` made of it), name in each XLA:GPU out-of-memory module of
+    ``result`` the allocations whose size is the failed request
+    (``oom.matching_buffers``: module, allocation index, kind, size, the
+    values in it), largest first."""
+    dumped = dump if isinstance(dump, MemoryAnalysis) else analyze(dump, top=top)
+    for mm in result.modules:
+        r = getattr(mm, "_gpu_report", None)
+        if r is None:
+            continue
+        found = []
+        # the dump's module of the failed executable, when the message names it
+        named = [dm for dm in dumped.modules if r.executable_name and dm.name == r.executable_name]
+        for dm in named or dumped.modules:
+            for a in buffers_of_request(r, dm.allocations):
+                found.append({"module": dm.name, "index": a.index, "kind": a.kind,
+                              "size_in_bytes": a.size_in_bytes, "shape": a.shape,
+                              "names": list(a.values)[:8]})
+        mm.oom = mm.oom._replace(matching_buffers=found)
+        if not found:
+            mm.notes.append(f"no allocation of the dump has the requested size "
+                            f"({r.requested_text}): is it the dump of the same program?")

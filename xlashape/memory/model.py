@@ -1,0 +1,685 @@
+"""The model: what the accounting makes of one input, and every view reads.
+
+Plain result types, filled by :mod:`xlashape.memory.account` from the records
+of :mod:`xlashape.memory.records`; nothing here reads a file, and the views
+(:mod:`xlashape.reporters`) read nothing else:
+
+- :class:`MemoryAnalysis`: what :func:`xlashape.memory.analyze` returns, the
+  modules (or out-of-memory reports) of one input and the readers' warnings;
+- :class:`ModuleMemory`: one module's figures under XLA's names (or ``None``
+  with the reason), its memory spaces, every :class:`Allocation` (with the
+  :class:`ValueInfo` of each value in it), the largest and most padded ones,
+  the JAX op path and source line of its instructions (``locations``), and
+  its :class:`PeakAnalysis`;
+- :class:`PeakAnalysis`: the peak figures, the heap over program order per
+  memory space, what is live at the peak (:class:`PeakBuffer`), the
+  allocation timeline of the peak's heap (:class:`TimelineBuffer`);
+- :class:`OomSummary` / :class:`GpuOomSummary`: what an out-of-memory report
+  says and what follows from it; :class:`PaddingExplanation`: why a buffer is
+  padded and the fixes, with the sizes they give.
+"""
+
+from __future__ import annotations
+
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+from ..allocation_kinds import TEMPORARY
+from ..errors import XlaShapeError
+from ..hlo_module import WarningList
+from ..layout import memory_space_name
+from ..live_range import Location
+from ..padding import Fix, advice, origin_of
+from ..shape import Shape
+from .figures import HEADER_FIELDS, PEAK_FIELDS, STATS_FIELDS, host_twin
+
+__all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomSummary",
+           "GpuOomSummary", "ModuleMemory", "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
+           "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
+           "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION"]
+
+
+#: the version of the ``--json`` documents and :meth:`MemoryAnalysis.to_json`
+#: (2: a temporary allocation's kind is ``"temporary"``, no longer ``"temp"``)
+SCHEMA_VERSION = 2
+
+#: one name per memory space, in every command and view (``S(n)``)
+SPACE_LABELS = {0: "device memory", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
+                5: "host memory"}
+
+
+def space_label(color: int, reported: Optional[str] = None) -> str:
+    """The name of memory space ``S(color)`` (one table for every view), with
+    the name XLA's memory-usage report gives it when that differs (XLA:TPU
+    calls host memory ``cmem``)."""
+    base = SPACE_LABELS.get(color) or (reported if reported and reported != "default"
+                                       else f"memory space {color}")
+    if reported and reported != "default" and reported.lower() not in base.lower():
+        return f"{base}, '{reported}' in XLA's report"
+    return base
+
+
+class PaddingExplanation(NamedTuple):
+    """Why a buffer is padded and what would make it smaller: ``sources``
+    (one sentence per padding source, largest first), ``fixes``
+    (:class:`xlashape.padding.Fix`: ``kind``, ``text`` and the
+    ``size_in_bytes`` the buffer would take; smallest first), ``note`` (about
+    where its layout comes from), ``origin`` (see :data:`xlashape.padding.ORIGINS`)
+    and the ``shape`` explained, from :func:`xlashape.padding.advice`."""
+
+    sources: Tuple[str, ...]
+    fixes: Tuple[Fix, ...]
+    note: Optional[str] = None
+    origin: Optional[str] = None
+    shape: Optional[str] = None
+
+    def to_json(self) -> dict:
+        return {"shape": self.shape, "sources": list(self.sources),
+                "fixes": [f.to_json() for f in self.fixes], "origin": self.origin,
+                "note": self.note}
+
+
+_EXPLAINED: Dict[tuple, Optional[PaddingExplanation]] = {}
+
+
+def explain_padding(shape, origin: Optional[str] = None) -> Optional[PaddingExplanation]:
+    """:class:`PaddingExplanation` for an array shape (a :class:`~xlashape.Shape`
+    or its text) with padding, else ``None`` (no padding, not an array, or a
+    layout xlashape cannot plan). ``origin`` (see :data:`xlashape.padding.ORIGINS`)
+    decides the fixes: none for a compiler scratch buffer, the default layout
+    first for a requested one (:func:`xlashape.padding.advice`). Remembered
+    per shape and origin."""
+    key = (shape, origin)
+    if key in _EXPLAINED:
+        return _EXPLAINED[key]
+    result = None
+    try:
+        adv = advice(shape, origin=origin)
+        if adv is not None:
+            result = PaddingExplanation(adv.sources, adv.fixes, adv.note, origin, str(adv.shape))
+    except XlaShapeError:
+        result = None
+    if len(_EXPLAINED) > 1 << 14:
+        _EXPLAINED.clear()
+    _EXPLAINED[key] = result
+    return result
+
+
+class ValueInfo(NamedTuple):
+    """A value held by an allocation: ``name`` (the instruction; ``label``
+    adds the ``{index}`` into its result when not the whole of it), its
+    ``size_in_bytes`` and ``offset`` in the allocation (``None`` when not
+    known), its ``shape`` text and ``unpadded_size_in_bytes``; ``id`` (the
+    number XLA gives the value in the buffer assignment, ``None`` when not
+    known) and ``shape_object`` (the parsed :class:`~xlashape.Shape`)."""
+
+    name: str
+    label: str
+    size_in_bytes: Optional[int]
+    offset: Optional[int]
+    shape: Optional[str]
+    unpadded_size_in_bytes: Optional[int]
+    id: Optional[int] = None
+    shape_object: Optional[Shape] = None
+
+    @property
+    def padding_in_bytes(self) -> int:
+        if self.size_in_bytes is None or self.unpadded_size_in_bytes is None:
+            return 0
+        return max(0, self.size_in_bytes - self.unpadded_size_in_bytes)
+
+    def to_json(self) -> dict:
+        return {"name": self.name, "label": self.label, "size_in_bytes": self.size_in_bytes,
+                "offset": self.offset, "shape": self.shape,
+                "unpadded_size_in_bytes": self.unpadded_size_in_bytes, "id": self.id}
+
+
+class Allocation:
+    """One allocation: ``kind`` (``parameter``, ``output``, ``temporary``,
+    ``thread-local``, ``constant``: :mod:`xlashape.allocation_kinds`; from an
+    out-of-memory report also what the report calls it), ``size_in_bytes`` (padding included),
+    ``unpadded_size_in_bytes``, ``memory_space`` (``S(n)``; XLA's colour in
+    a buffer assignment), ``shape`` (as XLA prints it: the buffer's shape,
+    or for an allocation holding several values the largest one's), and
+    ``values`` (the names of the instructions whose values it holds).
+
+    Also: ``index`` (XLA's allocation number, or the rank in an
+    out-of-memory report), ``maybe_live_out`` (it may hold an output),
+    ``parameter_number`` / ``parameter_index`` (an entry parameter's
+    buffer), ``output_index`` (an output buffer read from HLO text),
+    ``value_details`` (:class:`ValueInfo` per value), ``label`` /
+    ``allocation_type`` / ``op_name`` (from an out-of-memory report),
+    ``size_text`` (the size as a report prints it) and :meth:`explanation`.
+    """
+
+    __slots__ = ("kind", "size_in_bytes", "unpadded_size_in_bytes", "memory_space", "shape",
+                 "values", "index", "maybe_live_out", "parameter_number", "parameter_index",
+                 "output_index", "value_details", "label", "allocation_type", "op_name",
+                 "size_text", "_shape_obj")
+
+    def __init__(self, kind: str, size_in_bytes: Optional[int], unpadded_size_in_bytes: Optional[int],
+                 memory_space: int, shape: Optional[str], values=(), *, index=None,
+                 maybe_live_out=False, parameter_number=None, parameter_index=None,
+                 output_index=None, value_details=(), label=None, allocation_type=None,
+                 op_name=None, size_text=None, shape_obj=None):
+        self.kind = kind
+        self.size_in_bytes = size_in_bytes
+        self.unpadded_size_in_bytes = unpadded_size_in_bytes
+        self.memory_space = memory_space
+        self.shape = shape
+        self.values = list(values)
+        self.index = index
+        self.maybe_live_out = maybe_live_out
+        self.parameter_number = parameter_number
+        self.parameter_index = parameter_index
+        self.output_index = output_index
+        self.value_details = list(value_details)
+        self.label = label
+        self.allocation_type = allocation_type
+        self.op_name = op_name
+        self.size_text = size_text
+        self._shape_obj = shape_obj
+
+    @property
+    def padding_in_bytes(self) -> int:
+        """Bytes lost to padding (``size - unpadded size``; 0 when unknown)."""
+        if self.size_in_bytes is None or self.unpadded_size_in_bytes is None:
+            return 0
+        return max(0, self.size_in_bytes - self.unpadded_size_in_bytes)
+
+    def explanation(self) -> Optional[PaddingExplanation]:
+        """Why it is padded and what would fix it, for an allocation whose
+        padding comes from one array shape (its own, or the most padded
+        value in it); ``None`` without padding."""
+        if self.padding_in_bytes <= 0:
+            return None
+        shape, own = self._padded()
+        if shape is None:
+            return None
+        return explain_padding(shape, origin_of(shape, kind=self.kind if own else TEMPORARY,
+                                                memory_space=self.memory_space, platform=None))
+
+    def _padded(self):
+        """The shape whose padding the allocation carries (a Shape object
+        when the reader parsed one, else its text) and whether it is the
+        allocation's own."""
+        if self.value_details:
+            best = max(self.value_details, key=lambda v: v.padding_in_bytes)
+            if best.padding_in_bytes > 0 and best.shape:
+                obj = best.shape_object
+                return (obj if obj is not None else best.shape), best.shape == self.shape
+        if self._shape_obj is not None:
+            return self._shape_obj, True
+        return self.shape, True
+
+    def padded_shape(self) -> Optional[str]:
+        """The shape whose padding the allocation carries: its own for a
+        single buffer, else the value with the most padding."""
+        if self.value_details:
+            best = max(self.value_details, key=lambda v: v.padding_in_bytes)
+            if best.padding_in_bytes > 0 and best.shape:
+                return best.shape
+        return self.shape
+
+    def to_json(self, explain: bool = True) -> dict:
+        d = {
+            "kind": self.kind,
+            "size_in_bytes": self.size_in_bytes,
+            "unpadded_size_in_bytes": self.unpadded_size_in_bytes,
+            "memory_space": self.memory_space,
+            "shape": self.shape,
+            "values": list(self.values),
+        }
+        if self.index is not None:
+            d["index"] = self.index
+        d["padding_in_bytes"] = self.padding_in_bytes
+        d["maybe_live_out"] = bool(self.maybe_live_out)
+        if self.parameter_number is not None:
+            d["parameter_number"] = self.parameter_number
+            d["parameter_index"] = list(self.parameter_index or ())
+        if self.output_index is not None:
+            d["output_index"] = list(self.output_index)
+        for key in ("label", "allocation_type", "op_name", "size_text"):
+            v = getattr(self, key)
+            if v is not None:
+                d[key] = v
+        if self.value_details:
+            d["value_details"] = [v.to_json() for v in self.value_details]
+        if explain:
+            e = self.explanation()
+            if e is not None:
+                d["padding"] = e.to_json()
+        return d
+
+    def __repr__(self):
+        return (f"<Allocation {self.kind} {self.size_in_bytes} bytes "
+                f"(unpadded {self.unpadded_size_in_bytes}) S({self.memory_space}) {self.shape}>")
+
+
+class SpaceTotals:
+    """Bytes of one memory space, by what they hold."""
+
+    __slots__ = ("memory_space", "name", "arguments", "outputs", "aliased", "temporaries",
+                 "thread_local", "constants", "other", "total", "padding", "reported_total")
+
+    def __init__(self, memory_space: int, name: Optional[str] = None):
+        self.memory_space = memory_space
+        self.name = name or memory_space_name(memory_space)
+        self.arguments = self.outputs = self.aliased = self.temporaries = 0
+        self.thread_local = self.constants = self.other = self.total = self.padding = 0
+        self.reported_total: Optional[int] = None
+
+    def to_json(self) -> dict:
+        d = {k: getattr(self, k) for k in ("memory_space", "name", "arguments", "outputs",
+                                           "aliased", "temporaries", "thread_local",
+                                           "constants", "other", "total", "padding")}
+        if self.reported_total is not None:
+            d["reported_total"] = self.reported_total
+        return d
+
+
+class OomSummary(NamedTuple):
+    """What an out-of-memory report says, and what xlashape concludes:
+    ``form`` (``detailed`` / ``short``), ``memory_space``, ``used`` /
+    ``limit`` / ``excess`` in bytes (as printed, rounded), ``padding_bytes``
+    (the padding the report shows: the HLO temporaries' padded minus
+    unpadded size when it gives them, else the listed allocations' extra
+    memory due to padding; ``None`` when it shows none), ``padding_basis``
+    (which of the two), ``fits_without_padding`` (``None`` if unknown) and
+    ``note`` (one sentence saying so, or where the breakdown is)."""
+
+    form: str
+    memory_space: str
+    used: Optional[int]
+    limit: Optional[int]
+    excess: Optional[int]
+    padding_bytes: Optional[int]
+    padding_basis: Optional[str]
+    fits_without_padding: Optional[bool]
+    note: str
+
+    def to_json(self) -> dict:
+        return dict(self._asdict())
+
+
+class ModuleMemory:
+    """The memory figures of one module (see the module docstring).
+
+    The ``CompiledMemoryStats`` fields have XLA's names:
+    ``argument_size_in_bytes``, ``output_size_in_bytes``,
+    ``alias_size_in_bytes``, ``temp_size_in_bytes`` (``None`` without a
+    buffer assignment), ``host_argument_size_in_bytes``,
+    ``host_output_size_in_bytes``; from an out-of-memory report
+    ``memory_used_bytes`` / ``memory_limit_bytes`` (else ``None``), and
+    there the figures the report prints (rounded), ``None`` where it has none.
+
+    Also: ``name``, ``source`` (``hlo``, ``dump``, ``oom``, ``jax``,
+    ``memory-report``), ``path``, ``platform`` (``tpu`` when the layouts are
+    tiled), ``chip`` (:class:`xlashape.sizes.Chip` or ``None``),
+    ``memory_spaces`` (:class:`SpaceTotals` per ``S(n)``), ``warnings`` and
+    ``notes`` (strings), :attr:`allocations`, ``largest`` /
+    ``padding_wasters`` (the top allocations by size and by padding),
+    ``padding_summary``, ``oom`` (:class:`OomSummary`), ``memory_analysis``
+    (XLA's own figures when analysed from a JAX compiled object), ``peak``
+    (:class:`PeakAnalysis`) and ``locations`` (instruction name ->
+    :class:`xlashape.live_range.Location`: JAX op path and ``file:line``, for
+    the instructions the module's allocations and peak name).
+    """
+
+    def __init__(self, name: Optional[str], source: str, path: Optional[str] = None):
+        self.name = name
+        self.source = source
+        self.path = path
+        self.argument_size_in_bytes: Optional[int] = 0
+        self.output_size_in_bytes: Optional[int] = 0
+        self.alias_size_in_bytes: Optional[int] = 0
+        self.temp_size_in_bytes: Optional[int] = None
+        self.host_argument_size_in_bytes: Optional[int] = 0
+        self.host_output_size_in_bytes: Optional[int] = 0
+        self.host_alias_size_in_bytes: Optional[int] = 0
+        self.host_temp_size_in_bytes: Optional[int] = None
+        #: TPU: the buffer assignment's preallocated temporaries in device
+        #: memory (color 0) -- xlashape's figure, not XLA's temp_size_in_bytes
+        self.hbm_temp_allocation_bytes: Optional[int] = None
+        #: why a field of XLA's is None (field name -> sentence)
+        self.reasons: Dict[str, str] = {}
+        #: an out-of-memory report that a later report of the same log replaces
+        #: (libtpu logs one per allocation it tries; the last is where it gave up)
+        self.superseded = False
+        self.memory_used_bytes: Optional[int] = None
+        self.memory_limit_bytes: Optional[int] = None
+        self.platform: Optional[str] = None
+        self.chip = None
+        self.notes: List[str] = []
+        self.optimized = True
+        self.memory_spaces: Dict[int, SpaceTotals] = {}
+        self.warnings: List[str] = []
+        self.allocations: List[Allocation] = []
+        self.largest: List[Allocation] = []
+        self.padding_wasters: List[Allocation] = []
+        #: :class:`xlashape.padding.PaddingSummary`: how much is padding, whether it matters
+        self.padding_summary = None
+        self.oom: Optional[OomSummary] = None
+        self.memory_analysis: Optional[dict] = None
+        self.allocation_count = 0
+        self.value_count = 0
+        #: read from XLA's protobuf (a ``.hlo.pb``, a serialized buffer
+        #: assignment or memory-usage report) rather than its text files
+        self.from_proto = False
+        #: the peak and what is live at it (:class:`PeakAnalysis`), for a
+        #: dump with a buffer assignment; else ``None``
+        self.peak: Optional[PeakAnalysis] = None
+        self.locations: Dict[str, Location] = {}
+
+    def iter_allocations(self) -> Iterator[Allocation]:
+        """The allocations one by one (:attr:`allocations`)."""
+        return iter(self.allocations)
+
+    def location(self, name: Optional[str]) -> Optional[Location]:
+        """The op path and source line of instruction ``name`` (``None`` when
+        the module does not say)."""
+        return self.locations.get(name) if name else None
+
+    def add_to_figure(self, figure: str, size: int, host: bool) -> None:
+        """Add ``size`` to XLA's ``figure`` (``"argument_size_in_bytes"``,
+        ...) or, for host memory, to its ``host_`` twin."""
+        name = host_twin(figure) if host else figure
+        setattr(self, name, getattr(self, name) + size)
+
+    def space(self, memory_space: int) -> SpaceTotals:
+        t = self.memory_spaces.get(memory_space)
+        if t is None:
+            t = self.memory_spaces[memory_space] = SpaceTotals(memory_space)
+        return t
+
+    def figures(self) -> Dict[str, Optional[int]]:
+        """The ``CompiledMemoryStats`` fields computed here, by XLA's names."""
+        return {k: getattr(self, k) for k in STATS_FIELDS}
+
+    def header_json(self) -> dict:
+        """The module's JSON object without ``allocations`` (the CLI streams those)."""
+        d = {"name": self.name}
+        for k in HEADER_FIELDS:
+            d[k] = getattr(self, k)
+        return d
+
+    def extra_json(self) -> dict:
+        d = {"source": self.source, "from_proto": self.from_proto, "platform": self.platform,
+             "notes": list(self.notes),
+             "reasons": dict(self.reasons),
+             "hbm_temp_allocation_bytes": self.hbm_temp_allocation_bytes,
+             "memory_spaces": [self.memory_spaces[k].to_json() for k in sorted(self.memory_spaces)],
+             "warnings": list(self.warnings)}
+        if self.path is not None:
+            d["path"] = self.path
+        if self.oom is not None:
+            d["oom"] = self.oom.to_json()
+            d["superseded"] = self.superseded
+        if self.memory_analysis is not None:
+            d["memory_analysis"] = dict(self.memory_analysis)
+        if self.peak is not None:
+            d["peak"] = self.peak.to_json()
+        return d
+
+    def to_json(self) -> dict:
+        """The module as ``xlashape memory --json`` prints it."""
+        d = self.header_json()
+        d.update(self.extra_json())
+        d["allocations"] = [a.to_json() for a in self.allocations]
+        return d
+
+    def __repr__(self):
+        return (f"<ModuleMemory {self.name} ({self.source}): arguments {self.argument_size_in_bytes}, "
+                f"outputs {self.output_size_in_bytes}, temporaries {self.temp_size_in_bytes}>")
+
+
+class MemoryAnalysis:
+    """What :func:`analyze` found: ``modules`` (:class:`ModuleMemory`, one per
+    module or report), ``kind`` of input (``hlo``, ``dump``, ``oom``, ``jax``),
+    ``path``, and ``warnings`` (:class:`~xlashape.hlo_module.HloWarning` with
+    line numbers, for lines that could not be read, and
+    :class:`~xlashape.xla_dump.DumpWarning` for files of a dump that were
+    skipped; the first 1000 are kept, ``warnings.total`` counts them all)."""
+
+    def __init__(self, kind: str, path: Optional[str] = None):
+        self.kind = kind
+        self.path = path
+        self.modules: List[ModuleMemory] = []
+        self.warnings: List = WarningList()
+
+    def to_json(self) -> dict:
+        return {"schema_version": SCHEMA_VERSION, "modules": [m.to_json() for m in self.modules]}
+
+    def __iter__(self):
+        return iter(self.modules)
+
+    def __len__(self):
+        return len(self.modules)
+
+    def __getitem__(self, i):
+        return self.modules[i]
+
+    def __repr__(self):
+        return f"<MemoryAnalysis {self.kind}: {len(self.modules)} modules>"
+
+
+
+
+class GpuOomSummary(NamedTuple):
+    """What XLA:GPU's out-of-memory messages say (the ``oom`` of a module
+    read from them; see :class:`xlashape.oom_report.GpuOomReport`):
+    the fields of :class:`OomSummary` (``used``: what XLA's
+    rematerialization pass says the program needs, when it was logged) and
+    ``requested_bytes`` / ``requested_text`` (the allocation that failed),
+    ``allocator`` (``GPU_0_bfc``), ``origin`` (``allocator`` or
+    ``autotuner``), ``memory_limit_source``, ``remat_target_bytes``, and
+    ``matching_buffers``: given the dump of the same program
+    (``analyze(..., dump=DIR)``), the allocations of that size."""
+
+    form: str
+    memory_space: str
+    used: Optional[int]
+    limit: Optional[int]
+    excess: Optional[int]
+    padding_bytes: Optional[int]
+    padding_basis: Optional[str]
+    fits_without_padding: Optional[bool]
+    note: str
+    requested_bytes: Optional[int]
+    requested_text: Optional[str]
+    requested_exact: bool
+    allocator: Optional[str]
+    origin: str
+    memory_limit_source: Optional[str]
+    remat_target_bytes: Optional[int]
+    matching_buffers: Optional[list]
+    #: what the allocator had in use when it failed (its stats), if logged
+    in_use_bytes: Optional[int] = None
+    #: XLA's rematerialization: what the program needs after it, and before
+    remat_reduced_to_bytes: Optional[int] = None
+    remat_original_bytes: Optional[int] = None
+    #: the messages say the allocator rounded the request (its figure is exact)
+    allocator_rounded: bool = False
+
+    def to_json(self) -> dict:
+        return dict(self._asdict())
+
+
+
+
+#: at most this many points per memory space in the JSON heap (each the
+#: highest of ``step`` consecutive program positions)
+HEAP_POINTS = 4096
+
+
+def _buckets(values, step: int) -> List[int]:
+    if step == 1:
+        return list(values)
+    return [max(values[i:i + step]) for i in range(0, len(values), step)]
+
+
+#: buffers smaller than this share one line in the live-at-peak listing
+SMALL_BUFFER_BYTES = 16 * 1024
+
+
+class PeakBuffer(NamedTuple):
+    """One buffer live at the peak: its ``label`` (``instruction{index}``),
+    defining ``instruction``, ``allocation`` number, memory space ``color``,
+    ``size`` and ``unpadded_size`` in bytes, ``offset`` in the allocation,
+    live range ``start``-``end`` (``None`` for buffers that live for the whole
+    program), ``kind`` (:func:`xlashape.allocation_kinds.kind_of`), ``shape`` (XLA's text), ``op_name``
+    (JAX's op path) and ``source`` (``file:line``)."""
+
+    label: str
+    instruction: str
+    allocation: int
+    color: int
+    size: int
+    unpadded_size: int
+    offset: int
+    start: Optional[int]
+    end: Optional[int]
+    kind: str
+    shape: str
+    op_name: Optional[str]
+    source: Optional[str]
+
+    @property
+    def padding(self) -> int:
+        return self.size - self.unpadded_size
+
+    def to_json(self) -> dict:
+        d = self._asdict()
+        d["padding"] = self.padding
+        return d
+
+
+
+
+class PeakAnalysis:
+    """The peak of one module (see the module docstring).
+
+    ``figures``: the XLA fields (``total_allocation_bytes``,
+    ``indefinite_allocations``, ``peak_memory_in_bytes``,
+    ``peak_unpadded_heap_bytes``), each XLA's value or ``None``;
+    ``reasons``: why a field is ``None``; ``computed``: the same four as this
+    module's rule computes them whatever the platform (our numbers, for
+    comparison). ``heap``: per memory space, the heap over program order
+    (``padded`` / ``unpadded`` arrays of int64, one entry per position of the
+    schedule, the whole-program buffers included; the JSON form keeps at most
+    :data:`HEAP_POINTS` of them, each the highest of ``step`` positions); ``peak_time`` /
+    ``peak_memory_space`` / ``peak_instruction``: the heap XLA's peak
+    takes (the highest one) and where in program order it is highest;
+    ``live_at_peak``: the :class:`PeakBuffer` list that makes XLA's peak (the
+    whole-program buffers of every memory space and that heap's buffers
+    there), largest first;
+    ``by_op_path``: ``(op path, bytes, count)`` groups of it;
+    ``xla_live_range_peak``: the peak the live-range file prints;
+    ``schedule``: the instruction at each position of program order (the
+    live-range file's, ``None`` on the proto route); ``timeline``: the
+    :class:`Timeline` of the temporary allocation where the peak is (each
+    buffer's offset and live range), ``None`` without live ranges.
+    """
+
+    def __init__(self, platform: Optional[str]):
+        self.platform = platform
+        self.figures: Dict[str, Optional[int]] = {k: None for k in PEAK_FIELDS}
+        self.reasons: Dict[str, str] = {}
+        self.computed: Dict[str, Optional[int]] = {k: None for k in PEAK_FIELDS}
+        self.heap: Dict[int, Dict[str, list]] = {}
+        self.peak_time: Optional[int] = None
+        #: what ``peak_time`` and ``heap`` count: ``"program order"`` (the
+        #: schedule's positions) or ``"trace events"`` (the proto route)
+        self.time_axis = "program order"
+        self.peak_instruction: Optional[str] = None
+        self.peak_memory_space: Optional[int] = None
+        self.live_at_peak: List[PeakBuffer] = []
+        self.xla_live_range_peak: Optional[Tuple[int, int]] = None
+        self.small_buffer_bytes = SMALL_BUFFER_BYTES
+        self.schedule: Optional[List[str]] = None
+        self.timeline: Optional[Timeline] = None
+
+    @property
+    def live_at_peak_bytes(self) -> int:
+        return sum(b.size for b in self.live_at_peak)
+
+    def by_op_path(self) -> List[Tuple[str, int, int]]:
+        """Bytes live at the peak per JAX op path (the instruction's name
+        where the module has no ``op_name``), largest first."""
+        groups: Dict[str, List[int]] = {}
+        for b in self.live_at_peak:
+            g = groups.setdefault(b.op_name or b.instruction, [0, 0])
+            g[0] += b.size
+            g[1] += 1
+        return sorted(((k, v[0], v[1]) for k, v in groups.items()), key=lambda x: (-x[1], x[0]))
+
+    def listed(self, top: int = 20) -> Tuple[List[PeakBuffer], int, int]:
+        """The live-at-peak buffers worth a line (at most ``top``, none below
+        :attr:`small_buffer_bytes`), and the count and bytes of the rest."""
+        shown = [b for b in self.live_at_peak if b.size >= self.small_buffer_bytes][:top]
+        rest = self.live_at_peak[len(shown):]
+        return shown, len(rest), sum(b.size for b in rest)
+
+    def to_json(self) -> dict:
+        heap = []
+        for color in sorted(self.heap):
+            h = self.heap[color]
+            n = len(h["padded"])
+            step = max(1, -(-n // HEAP_POINTS))
+            heap.append({"color": color, "peak_bytes": max(h["padded"], default=0),
+                         "length": n, "step": step,
+                         "padded": _buckets(h["padded"], step),
+                         "unpadded": _buckets(h["unpadded"], step)})
+        return {
+            "platform": self.platform,
+            **{k: self.figures[k] for k in PEAK_FIELDS},
+            "reasons": dict(self.reasons),
+            "computed": dict(self.computed),
+            "peak_time": self.peak_time,
+            "time_axis": self.time_axis,
+            "peak_instruction": self.peak_instruction,
+            "peak_memory_space": self.peak_memory_space,
+            "live_at_peak_bytes": self.live_at_peak_bytes,
+            "live_at_peak": [b.to_json() for b in self.live_at_peak],
+            "by_op_path": [{"op_path": k, "bytes": v, "count": n} for k, v, n in self.by_op_path()],
+            "xla_live_range_peak": (None if self.xla_live_range_peak is None else
+                                    {"time": self.xla_live_range_peak[0],
+                                     "bytes": self.xla_live_range_peak[1]}),
+            "heap": heap,
+        }
+
+    def __repr__(self):
+        return (f"<PeakAnalysis {self.platform}: peak {self.figures['peak_memory_in_bytes']}, "
+                f"at {self.peak_instruction}>")
+
+
+
+
+class TimelineBuffer(NamedTuple):
+    """One buffer of a :class:`Timeline`: ``size`` and ``offset`` in its
+    allocation, live range ``start``-``end`` (both ends counted, positions of
+    program order), its ``label`` and ``shape`` text."""
+
+    size: int
+    offset: int
+    start: int
+    end: int
+    label: str
+    shape: str
+
+
+class Timeline(NamedTuple):
+    """XProf's buffer allocation timeline of one temporary allocation: its
+    ``allocation`` number, memory space ``color`` and ``size``, the
+    ``positions`` of program order, and its ``buffers`` (the largest
+    :data:`TIMELINE_BUFFERS`, largest first; ``dropped`` counts the rest)."""
+
+    allocation: int
+    color: int
+    size: int
+    positions: int
+    buffers: Tuple[TimelineBuffer, ...]
+    dropped: int
+
+
+#: at most this many buffers (the largest) in a :class:`Timeline`
+TIMELINE_BUFFERS = 3000

@@ -1,0 +1,164 @@
+"""The records every source makes, and the one pass accounts for.
+
+A source (:mod:`~xlashape.memory.source_dump`, ``source_proto``,
+``source_hlo``, ``source_oom``, ``source_jax``) reads its input -- each file
+once -- into one :class:`ModuleRecords` per module or report; the accounting
+(:func:`xlashape.memory.account.account`) turns them into the model. The
+records are the readers' own types where a reader has one
+(:class:`xlashape.xla_dump.BufferAllocation` with its
+:class:`~xlashape.xla_dump.BufferValue` objects, :class:`xlashape.live_range.LiveRanges`,
+:class:`xlashape.live_range.Location`, the out-of-memory reports of
+:mod:`xlashape.oom_report`), plus :class:`EntryRecord`, what the figures need
+of a module's entry computation.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Callable, Dict, List, Optional, Tuple
+
+from ..errors import UnreadableInputError
+
+from ..hlo_module import Alias, BufferDonor, EntryBlocks, WarningList
+from ..live_range import LiveRanges, Location
+from ..shape import Shape
+from ..xla_dump import BufferAllocation, MemorySpaceUsage, read_memory_usage_report
+
+__all__ = ["EntryRecord", "ModuleRecords", "Operands", "Reading"]
+
+
+class EntryRecord:
+    """What the memory figures need of a module: the header's
+    ``attributes`` (``entry_computation_layout``, ``input_output_alias``,
+    ``buffer_donor`` as XLA prints them, and their parsed ``aliases`` /
+    ``donors``; ``layout``: the entry computation layout as ``(parameter
+    shapes, result shape)`` when the source has it parsed), the entry's ``params`` (``number -> (instruction name,
+    Shape)``) and ``root`` (``(name, opcode, Shape, operand names of a
+    tuple)``), how many ``instructions`` were read, and ``platform_hint``
+    (``gpu``/``cpu`` from custom-call targets and backend configs)."""
+
+    __slots__ = ("attributes", "aliases", "donors", "layout", "params", "root", "instructions",
+                 "platform_hint", "last")
+
+    def __init__(self):
+        self.attributes: Dict[str, str] = {}
+        self.layout: Optional[Tuple[Tuple[Shape, ...], Shape]] = None
+        self.aliases: Tuple[Alias, ...] = ()
+        self.donors: Tuple[BufferDonor, ...] = ()
+        self.params: Dict[int, Tuple[Optional[str], Shape]] = {}
+        self.root: Optional[Tuple[str, str, Shape, Tuple[str, ...]]] = None
+        self.instructions = 0
+        self.platform_hint: Optional[str] = None
+        self.last = None
+
+
+#: value id -> the operand list of its defining instruction, as the dump's
+#: values file prints it (the TPU sharing rule's input; read when first asked)
+Operands = Callable[[int], str]
+
+
+class ModuleRecords:
+    """What one source read of one module (or one out-of-memory report).
+
+    Identity: ``name``, ``source`` (``hlo``, ``dump``, ``oom``, ``jax``,
+    ``memory-report``), ``path`` (as the user gave it), ``platform`` (from
+    the file names, or ``None``), ``optimized`` (``False`` for a module
+    before optimizations), ``from_proto``.
+
+    Contents, each ``None`` where the input has none: ``entry``
+    (:class:`EntryRecord`), ``allocations`` (the buffer assignment's
+    :class:`~xlashape.xla_dump.BufferAllocation` records), ``live``
+    (:class:`~xlashape.live_range.LiveRanges`, the text route),
+    ``operands`` (:data:`Operands`), ``buffer_assignment_proto`` (the
+    ``HloProto`` or ``BufferAssignmentProto`` message whose heap-simulator
+    traces the proto route replays) with ``peak_unpadded`` (logical buffer
+    message -> its size without padding) and ``describe`` (logical buffer
+    message -> (instruction, label, shape text)), ``peak_reasons`` (peak
+    fields the source knows the input cannot determine), ``memory_report``
+    (:class:`~xlashape.xla_dump.MemorySpaceUsage` per memory space, or the
+    ``MemoryUsageReportProto``'s entries), ``oom`` (a TPU or GPU out-of-memory
+    report of :mod:`xlashape.oom_report`), ``memory_analysis`` (jax's
+    ``memory_analysis()`` fields).
+
+    ``locations``: instruction name -> :class:`~xlashape.live_range.Location`
+    for the instructions the model names. ``warnings`` / ``notes``: strings
+    the source has to say about this module; ``reasons``: XLA fields the
+    source knows to be undetermined, with why.
+    """
+
+    def __init__(self, name: Optional[str], source: str, path: Optional[str] = None):
+        self.name = name
+        self.source = source
+        self.path = path
+        self.platform: Optional[str] = None
+        self.optimized = True
+        self.from_proto = False
+        self.entry: Optional[EntryRecord] = None
+        self.allocations: Optional[List[BufferAllocation]] = None
+        #: the file the allocations were read from (warnings name it)
+        self.allocations_file: Optional[str] = None
+        self.live: Optional[LiveRanges] = None
+        self.live_error: Optional[str] = None
+        self.operands: Optional[Operands] = None
+        self.buffer_assignment_proto = None
+        self.peak_unpadded: Optional[Callable[[object], int]] = None
+        self.describe: Optional[Callable[[object], Tuple[str, str, str]]] = None
+        self.peak_reasons: Dict[str, str] = {}
+        #: a buffer assignment without its module (no names, no shapes)
+        self.no_module = False
+        self.memory_report: Optional[List[MemorySpaceUsage]] = None
+        self.memory_report_error: Optional[str] = None
+        #: a memory-usage report alone: per memory space (color, total bytes,
+        #: [(allocation index, size, defining positions)])
+        self.report_allocations: Optional[list] = None
+        self.oom = None
+        self.memory_analysis: Optional[dict] = None
+        self.locations: Dict[str, Location] = {}
+        self.warnings: List[str] = []
+        self.notes: List[str] = []
+        self.reasons: Dict[str, str] = {}
+
+    def read_report(self, path: Optional[str]) -> None:
+        """Read the memory-usage report (text) at ``path`` into
+        ``memory_report``; a report that cannot be read is kept as
+        ``memory_report_error``."""
+        if path is None:
+            return
+        try:
+            self.memory_report = read_memory_usage_report(pathlib.Path(path))   # a Path: a file
+        except (OSError, UnreadableInputError) as e:
+            self.memory_report_error = str(e)
+
+    def __repr__(self):
+        n = None if self.allocations is None else len(self.allocations)
+        return f"<ModuleRecords {self.name} ({self.source}): {n} allocations>"
+
+
+class Reading:
+    """What a source needs to know while it reads: ``warn`` (each
+    :class:`~xlashape.hlo_module.HloWarning` / :class:`~xlashape.xla_dump.DumpWarning`
+    of an unreadable line or skipped file; the first ones are kept in
+    ``warnings``, all counted), ``progress(done, total)`` on long inputs,
+    ``peak`` (read what the peak needs: live ranges, values), ``prefer``
+    (``"text"`` or ``"proto"`` for a dump holding both) and ``platform``
+    (the user's, or ``None``)."""
+
+    def __init__(self, on_warning=None, progress=None, *, peak: bool = True,
+                 prefer: str = "text", platform: Optional[str] = None):
+        self._on_warning = on_warning
+        self.progress = progress
+        self.peak = peak
+        self.prefer = prefer
+        self.platform = platform
+        self.warnings = WarningList()
+
+    def warn(self, w) -> None:
+        self.warnings.append(w)
+        if self._on_warning is not None:
+            self._on_warning(w)
+
+    def entry_blocks(self, stream, total: Optional[int]) -> EntryBlocks:
+        """The module text of ``stream`` in blocks, its entry computation's
+        lines only, calling ``progress(done, total)`` as it is read."""
+        report = self.progress
+        return EntryBlocks(stream, None if report is None else (lambda done: report(done, total)))

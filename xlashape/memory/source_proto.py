@@ -1,0 +1,406 @@
+"""The source of XLA's protobufs: ``.hlo.pb``, buffer-assignment and memory-usage-report bytes.
+
+An ``HloProto`` (``--xla_dump_hlo_as_proto`` writes one per module:
+``*.hlo.pb``, or ``.hlo.pb.gz``) holds the module and, after optimizations,
+its buffer assignment with the heap simulator's traces. This source fills the
+records from the messages' fields directly -- the entry computation, every
+allocation and the values in it, the op paths of their instructions, the
+traces for the peak -- without writing the module as HLO text: an
+instruction's shape is built only when a record needs it.
+
+It also reads ``memory_analysis().serialized_buffer_assignment_proto`` (a
+``BufferAssignmentProto`` alone: no names, no shapes) and a
+``*-memory-usage-report.pb`` (with the ``.hlo.pb`` beside it when it is there;
+alone, only its memory spaces' totals and allocations by size).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional
+
+from .. import protos
+from ..errors import UnreadableInputError, XlaShapeError
+from ..hlo_module import Alias, BufferDonor
+from ..live_range import Location
+from ..shape import Shape
+from ..shape_proto import _shape_from_message
+from ..sizes import SizeCache
+from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation, BufferValue,
+                        MemorySpaceUsage, _unreadable, platform_from_key)
+from .model import space_label
+from .records import EntryRecord, ModuleRecords, Reading
+from .source_hlo import platform_hint
+
+__all__ = ["PROTO_KINDS", "proto_kind", "hlo_proto_records", "proto_records"]
+
+#: the messages this source reads, by the kind :func:`proto_kind` names
+PROTO_KINDS = ("hlo-proto", "buffer-assignment-proto", "memory-report-proto")
+
+_ALIAS_KINDS = {0: "may-alias", 1: "may-alias", 2: "must-alias"}
+
+
+def proto_kind(data: bytes) -> Optional[str]:
+    """Which of XLA's messages ``data`` (the whole, gunzipped) parses as, with
+    the field that message cannot be without; ``None`` if none."""
+    try:
+        comps = protos.read_hlo_proto(data).hlo_module.computations
+        # protobuf keeps fields of the wrong wire type as unknown ones, so
+        # other messages can parse as a module: require instructions with opcodes
+        if len(comps) and all(len(c.instructions) and all(i.opcode for i in c.instructions)
+                              for c in comps):
+            return "hlo-proto"
+    except XlaShapeError:
+        pass
+    try:
+        if len(protos.read_buffer_assignment(data).buffer_allocations):
+            return "buffer-assignment-proto"
+    except XlaShapeError:
+        pass
+    try:
+        if len(protos.read_memory_usage_report(data).memory_space_allocation_entries):
+            return "memory-report-proto"
+    except XlaShapeError:
+        pass
+    return None
+
+
+class _Module:
+    """A module message's instructions by id and by name, each instruction's
+    :class:`~xlashape.Shape` built the first time it is asked for (one object
+    per distinct shape message)."""
+
+    def __init__(self, mp):
+        self.mp = mp
+        self.by_id: Dict[int, object] = {}
+        self.by_name: Dict[str, object] = {}
+        self._shapes: Dict[bytes, Shape] = {}
+        self._of: Dict[int, Optional[Shape]] = {}
+        names = {}
+        for cp in mp.computations:
+            names[cp.id] = cp.name
+            for ip in cp.instructions:
+                self.by_id[ip.id] = ip
+                self.by_name[ip.name] = ip
+        entry_id = mp.entry_computation_id
+        if entry_id not in names:
+            by_name = [cp.id for cp in mp.computations if cp.name == mp.entry_computation_name]
+            entry_id = by_name[0] if by_name else (mp.computations[-1].id if len(mp.computations)
+                                                    else None)
+        self.entry = next((cp for cp in mp.computations if cp.id == entry_id), None)
+
+    def shape_of_message(self, msg, where: str) -> Shape:
+        key = msg.SerializeToString()
+        got = self._shapes.get(key)
+        if got is None:
+            got = self._shapes[key] = _shape_from_message(msg, where, 0)
+        return got
+
+    def shape(self, ip) -> Optional[Shape]:
+        """The instruction's shape; ``None`` (cached) when its message is malformed."""
+        got = self._of.get(ip.id, False)
+        if got is False:
+            try:
+                got = self.shape_of_message(ip.shape, f"instruction {ip.name}")
+            except XlaShapeError:
+                got = None
+            self._of[ip.id] = got
+        return got
+
+    def name(self, instruction_id: int, fallback: str = "") -> str:
+        ip = self.by_id.get(instruction_id)
+        return ip.name if ip is not None else fallback
+
+
+def _entry_record(m: _Module) -> EntryRecord:
+    mp = m.mp
+    rec = EntryRecord()
+    cp = m.entry
+    hints = 0
+    if cp is not None:
+        root_id = cp.root_id
+        for ip in cp.instructions:
+            rec.instructions += 1
+            opcode = ip.opcode
+            if opcode == "parameter":
+                shape = m.shape(ip)
+                if shape is not None:
+                    rec.params[ip.parameter_number] = (ip.name, shape)
+            elif rec.platform_hint is None and hints < 256 and opcode in ("fusion", "custom-call"):
+                hints += 1
+                rec.platform_hint = platform_hint(
+                    ip.custom_call_target + " " + ip.backend_config.decode("utf-8", "replace"))
+            if ip.id == root_id:
+                shape = m.shape(ip)
+                if shape is not None:
+                    operands = (tuple(m.name(i) for i in ip.operand_ids) if opcode == "tuple"
+                                else ())
+                    rec.root = (ip.name, opcode, shape, operands)
+    ps = None
+    if mp.HasField("host_program_shape") and (len(mp.host_program_shape.parameters)
+                                              or mp.host_program_shape.HasField("result")):
+        ps, where = mp.host_program_shape, "HloModuleProto.host_program_shape"
+    elif cp is not None and cp.HasField("program_shape"):
+        ps, where = cp.program_shape, "entry program_shape"
+    if ps is not None:
+        try:
+            params = tuple(m.shape_of_message(p, f"{where}.parameters[{i}]")
+                           for i, p in enumerate(ps.parameters))
+            rec.layout = (params, m.shape_of_message(ps.result, f"{where}.result"))
+        except XlaShapeError:
+            rec.layout = None
+    rec.aliases = tuple(Alias(tuple(e.output_shape_index), e.parameter_number,
+                              tuple(e.parameter_shape_index), _ALIAS_KINDS.get(e.kind, "may-alias"))
+                        for e in mp.input_output_alias.entries)
+    rec.donors = tuple(BufferDonor(e.parameter_number, tuple(e.parameter_shape_index))
+                       for e in mp.buffer_donor.entries)
+    return rec
+
+
+def _locations(m: _Module, names) -> Dict[str, Location]:
+    """Op path and ``file:line`` of the instructions ``names``, from their
+    metadata and the module's stack frame tables (as the text route reads
+    them from ``metadata={...}`` and ``FileNames`` / ``StackFrames``)."""
+    index = m.mp.stack_frame_index
+    files, locs, frames = index.file_names, index.file_locations, index.stack_frames
+    out: Dict[str, Location] = {}
+    for name in names:
+        ip = m.by_name.get(name)
+        if ip is None or not ip.HasField("metadata"):
+            continue
+        md = ip.metadata
+        op = md.op_name or None
+        if md.source_file:
+            out[name] = Location(op, md.source_file + (f":{md.source_line}" if md.source_line
+                                                       else ""))
+        elif md.stack_frame_id:
+            src = None
+            fid = md.stack_frame_id
+            if 0 < fid <= len(frames):
+                lid = frames[fid - 1].file_location_id
+                if 0 < lid <= len(locs):
+                    loc = locs[lid - 1]
+                    if 0 < loc.file_name_id <= len(files):
+                        src = f"{files[loc.file_name_id - 1]}:{loc.line}"
+            out[name] = Location(op, src)
+        elif op is not None:
+            out[name] = Location(op, None)
+    return out
+
+
+def _sub(shape: Optional[Shape], index) -> Optional[Shape]:
+    for i in index:
+        if shape is None or not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
+            return None
+        shape = shape.tuple_shapes[i]
+    return shape
+
+
+def _allocations(ba, m: Optional[_Module], reading_platform) -> List[BufferAllocation]:
+    """The allocations of a ``BufferAssignmentProto`` as the records the text
+    route reads from ``*-buffer-assignment.txt``: each logical buffer a value,
+    named, shaped and labelled from the module ``m`` (``None``: ids only, no
+    shapes)."""
+    params: Dict[int, Shape] = {}
+    if m is not None and m.entry is not None:
+        for ip in m.entry.instructions:
+            if ip.opcode == "parameter":
+                s = m.shape(ip)
+                if s is not None:
+                    params[ip.parameter_number] = s
+    logical = {lb.id: lb for lb in ba.logical_buffers}
+    texts: Dict[int, str] = {}
+    out: List[BufferAllocation] = []
+    for a in ba.buffer_allocations:
+        r = BufferAllocation(a.index, a.size, "")
+        r.color = a.color
+        r.maybe_live_out = a.maybe_live_out
+        r.is_thread_local = a.is_thread_local
+        r.is_constant = a.is_constant
+        r.parameter_number = a.parameter_number if a.is_entry_computation_parameter else None
+        r.parameter_index = tuple(a.parameter_shape_index)
+        p = params.get(a.parameter_number) if a.is_entry_computation_parameter else None
+        r.parameter_shape = str(p) if p is not None else None
+        # BufferAllocation::IsPreallocatedTempBuffer
+        r.is_preallocated_temp = not (a.is_entry_computation_parameter or a.maybe_live_out
+                                      or a.is_thread_local or a.is_constant)
+        values = []
+        for assigned in a.assigned:
+            lb = logical.get(assigned.logical_buffer_id)
+            loc = lb.defined_at if lb is not None else None
+            name = ""
+            if loc is not None:
+                name = (m.name(loc.instruction_id) if m is not None else "") or loc.instruction_name
+            name = name or f"buffer.{assigned.logical_buffer_id}"
+            index = tuple(loc.shape_index) if loc is not None else ()
+            ip = m.by_name.get(name) if m is not None else None
+            whole = m.shape(ip) if ip is not None else None
+            shape = _sub(whole, index)
+            text = ""
+            if shape is not None:
+                text = texts.get(id(shape))
+                if text is None:
+                    text = texts[id(shape)] = str(shape)
+            label = name + ("{" + ",".join(map(str, index)) + "}"
+                            if whole is not None and whole.is_tuple else "")
+            values.append(BufferValue(assigned.logical_buffer_id, name, index, False,
+                                      lb.color if lb is not None else a.color, assigned.size,
+                                      assigned.offset, text, shape, 0, label))
+        r.values = values
+        out.append(r)
+    return out
+
+
+def _peak_inputs(rec: ModuleRecords, m: _Module, platform, reading: Reading) -> None:
+    """What the proto route's peak replays besides the traces: each logical
+    buffer's size without padding (the size model on its shape) and its
+    name, label and shape text."""
+    cache: Dict[tuple, int] = {}
+    sizes = SizeCache()
+
+    def unpadded(lb):
+        ip = m.by_id.get(lb.defined_at.instruction_id)
+        if ip is None:
+            return lb.size
+        sp = ip.shape
+        for i in lb.defined_at.shape_index:
+            if not 0 <= i < len(sp.tuple_shapes):
+                return lb.size
+            sp = sp.tuple_shapes[i]
+        if len(sp.tuple_shapes):
+            return 8 * len(sp.tuple_shapes)   # a tuple's table: 8 bytes a pointer
+        key = (sp.SerializeToString(deterministic=True), lb.size)
+        got = cache.get(key)
+        if got is None:
+            try:
+                got = sizes.of(m.shape_of_message(sp, "logical buffer"), platform)[1]
+            except XlaShapeError:
+                got = None
+            cache[key] = got = lb.size if got is None else min(got, lb.size)
+        return got
+
+    texts: Dict[int, str] = {}
+
+    def describe(lb):
+        loc = lb.defined_at
+        name = m.name(loc.instruction_id) or loc.instruction_name
+        ip = m.by_name.get(name)
+        whole = m.shape(ip) if ip is not None else None
+        shape = _sub(whole, loc.shape_index)
+        label = name + ("{" + ",".join(map(str, loc.shape_index)) + "}"
+                        if whole is not None and whole.is_tuple else "")
+        text = ""
+        if shape is not None:
+            text = texts.get(id(shape))
+            if text is None:
+                text = texts[id(shape)] = str(shape)
+        return name, label, text
+
+    rec.peak_unpadded = unpadded
+    rec.describe = describe
+
+
+def _report_spaces(report) -> List[MemorySpaceUsage]:
+    return [MemorySpaceUsage(space_label(e.memory_space_color), e.memory_space_color,
+                             e.total_bytes) for e in report.memory_space_allocation_entries]
+
+
+def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = "",
+                    report=None, optimized: bool = True) -> ModuleRecords:
+    """A module's records from an ``HloProto`` message. ``report``: the
+    memory-usage report's path (text) or ``MemoryUsageReportProto``."""
+    mp = hlo.hlo_module
+    try:
+        m = _Module(mp)
+    except (XlaShapeError, ValueError) as e:  # pragma: no cover - fields are typed
+        raise UnreadableInputError(f"{path or 'the HLO proto'}: {e}") from None
+    rec = ModuleRecords(mp.name or None, "dump", path)
+    rec.from_proto = True
+    rec.optimized = optimized
+    rec.platform = platform_from_key(key) if key else None
+    rec.entry = _entry_record(m)
+    if rec.entry.instructions == 0 and rec.entry.layout is None:
+        raise UnreadableInputError(f"no HLO instructions found in {path or 'the HLO proto'}")
+    if not hlo.HasField("buffer_assignment"):
+        rec.warnings.append("the HLO proto holds no buffer assignment (XLA writes one into the "
+                            "module after optimizations): figures from its module only")
+        return rec
+    ba = hlo.buffer_assignment
+    rec.allocations = _allocations(ba, m, reading.platform)
+    names = {v.name for a in rec.allocations for v in a.values}
+    rec.locations = _locations(m, names)
+    if isinstance(report, str):
+        rec.read_report(report)
+    elif report is not None:
+        rec.memory_report = _report_spaces(report)
+    if reading.peak:
+        rec.buffer_assignment_proto = hlo
+        platform = reading.platform or rec.platform
+        _peak_inputs(rec, m, platform, reading)
+    return rec
+
+
+def hlo_proto_records(source, reading: Reading, *, key: str = "", report=None) -> ModuleRecords:
+    """The records of a ``.hlo.pb`` / ``.hlo.pb.gz`` (a path or the bytes)."""
+    path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
+    return _records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key, report=report)
+
+
+def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> List[ModuleRecords]:
+    """The records of one of XLA's messages (``kind`` from :func:`proto_kind`
+    or the file name): a path or the bytes."""
+    where = path or "the given bytes"
+    if kind == "hlo-proto":
+        key = report = None
+        if path is not None:
+            base = os.path.basename(path)
+            for suffix in HLO_PB_SUFFIXES:
+                if base.endswith(suffix):
+                    key = base[: -len(suffix)]
+                    rep = os.path.join(os.path.dirname(path), key + MEMORY_REPORT_TXT)
+                    report = rep if os.path.isfile(rep) else None
+        return [_records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key or "",
+                                report=report)]
+    if kind == "memory-report-proto":
+        report = protos.read_memory_usage_report(source)
+        if path is not None:
+            base = os.path.basename(path)
+            stem = base[: -len(".gz")] if base.endswith(".gz") else base
+            if stem.endswith("-memory-usage-report.pb"):
+                hlo_pb = os.path.join(os.path.dirname(path),
+                                      stem[: -len("-memory-usage-report.pb")] + ".hlo.pb")
+                if hlo_pb.endswith(HLO_PB_SUFFIXES[0]) and os.path.lexists(hlo_pb):
+                    problem = _unreadable(hlo_pb)
+                    if problem is None:
+                        key = os.path.basename(hlo_pb)[: -len(HLO_PB_SUFFIXES[0])]
+                        return [_records_of_hlo(protos.read_hlo_proto(hlo_pb), hlo_pb, reading,
+                                                key=key, report=report)]
+        rec = ModuleRecords(None, "memory-report", where)
+        rec.from_proto = True
+        rec.report_allocations = [
+            (e.memory_space_color, e.total_bytes,
+             [(x.index, x.size, tuple(x.defining_positions)) for x in e.allocation_entries])
+            for e in report.memory_space_allocation_entries]
+        return [rec]
+    ba = protos.read_buffer_assignment(source)
+    if not len(ba.buffer_allocations):
+        raise UnreadableInputError(f"{where}: a BufferAssignmentProto without allocations")
+    rec = ModuleRecords(None, "dump", path)
+    rec.platform = reading.platform
+    rec.from_proto = True
+    rec.no_module = True
+    rec.allocations = _allocations(ba, None, reading.platform)
+    rec.notes.append("a BufferAssignmentProto alone (memory_analysis()."
+                     "serialized_buffer_assignment_proto): no module, so no names or shapes")
+    if reading.peak:
+        rec.buffer_assignment_proto = ba
+        need = ("the buffer assignment alone names no instructions or shapes: give the "
+                "dump's .hlo.pb (--xla_dump_hlo_as_proto), which holds the module too")
+        if rec.platform != "cpu":
+            # XLA:CPU: the whole-program buffers alone
+            rec.peak_reasons["peak_memory_in_bytes"] = (
+                "no heap simulator traces in this buffer assignment "
+                "(serialized_buffer_assignment_proto carries none): " + need)
+        rec.peak_reasons["peak_unpadded_heap_bytes"] = (
+            "the unpadded sizes need the buffers' shapes: " + need)
+    return [rec]

@@ -1,0 +1,42 @@
+"""Fixed-width tables (:class:`Table`), for the terminal views and the
+commands. Nothing here writes: the views return lines, the command prints
+them (through ``cli/_output``, which makes them printable). Light: the
+command's start-up imports it."""
+
+from __future__ import annotations
+
+from typing import Sequence, Tuple
+
+__all__ = ["Table"]
+
+
+class Table:
+    """A fixed-width table: ``columns`` is a list of ``(title, width, align)``
+    (``align`` ``"<"`` or ``">"``; width 0 for a last, free column) and
+    ``gaps`` the text before each column (default one space, two before a
+    free last column).
+
+    >>> t = Table([("name", 6, "<"), ("bytes", 5, ">"), ("shape", 0, "<")], indent="  ")
+    >>> t.header()
+    '  name   bytes  shape'
+    >>> t.format("x", "96B", "f32[24]")
+    '  x        96B  f32[24]'
+    """
+
+    def __init__(self, columns: Sequence[Tuple[str, int, str]], indent: str = "",
+                 gaps: Optional[Sequence[str]] = None):
+        self.titles = [c[0] for c in columns]
+        if gaps is None:
+            gaps = [""] + [("  " if w == 0 else " ") for _, w, _ in columns[1:]]
+        parts = [indent]
+        for gap, (_, width, align) in zip(gaps, columns):
+            parts.append(gap.replace("{", "{{").replace("}", "}}"))
+            parts.append("{}" if width == 0 else "{:" + align + str(width) + "}")
+        self._template = "".join(parts)
+
+    def format(self, *values) -> str:
+        """One row as text (not yet made printable: :meth:`row` does that)."""
+        return self._template.format(*values)
+
+    def header(self) -> str:
+        return self._template.format(*self.titles)
