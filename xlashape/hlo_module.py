@@ -61,10 +61,9 @@ from itertools import islice
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import hlo_text
-from .errors import HloParseError, ShapeTypeError, UnreadableInputError, XlaShapeError
+from .errors import HloParseError, ShapeTypeError, UnreadableInputError
 from .shape import Shape
-from .shape_util import byte_size_of
-from .tiling import physical_size_in_bytes
+from .sizes import Footprint, memory_footprint, shape_text  # noqa: F401 - the reader's names for them
 
 __all__ = [
     "Instruction",
@@ -1020,21 +1019,6 @@ class HloModule:
 # -- sizes ---------------------------------------------------------------------
 
 
-class Footprint(NamedTuple):
-    """Memory of a value: logical bytes (``ShapeUtil::ByteSizeOf`` summed over
-    the arrays in it), bytes with all tiling padding
-    (:func:`xlashape.tiling.physical_size_in_bytes`), the memory space (``None``
-    when the arrays disagree or there are none), the same split per memory space
-    as ``((space, bytes, padded_bytes), ...)``, and ``problem``: why the sizes
-    are ``None`` (an unbounded ``?`` dimension, an invalid layout)."""
-
-    bytes: Optional[int]
-    padded_bytes: Optional[int]
-    memory_space: Optional[int]
-    by_space: tuple
-    problem: Optional[str] = None
-
-
 def has_data(shape: Shape) -> bool:
     """True unless the shape holds only tokens (or nothing)."""
     if shape.is_tuple:
@@ -1055,93 +1039,6 @@ def result_kind(opcode: str, shape: Shape, computation: Optional["Computation"],
     if opcode in VIEW_OPCODES:
         return "view"
     return "buffer"
-
-
-def _leaves(shape: Shape, out: list) -> list:
-    if shape.is_tuple:
-        for s in shape.tuple_shapes:
-            _leaves(s, out)
-    elif shape.is_buffer:
-        out.append(shape.buffer_shape)
-    elif shape.is_array:
-        out.append(shape)
-    return out
-
-
-_FOOTPRINTS: Dict[int, tuple] = {}
-_TEXTS: Dict[int, tuple] = {}
-
-
-def _per_object(cache: dict, shape: Shape, compute):
-    """``compute(shape)``, remembered per Shape *object*. The reader hands out
-    one Shape object per distinct shape text, so an identity lookup answers
-    almost every call without hashing or comparing shapes. The entry keeps
-    the shape alive, so its id cannot be reused while it is cached."""
-    hit = cache.get(id(shape))
-    if hit is not None and hit[0] is shape:
-        return hit[1]
-    value = compute(shape)
-    if len(cache) >= 1 << 16:
-        cache.clear()
-    cache[id(shape)] = (shape, value)
-    return value
-
-
-def shape_text(shape: Shape) -> str:
-    """``str(shape)`` (XLA's canonical text), remembered per Shape object:
-    a dump prints the same few thousand shapes hundreds of thousands of times."""
-    return _per_object(_TEXTS, shape, str)
-
-
-def memory_footprint(shape: Shape) -> Footprint:
-    """Logical and padded bytes of a value's shape, per memory space.
-
-    Tuples count the arrays in them (not the pointer table XLA keeps for a
-    tuple); tokens and opaque values take nothing.
-
-    >>> from xlashape import parse_shape
-    >>> memory_footprint(parse_shape("(f32[3,5]{1,0:T(2,2)}, s32[]{:S(1)}, token[])"))
-    Footprint(bytes=64, padded_bytes=100, memory_space=None, by_space=((0, 60, 96), (1, 4, 4)), problem=None)
-    """
-    return _per_object(_FOOTPRINTS, shape, _footprint)
-
-
-def _clear_footprints() -> None:
-    """Forget cached footprints (for benchmarks)."""
-    _FOOTPRINTS.clear()
-    _footprint.cache_clear()
-
-
-memory_footprint.cache_clear = _clear_footprints
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def _footprint(shape: Shape) -> Footprint:
-    spaces: Dict[int, list] = {}
-    total = padded = 0
-    for leaf in _leaves(shape, []):
-        if leaf.is_unbounded_dynamic:
-            return Footprint(None, None, _space(leaf), (),
-                             f"{leaf} has an unbounded dimension ('?'): its size is unknown")
-        try:
-            b = byte_size_of(leaf)
-            p = physical_size_in_bytes(leaf)
-        except XlaShapeError as e:
-            return Footprint(None, None, _space(leaf), (), str(e).splitlines()[0])
-        sp = _space(leaf)
-        acc = spaces.setdefault(sp, [0, 0])
-        acc[0] += b
-        acc[1] += p
-        total += b
-        padded += p
-    by_space = tuple((sp, v[0], v[1]) for sp, v in sorted(spaces.items()))
-    space = by_space[0][0] if len(by_space) == 1 else None
-    return Footprint(total, padded, space, by_space)
-
-
-def _space(shape: Shape) -> int:
-    lay = shape.layout
-    return lay.memory_space if lay is not None else 0
 
 
 # -- the reader ----------------------------------------------------------------
