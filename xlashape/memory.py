@@ -1217,7 +1217,13 @@ def _dump_protos(path: str) -> Dict[Tuple[str, str], str]:
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
-    modules = find_dump_modules(path, on_warning=ctx.warn)
+    skipped = WarningList(limit=3)     # the files left out, named if no module remains
+
+    def skip(w):
+        skipped.append(w)
+        ctx.warn(w)
+
+    modules = find_dump_modules(path, on_warning=skip)
     pbs = _dump_protos(path)
     if pbs and (ctx.prefer == "proto" or not modules):
         # the proto route: each module's .hlo.pb, the text files for the
@@ -1245,8 +1251,12 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
             raise UnreadableInputError(f"{path} is an empty directory: expected an XLA dump "
                                        "(XLA_FLAGS=--xla_dump_to=DIR writes one)")
         raise UnreadableInputError(
-            f"no XLA modules in {path}: a dump directory holds files named "
-            "module_NNNN.NAME...after_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR writes them)")
+            f"no XLA modules in {path}" + (
+                f" that can be read ({'; '.join(map(str, skipped))}"
+                + (f"; and {skipped.dropped} more files skipped" if skipped.dropped else "") + ")"
+                if skipped.total else "")
+            + ": a dump directory holds files named module_NNNN.NAME...after_optimizations.txt "
+            "(XLA_FLAGS=--xla_dump_to=DIR writes them)")
     result = MemoryAnalysis("dump", path)
     for dm in modules:
         result.modules.append(_module_from_dump(dm, ctx))
