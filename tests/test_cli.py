@@ -242,7 +242,8 @@ def test_start_up_imports_only_what_the_command_needs(args, numpy, commands):
         # the parser's helpers and the package's top, nothing of the model
         # (the SHAPE argument and the size helpers are modules of their own)
         assert got["package"] == ["xlashape", "xlashape.cli", "xlashape.cli._common",
-                                  "xlashape.cli._output", "xlashape.errors"]
+                                  "xlashape.cli._output", "xlashape.errors",
+                                  "xlashape.safe_text"]
 
 
 def test_python_m_xlashape_bad_input_is_one_line_and_status_2():

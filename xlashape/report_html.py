@@ -23,7 +23,8 @@ the model does not already hold; this module only lays it out:
   heap over program order (a report lists allocations, not a schedule).
 
 Every string that comes from an artifact (instruction names, op paths,
-shapes, file names, metadata) is HTML-escaped before it is written.
+shapes, file names, metadata) is HTML-escaped before it is written, its
+bidirectional and other invisible controls shown as escapes (:func:`esc`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .tiling import format_bytes
 from .live_range import read_live_ranges, read_locations
 from .memory import space_label
 from .errors import XlaShapeError
+from .safe_text import printable
 from .hlo_module import open_text
 from .peak import is_indefinite
 from .xla_dump import iter_buffer_assignment
@@ -80,8 +82,15 @@ def _when(pa) -> str:
     return f"position {pa.peak_time}"
 
 def esc(text) -> str:
-    """``text`` made safe for HTML text and attribute values."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """``text`` made safe for HTML text and attribute values: markup escaped,
+    and every character that is not printable written as its Python escape
+    as the terminal output does (:mod:`xlashape.safe_text`): a
+    bidirectional control (U+202E shows an op path reversed, U+2066-U+2069,
+    U+200E/U+200F, U+061C) or an invisible one (zero-width space and
+    joiners, U+FEFF, soft hyphen) is shown as ``\\u202e``, not obeyed.
+    Line breaks and tabs are kept (HTML shows them as spaces). An
+    HTML character reference would not do: the browser decodes it back."""
+    return html.escape(printable("" if text is None else str(text), keep="\t\n\r"), quote=True)
 
 
 def _b(n) -> str:
