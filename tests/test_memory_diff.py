@@ -249,3 +249,12 @@ def test_diff_reads_one_side_from_standard_input():
 def test_diff_of_standard_input_with_itself_is_refused():
     r = one_error_line("memory", "diff", "-", "-", input=OOM_A.read_text())
     assert "only one of A and B can be standard input" in r.stderr
+
+
+@pytest.mark.parametrize("text", ["", "garbage\n"])
+def test_bad_standard_input_is_named_stdin_not_its_temporary_file(text):
+    for args in (("memory", "diff", "-", SGD / "dump"), ("memory", "diff", SGD / "dump", "-"),
+                 ("memory", "-")):
+        r = one_error_line(*args, input=text)
+        assert r.stderr.startswith("xlashape: error: <stdin> is "), r.stderr
+        assert "xlashape-stdin-" not in r.stderr

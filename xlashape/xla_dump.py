@@ -333,6 +333,9 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
     one) is left out, and ``on_warning`` gets a :class:`DumpWarning` naming
     it: one bad entry does not stop the others from being read.
 
+    The files are paired in O(n log n) for n files (a long run's dump holds
+    tens of thousands of modules).
+
     Raises ``NotADirectoryError`` / ``FileNotFoundError`` for a path that is
     not a directory; returns ``[]`` for a directory without modules.
     """

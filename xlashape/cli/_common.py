@@ -200,6 +200,16 @@ def error_text(e: BaseException) -> str:
     return printable(text)
 
 
+def renamed(e: BaseException, path: str, name: str) -> BaseException:
+    """``e``; or, when its one-line message names the file ``path`` (standard
+    input spooled by :func:`spool_stdin`), a :class:`UsageError` that names
+    ``name`` (``<stdin>``) there instead: no temporary path is printed."""
+    text = error_text(e)
+    if path not in text or "\n" in text:
+        return e
+    return UsageError(text.replace(path, name))
+
+
 def report_error(e: BaseException) -> int:
     sys.stderr.write(f"{PROG}: error: {error_text(e)}\n")
     return 2

@@ -21,10 +21,11 @@ import time
 from typing import List
 
 from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, int64,
-                      relabel, spool_stdin, warn)
+                      relabel, renamed, spool_stdin, warn)
 from ._output import Table, write_lines
 from ._sizes import fmt_bytes
 from ..devices import lookup, usable_bytes
+from ..errors import XlaShapeError
 from ..memory import EXAMPLE_DUMP, analyze, space_label
 from ..peak import PEAK_FIELDS, judge, module_peak, parse_size
 from ..render import MissingMatplotlib
@@ -206,6 +207,8 @@ def run(args) -> int:
             result = analyze(pathlib.Path(path), top=args.top, chip=args.chip,
                              platform=args.platform, prefer="proto" if args.proto else "text",
                              on_warning=on_warning, progress=progress, dump=args.dump)
+        except (OSError, XlaShapeError) as e:
+            raise (e if temporary is None else renamed(e, temporary, display)) from None
         finally:
             progress.done()
             on_warning.summary("warning")

@@ -13,12 +13,13 @@ import re
 import sys
 from typing import List
 
-from ._common import UsageError, WarningPrinter, at_least, relabel, spool_stdin, warn
+from ._common import (UsageError, WarningPrinter, at_least, relabel, renamed, spool_stdin,
+                      warn)
 from ._output import write_lines
 from ._sizes import fmt_bytes
 from ..memory import analyze
 from ..memory_diff import diff_modules
-from ..errors import ShapeValueError
+from ..errors import ShapeValueError, XlaShapeError
 from ..peak import parse_size
 from ..report_html import write_diff_html
 
@@ -83,24 +84,31 @@ def run_diff(args) -> int:
     if paths == ["-", "-"]:
         raise UsageError("memory diff - -: only one of A and B can be standard input (-); "
                          "give the other as a file or directory")
-    # the options are checked before anything is read or printed
+    # the options and paths are checked before anything is read or printed
     limit = _growth_limit(args.max_growth) if args.max_growth is not None else None
+    at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings")
+    for p in paths:
+        if p != "-" and not os.path.exists(p):
+            raise FileNotFoundError(2, "no such file or directory", p)
     on_warning = WarningPrinter(args.max_warnings)
     kw = dict(top=args.top, chip=args.chip, platform=args.platform,
               prefer="proto" if getattr(args, "proto", False) else "text", on_warning=on_warning)
+    a_path, b_path = ("<stdin>" if p == "-" else p for p in paths)
     temporary = None
     try:
         results = []
-        for p in paths:
-            if p == "-":
-                temporary = spool_stdin()
-            if not os.path.exists(temporary if p == "-" else p):
-                raise FileNotFoundError(2, "no such file or directory", p)
-            # a Path: whatever its name, it is a file (hlo_module.source_kind)
-            results.append(analyze(pathlib.Path(temporary if p == "-" else p), **kw))
-        on_warning.summary("warning")
-        a_path, b_path = ("<stdin>" if p == "-" else p for p in paths)
+        try:
+            for p in paths:
+                if p == "-":
+                    temporary = spool_stdin()
+                # a Path: whatever its name, it is a file (hlo_module.source_kind)
+                try:
+                    results.append(analyze(pathlib.Path(temporary if p == "-" else p), **kw))
+                except (OSError, XlaShapeError) as e:
+                    raise (renamed(e, temporary, "<stdin>") if p == "-" else e) from None
+        finally:
+            on_warning.summary("warning")
         a, b = _pick(results[0], args.module, a_path), _pick(results[1], args.module, b_path)
         d = diff_modules(a, b)      # may read the files again (the op paths' source lines)
         if temporary is not None:
