@@ -208,7 +208,9 @@ def run(args) -> int:
                              platform=args.platform, prefer="proto" if args.proto else "text",
                              on_warning=on_warning, progress=progress, dump=args.dump)
         except (OSError, XlaShapeError) as e:
-            raise (e if temporary is None else renamed(e, temporary, display)) from None
+            if temporary is None:
+                raise
+            raise renamed(e, temporary, display) from None
         finally:
             progress.done()
             on_warning.summary("warning")

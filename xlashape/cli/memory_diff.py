@@ -106,7 +106,9 @@ def run_diff(args) -> int:
                 try:
                     results.append(analyze(pathlib.Path(temporary if p == "-" else p), **kw))
                 except (OSError, XlaShapeError) as e:
-                    raise (renamed(e, temporary, "<stdin>") if p == "-" else e) from None
+                    if p != "-":
+                        raise
+                    raise renamed(e, temporary, "<stdin>") from None
         finally:
             on_warning.summary("warning")
         a, b = _pick(results[0], args.module, a_path), _pick(results[1], args.module, b_path)
