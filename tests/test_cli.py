@@ -243,7 +243,8 @@ def test_start_up_imports_only_what_the_command_needs(args, numpy, commands):
         # (the SHAPE argument and the size helpers are modules of their own)
         assert got["package"] == ["xlashape", "xlashape.cli", "xlashape.cli._common",
                                   "xlashape.cli._output", "xlashape.errors", "xlashape.limits",
-                                  "xlashape.reporters", "xlashape.reporters.tables"]
+                                  "xlashape.reporters", "xlashape.reporters.tables",
+                                  "xlashape.safe_text"]
 
 
 def test_python_m_xlashape_bad_input_is_one_line_and_status_2():

@@ -9,12 +9,14 @@ arithmetic written out here.
 import gzip
 import json
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from cli_util import DATA, fails, ok, one_error_line, run, run_subprocess
-from xlashape import memory
+from xlashape import UnreadableInputError, memory
 
 CPU_DUMP = DATA / "cpu_dump"
 CPU_STATS = json.loads((CPU_DUMP / "memory_analysis.json").read_text())["memory_analysis"]
@@ -349,3 +351,97 @@ def test_memory_dump_option_needs_a_gpu_oom_error():
     assert "--dump DIR goes with an XLA:GPU out-of-memory error" in r.stderr
     r = fails("memory", d / "dev_oom_three_temps.txt", "--dump", d / "no_such_dump")
     assert "no_such_dump" in r.stderr
+
+
+# -- issue 29: a dump whose module files were all skipped says which and why ---------------
+
+_FIFO_DUMP_CHILD = r"""
+import json, os, sys
+from xlashape import UnreadableInputError
+from xlashape.memory import analyze
+seen = []
+try:
+    analyze(sys.argv[1], on_warning=seen.append)
+    print(json.dumps({"error": None}))
+except UnreadableInputError as e:
+    print(json.dumps({"error": str(e), "warnings": [[type(w).__name__, w.path, w.message]
+                                                    for w in seen]}))
+"""
+
+
+def _fifo_dump(tmp_path):
+    """A dump directory whose one module text is a FIFO (a real module's
+    buffer assignment and report beside it)."""
+    d = tmp_path / "dump"
+    d.mkdir()
+    for f in CPU_DUMP.glob("module_0008.*"):
+        if f.name.endswith("after_optimizations.txt"):
+            os.mkfifo(d / f.name)
+            fifo = d / f.name
+        else:
+            (d / f.name).write_bytes(f.read_bytes())
+    return d, fifo
+
+
+FIFO_WHY = "skipped, a FIFO (named pipe), not a regular file"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_dump_whose_module_text_is_a_fifo_names_the_file_it_skipped(tmp_path):
+    # before: "no XLA modules in DIR" from analyze(), nothing about the FIFO;
+    # in a child with a time limit: opening the FIFO would block forever
+    d, fifo = _fifo_dump(tmp_path)
+    r = run_subprocess("memory", d)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert r.stderr.splitlines() == [
+        f"xlashape: warning: {fifo}: {FIFO_WHY}",
+        f"xlashape: error: no XLA modules in {d} that can be read ({fifo}: {FIFO_WHY}): a dump "
+        "directory holds files named module_NNNN.NAME...after_optimizations.txt "
+        "(XLA_FLAGS=--xla_dump_to=DIR writes them)"]
+    # with no warning printed, the error still names it
+    r = run_subprocess("memory", d, "--max-warnings", "0")
+    assert r.returncode == 2 and r.stderr.splitlines()[0] == (
+        "xlashape: warning: 1 more warning not shown (see --max-warnings)")
+    assert f"that can be read ({fifo}: {FIFO_WHY})" in r.stderr.splitlines()[1]
+    # the API: the exception names it, on_warning gets the DumpWarning
+    r = run_subprocess(d, command=[sys.executable, "-c", _FIFO_DUMP_CHILD])
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)
+    assert f"no XLA modules in {d} that can be read ({fifo}: {FIFO_WHY})" in got["error"]
+    assert got["warnings"] == [["DumpWarning", str(fifo), FIFO_WHY]]
+
+
+def test_a_dump_of_dangling_links_names_the_first_three_and_counts_the_rest(tmp_path):
+    d = tmp_path / "dump"
+    d.mkdir()
+    links = []
+    for i in range(5):
+        link = d / f"module_000{i}.jit_f.cpu_after_optimizations.txt"
+        link.symlink_to(tmp_path / f"gone{i}")
+        links.append(link)
+    with pytest.raises(UnreadableInputError) as e:
+        memory.analyze(d)
+    msg = str(e.value)
+    named = [str(p) for p in links if f"{p}: skipped, a dangling symbolic link" in msg]
+    assert len(named) == 3 and "; and 2 more files skipped)" in msg
+    r = run("memory", d)
+    assert r.returncode == 2
+    *warned, error = r.stderr.splitlines()
+    assert sorted(warned) == [f"xlashape: warning: {p}: skipped, a dangling symbolic link (its "
+                              "target does not exist)" for p in links]
+    assert error == "xlashape: error: " + msg
+
+
+def test_memory_diff_prints_the_files_it_skipped(tmp_path):
+    # memory diff passed no on_warning: a skipped file went unmentioned
+    d = tmp_path / "dump"
+    shutil.copytree(CPU_DUMP, d)
+    gone = d / "module_0009.jit_gone.cpu_after_optimizations.txt"
+    gone.symlink_to(tmp_path / "nowhere")
+    r = run("memory", "diff", d, CPU_DUMP)
+    assert r.returncode == 0 and r.stdout.startswith(f"A: {d}  module jit_step")
+    assert r.stderr.splitlines() == [
+        f"xlashape: warning: {gone}: skipped, a dangling symbolic link (its target does not exist)"]
+    r = run("memory", "diff", d, CPU_DUMP, "--max-warnings", "0")
+    assert r.stderr.splitlines() == [
+        "xlashape: warning: 1 more warning not shown (see --max-warnings)"]

@@ -8,6 +8,7 @@ import pytest
 MODULES = [
     "xlashape",
     "xlashape.errors",
+    "xlashape.safe_text",
     "xlashape.primitive_types",
     "xlashape.layout",
     "xlashape.shape",

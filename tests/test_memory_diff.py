@@ -14,7 +14,9 @@ with its dump (``memory_analysis.json``); the pairs:
 
 import json
 
-from cli_util import DATA, fails, ok, run
+import pytest
+
+from cli_util import DATA, fails, ok, one_error_line, run
 
 SGD = DATA / "cpu_corpus" / "sgd_donated"
 SGD_OFF = DATA / "diff_pairs" / "sgd_not_donated"
@@ -187,3 +189,72 @@ def test_the_diff_page_escapes_text_from_the_artifacts(tmp_path):
     page = out.read_text(encoding="utf-8")
     assert "<script>alert" not in page and page.count("<script>") == 1
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page  # the op path, shown as text
+
+
+# -- issue 29: a gate a typo turns off; standard input as one side --------------------------
+
+OOM_A = DATA / "tpu_corpus" / "oom_padded_temps" / "oom" / "tpu_driver.WARNING.txt"  # 18.00G
+OOM_B = DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt"         # 20.26G
+
+
+@pytest.mark.parametrize("limit, why", [
+    ("nan%", "(write e.g. 5%)"), ("NaN%", "(write e.g. 5%)"), ("nan %", "(write e.g. 5%)"),
+    ("inf%", "an infinite limit never fails"), ("Infinity%", "an infinite limit never fails"),
+    ("1e400%", "an infinite limit never fails"),
+    ("-5%", "it must be 0% or more"), ("-inf%", "it must be 0% or more"),
+    ("x%", "(write e.g. 5%)"), ("%", "(write e.g. 5%)"), ("x", "not a size"),
+])
+def test_max_growth_refuses_what_would_turn_the_gate_off(limit, why):
+    # B's peak is 66.7% above A's: nan% was accepted and exited 0 (the gate
+    # never fired); the option is now checked before anything is read or printed
+    r = one_error_line("memory", "diff", SGD / "dump", SGD_OFF / "dump", f"--max-growth={limit}")
+    if "%" in limit:
+        assert r.stderr.startswith(f"xlashape: error: --max-growth: not a percentage: {limit!r}")
+    assert why in r.stderr
+
+
+def test_max_growth_as_a_plain_size_still_gates():
+    # "5" is 5 bytes, not 5%: B grew by far more
+    r = run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", "5")
+    assert r.returncode == 1 and "more than --max-growth 5" in r.stderr
+    for limit, status in (("0%", 1), ("+66%", 1), ("67%", 0), ("1e300%", 0)):
+        r = run("memory", "diff", SGD / "dump", SGD_OFF / "dump", "--max-growth", limit)
+        assert r.returncode == status, (limit, r.stderr)
+
+
+def test_max_growth_without_diff_is_refused():
+    one_error_line("memory", SGD / "dump", "--max-growth", "5%")
+
+
+def test_diff_reads_one_side_from_standard_input():
+    # as `xlashape memory -` does: before, "No such file or directory: -"
+    by_file = run("memory", "diff", OOM_A, OOM_B, "--max-growth", "5%")
+    assert by_file.returncode == 1 and "memory_used_bytes grew by" in by_file.stderr
+    for args, text, label in ((("-", OOM_B), OOM_A, "A"), ((OOM_A, "-"), OOM_B, "B")):
+        r = run("memory", "diff", *args, "--max-growth", "5%", input=text.read_text())
+        assert (r.returncode, r.stderr) == (by_file.returncode, by_file.stderr)
+        got, want = r.stdout.splitlines(), by_file.stdout.splitlines()
+        i = "AB".index(label)
+        assert got[i].startswith(f"{label}: <stdin>  module ")
+        assert got[i][len(f"{label}: <stdin>"):] == want[i][len(f"{label}: {text}"):]
+        assert got[:i] + got[i + 1:] == want[:i] + want[i + 1:]
+        doc = json.loads(ok("memory", "diff", *args, "--json", input=text.read_text()).stdout)
+        want = json.loads(ok("memory", "diff", OOM_A, OOM_B, "--json").stdout)
+        side = label.lower()
+        assert want[side]["path"] == str(text) and doc[side]["path"] == "<stdin>"
+        doc[side]["path"] = want[side]["path"]    # no temporary file named
+        assert doc == want
+
+
+def test_diff_of_standard_input_with_itself_is_refused():
+    r = one_error_line("memory", "diff", "-", "-", input=OOM_A.read_text())
+    assert "only one of A and B can be standard input" in r.stderr
+
+
+@pytest.mark.parametrize("text", ["", "garbage\n"])
+def test_bad_standard_input_is_named_stdin_not_its_temporary_file(text):
+    for args in (("memory", "diff", "-", SGD / "dump"), ("memory", "diff", SGD / "dump", "-"),
+                 ("memory", "-")):
+        r = one_error_line(*args, input=text)
+        assert r.stderr.startswith("xlashape: error: <stdin> is "), r.stderr
+        assert "xlashape-stdin-" not in r.stderr

@@ -147,6 +147,59 @@ def test_fields_of_the_model_are_escaped():
     assert _parse(text).tags["script"] == 1
 
 
+
+# Bidirectional controls (U+202A-U+202E embeddings and overrides, U+2066-U+2069
+# isolates, the marks U+200E/U+200F and U+061C) and other invisible format
+# characters: written raw, U+202E showed an op path reversed ("jit(step)/‮gnp.exe"
+# reads "jit(step)/exe.png"). The page shows them as the terminal does: \u202e.
+BIDI = "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c"
+INVISIBLE = "\u200b\u200c\u200d\u2060\ufeff\u00ad"
+HOSTILE_OP = "jit(step)/\u202egnp.exe\u202c" + BIDI + INVISIBLE + "/dot_general"
+
+
+def _escape(c):
+    """Python's escape of one character, as repr() writes it: \\xNN, \\uNNNN."""
+    return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+
+def _escaped(text):
+    """The op path as it should be shown: each of BIDI + INVISIBLE escaped."""
+    return "".join(_escape(c) if c in BIDI + INVISIBLE else c for c in text)
+
+
+def test_bidirectional_and_invisible_controls_in_a_dump_are_shown_as_escapes(tmp_path):
+    d = tmp_path / "dump"
+    shutil.copytree(DATA / "cpu_dump", d)
+    (hlo,) = d.glob("*after_optimizations.txt")
+    text = hlo.read_text(encoding="utf-8")
+    assert text.count('op_name="jit(step)/dot_general"') == 4
+    hlo.write_text(text.replace('op_name="jit(step)/dot_general"', f'op_name="{HOSTILE_OP}"'),
+                   encoding="utf-8")
+    out = tmp_path / "r.html"
+    ok("memory", d, "--html", out)
+    page_text = out.read_text(encoding="utf-8")
+    assert not [c for c in BIDI + INVISIBLE if c in page_text]
+    page = _parse(page_text)
+    shown = "".join(page.text)
+    # the op path of the dot's buffers is on the page, its controls visible
+    assert _escaped(HOSTILE_OP) in shown
+    assert any(_escaped(HOSTILE_OP) in v for k, v in page.attrs if k in ("data-v", "title"))
+    # and the diff page, through the same function
+    diff = tmp_path / "d.html"
+    ok("memory", "diff", DATA / "cpu_dump", d, "--html", diff)
+    assert not [c for c in BIDI + INVISIBLE if c in diff.read_text(encoding="utf-8")]
+
+
+def test_every_invisible_character_is_escaped_and_letters_are_kept():
+    from xlashape.reporters.html import esc
+    for c in BIDI + INVISIBLE + "\x1b\x9b\u2028\u2029\udcff":
+        assert esc(f"a{c}b") == f"a{_escape(c)}b" == "a" + repr(c)[1:-1] + "b", hex(ord(c))
+    # letters of every script, line breaks and tabs, markup as before
+    assert esc("caf\u00e9 \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628\u0627 \u65e5\u672c\n\t"
+               "<a href='x'>&") == ("caf\u00e9 \u05e9\u05dc\u05d5\u05dd \u0645\u0631\u062d\u0628"
+                                     "\u0627 \u65e5\u672c\n\t&lt;a href=&#x27;x&#x27;&gt;&amp;")
+
+
 def test_100000_allocations_are_grouped_into_a_bounded_table():
     m = ModuleMemory("jit_big", "hlo")
     sizes = [(i * 7919) % (64 << 10) + 1 for i in range(100_000)]

@@ -16,9 +16,12 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from xlashape import UnreadableInputError, XlaShapeError
 from xlashape.hlo_module import MAX_KEPT_WARNINGS
@@ -114,6 +117,176 @@ def test_not_a_directory():
         find_dump_modules(DATA / "tpu_module.hlo")
     with pytest.raises(FileNotFoundError):
         find_dump_modules(DATA / "no such dir")
+
+
+
+# -- pairing "before" and "after" files: the same answer in O(n log n) ------------------
+
+
+def _reference_find_dump_modules(directory):
+    """find_dump_modules as it was until issue 29 (quadratic in the number of
+    modules: every optimized key against every unoptimized one, every
+    left-over "before" file against every optimized key), kept as the
+    reference for the indexed pairing. Unreadable files are left out, as
+    there."""
+    from xlashape.xla_dump import _MODULE_FILE, _number, _unreadable
+
+    directory = os.fspath(directory)
+    opt_s, unopt_s = "after_optimizations.txt", "before_optimizations.txt"
+    ba_s = "after_optimizations-buffer-assignment.txt"
+    rep_s = "after_optimizations-memory-usage-report.txt"
+    optimized, unoptimized, others = {}, {}, set()
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in files:
+            path = os.path.join(root, name)
+            if not name.endswith((opt_s, unopt_s, ba_s, rep_s)) or _unreadable(path):
+                continue
+            if name.endswith(opt_s):
+                optimized[(root, name[: -len(opt_s)])] = path
+            elif name.endswith(unopt_s):
+                unoptimized[(root, name[: -len(unopt_s)])] = path
+            else:
+                others.add(path)
+    modules, taken, paired = [], set(), set()
+    for (root, key), path in optimized.items():
+        ba = os.path.join(root, key + ba_s)
+        rep = os.path.join(root, key + rep_s)
+        modules.append((key, _number(key), path, True, ba if ba in others else None,
+                        rep if rep in others else None))
+        for (r2, k2) in unoptimized:
+            if r2 == root and key.startswith(k2):
+                taken.add((r2, k2))
+                paired.add((root, key))
+    for (root, key) in sorted(unoptimized, key=lambda rk: (rk[0], _number(rk[1]) or 0)):
+        if (root, key) in taken:
+            continue
+        name = _MODULE_FILE.sub("", key, count=1)
+        number = _number(key)
+        candidates = sorted(
+            (_number(k2) if _number(k2) is not None else 1 << 62, k2)
+            for (r2, k2) in optimized
+            if r2 == root and (r2, k2) not in paired and k2 != key
+            and _MODULE_FILE.sub("", k2, count=1).startswith(name)
+            and (number is None or _number(k2) is None or _number(k2) >= number))
+        if candidates:
+            paired.add((root, candidates[0][1]))
+            taken.add((root, key))
+    for (root, key), path in unoptimized.items():
+        if (root, key) not in taken:
+            modules.append((key, _number(key), path, False, None, None))
+    modules.sort(key=lambda m: (m[1] if m[1] is not None else 1 << 62, m[2]))
+    return modules
+
+
+_DIRS = ("", "a", os.path.join("a", "b"))
+# names that share prefixes, one with a dot, an empty one, one holding another
+# "module_NNNN." (the renumbering pass strips the first one anywhere)
+_NAMES = ("jit_f", "jit_f_2", "jit_f.g", "jit_g", "", "m.module_0007.x")
+_AFTER_TAILS = (".cl_123.", ".cpu_", ".sm_9.0a_gpu_", ".")
+_BEFORE_TAILS = (".", ".cl_123.")
+_NUMBERS = st.one_of(st.none(), st.integers(0, 12))
+# (directory, name, before number, after number, before tail, after tail,
+#  write the before file, write the after file, its buffer assignment)
+_MODULE = st.tuples(st.sampled_from(_DIRS), st.sampled_from(_NAMES), _NUMBERS, _NUMBERS,
+                    st.sampled_from(_BEFORE_TAILS), st.sampled_from(_AFTER_TAILS),
+                    st.booleans(), st.booleans(), st.booleans())
+
+
+def _write_dump(d, modules):
+    for dir_, name, nb, na, tb, ta, before, after, ba in modules:
+        where = os.path.join(d, dir_)
+        os.makedirs(where, exist_ok=True)
+        pb = "" if nb is None else f"module_{nb:04d}."
+        pa = "" if na is None else f"module_{na:04d}."
+        files = []
+        if before:
+            files.append(pb + name + tb + "before_optimizations.txt")
+        if after:
+            files.append(pa + name + ta + "after_optimizations.txt")
+            if ba:
+                files.append(pa + name + ta + "after_optimizations-buffer-assignment.txt")
+        for f in files:
+            open(os.path.join(where, f), "w").close()
+
+
+# renumbered modules competing for the same optimized file; a before-only one
+_COMPETING = [("", "jit_f", 3, 5, ".", ".cl_123.", True, True, False),
+              ("", "jit_f", 4, 6, ".", ".cl_123.", True, True, True),
+              ("", "jit_f", 7, None, ".", ".cl_123.", True, False, False),
+              ("a", "jit_f", 2, 1, ".", ".cpu_", True, True, False),
+              ("a", "jit_f_2", 0, 9, ".", ".cpu_", True, True, False),
+              ("a", "", None, 4, ".", ".", True, True, False)]
+
+
+@settings(max_examples=150)
+@example(_COMPETING)
+@example([m[:2] + (None,) + m[3:] for m in _COMPETING])
+@given(st.lists(_MODULE, max_size=14))
+def test_pairing_equals_the_quadratic_reference(modules):
+    with tempfile.TemporaryDirectory() as d:
+        _write_dump(d, modules)
+        got = [tuple(m) for m in find_dump_modules(d)]
+        assert got == _reference_find_dump_modules(d)
+
+
+def test_pairing_equals_the_reference_on_every_real_dump():
+    for dump in DUMPS + [CORPUS]:
+        assert [tuple(m) for m in find_dump_modules(dump)] == _reference_find_dump_modules(dump)
+
+
+def _renumbered_dump(d, n):
+    """n modules named like a long run's (200 function names), every tenth
+    renumbered: its optimized files carry the next free number."""
+    number = 0
+    for i in range(n):
+        name = f"jit_step_{i % 200}"
+        after = number + 1 if i % 10 == 9 else number
+        for f in (f"module_{number:04d}.{name}.before_optimizations.txt",
+                  f"module_{after:04d}.{name}.cl_123.after_optimizations.txt"):
+            open(os.path.join(d, f), "w").close()
+        number = after + 1
+
+
+def _traced_lines(directory):
+    """How many lines of xla_dump.py find_dump_modules(directory) runs (a
+    measure of its work that no timing enters), and its modules."""
+    import xlashape.xla_dump as xd
+
+    count = 0
+
+    def local(frame, event, arg):
+        nonlocal count
+        if event == "line":
+            count += 1
+        return local
+
+    def tracer(frame, event, arg):
+        return local if frame.f_code.co_filename == xd.__file__ else None
+
+    sys.settrace(tracer)
+    try:
+        modules = find_dump_modules(directory)
+    finally:
+        sys.settrace(None)
+    return count, modules
+
+
+def test_finding_modules_takes_n_log_n_work_not_quadratic(tmp_path):
+    # issue 29: 1,000 modules took 0.2 s, 8,000 19.8 s (a 50,000-module dump
+    # ~13 minutes): every optimized key was compared with every unoptimized one
+    work = {}
+    for n in (300, 2400):
+        d = tmp_path / str(n)
+        d.mkdir()
+        _renumbered_dump(d, n)
+        work[n], modules = _traced_lines(d)
+        # every before file paired, the renumbered ones too
+        assert len(modules) == n and all(m.optimized for m in modules)
+    # 8 times the modules: n log n is ~11 times the work, quadratic 64 times
+    # (measured: 27,869 -> 261,468 lines, 9.4 times; the old code 231,087 ->
+    # 14,007,377, 61 times)
+    assert work[2400] < 16 * work[300], work
 
 
 # -- buffer assignments and memory-usage reports -------------------------------------------

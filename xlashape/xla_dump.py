@@ -38,6 +38,7 @@ from __future__ import annotations
 import errno
 import os
 import re
+from bisect import bisect_left
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import hlo_text
@@ -345,6 +346,9 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
     one) is left out, and ``on_warning`` gets a :class:`DumpWarning` naming
     it: one bad entry does not stop the others from being read.
 
+    The files are paired in O(n log n) for n files (a long run's dump holds
+    tens of thousands of modules).
+
     Raises ``NotADirectoryError`` / ``FileNotFoundError`` for a path that is
     not a directory; returns ``[]`` for a directory without modules.
     """
@@ -376,43 +380,160 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
     # a module's "before" file has no platform part ("module_0004.jit_f.")
     # where the "after" one may ("module_0004.jit_f.cl_123." on TPU,
     # "module_0004.jit_f.cpu_" on CPU): pair them by directory and number+name
+    # (_belonging_before_files); the "before" files that belong to an
+    # optimized module are not modules of their own
+    after_by_root: Dict[str, List[str]] = {}
+    before_by_root: Dict[str, List[str]] = {}
+    for root, key in optimized:
+        after_by_root.setdefault(root, []).append(key)
+    for root, key in unoptimized:
+        before_by_root.setdefault(root, []).append(key)
     modules: List[DumpModule] = []
-    taken = set()
-    paired = set()
     for (root, key), path in optimized.items():
         ba = os.path.join(root, key + _BUFFER_ASSIGNMENT)
         rep = os.path.join(root, key + _MEMORY_REPORT)
         modules.append(DumpModule(key, _number(key), path, True,
                                   ba if ba in others else None,
                                   rep if rep in others else None))
-        for (r2, k2) in unoptimized:
-            if r2 == root and key.startswith(k2):
-                taken.add((r2, k2))
-                paired.add((root, key))
-    # XLA may give the optimized module a new number (module_0003.jit_f.
-    # before_optimizations.txt, module_0004.jit_f...after_optimizations.txt):
-    # a "before" file left over belongs to the optimized module of the same
-    # name without a "before" file of its own, the next one by number
-    for (root, key) in sorted(unoptimized, key=lambda rk: (rk[0], _number(rk[1]) or 0)):
-        if (root, key) in taken:
-            continue
-        name = _MODULE_FILE.sub("", key, count=1)
-        number = _number(key)
-        candidates = sorted(
-            (_number(k2) if _number(k2) is not None else 1 << 62, k2)
-            for (r2, k2) in optimized
-            if r2 == root and (r2, k2) not in paired and k2 != key
-            and _MODULE_FILE.sub("", k2, count=1).startswith(name)
-            and (number is None or _number(k2) is None or _number(k2) >= number))
-        if candidates:
-            paired.add((root, candidates[0][1]))
-            taken.add((root, key))
-    for (root, key), path in unoptimized.items():
-        if (root, key) in taken:
-            continue
-        modules.append(DumpModule(key, _number(key), path, False, None, None))
+    for root, before in before_by_root.items():
+        taken = _belonging_before_files(before, after_by_root.get(root, []))
+        for key in before:
+            if key not in taken:
+                modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
+                                          None, None))
     modules.sort(key=lambda m: (m.number if m.number is not None else 1 << 62, m.hlo_path))
     return modules
+
+
+def _prefix_end(keys: List[str], prefix: str, lo: int) -> int:
+    """In the sorted ``keys``, where the run of keys that start with
+    ``prefix`` ends, given that it starts at ``lo`` (``bisect_left(keys,
+    prefix)``): the keys with a prefix are contiguous in sorted order."""
+    hi = len(keys)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if keys[mid].startswith(prefix):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+class _MinTree:
+    """The smallest of n integers over a range of positions, with removal
+    (a segment tree): both in O(log n)."""
+
+    NONE = 1 << 63
+
+    def __init__(self, values: List[int]):
+        size = 1
+        while size < len(values):
+            size *= 2
+        self.size = size
+        tree = [self.NONE] * (2 * size)
+        tree[size:size + len(values)] = values
+        for i in range(size - 1, 0, -1):
+            tree[i] = min(tree[2 * i], tree[2 * i + 1])
+        self.tree = tree
+
+    def remove(self, pos: int) -> None:
+        tree = self.tree
+        i = pos + self.size
+        tree[i] = self.NONE
+        i //= 2
+        while i:
+            tree[i] = min(tree[2 * i], tree[2 * i + 1])
+            i //= 2
+
+    def smallest(self, lo: int, hi: int) -> int:
+        """The smallest value at positions ``[lo, hi)`` (``NONE`` if all removed)."""
+        tree = self.tree
+        best = self.NONE
+        lo += self.size
+        hi += self.size
+        while lo < hi:
+            if lo & 1:
+                best = min(best, tree[lo])
+                lo += 1
+            if hi & 1:
+                hi -= 1
+                best = min(best, tree[hi])
+            lo //= 2
+            hi //= 2
+        return best
+
+
+def _belonging_before_files(before: List[str], after: List[str]) -> set:
+    """Of the keys of one directory's ``before_optimizations`` files
+    (``before``, in the order they were found) those that belong to an
+    ``after_optimizations`` module (keys ``after``), in O(n log n):
+
+    1. a "before" key that is a prefix of an "after" key is that module's
+       ("module_0004.jit_f." of "module_0004.jit_f.cl_123."); the "after"
+       modules that have one are paired;
+    2. XLA may give the optimized module a new number
+       (module_0003.jit_f.before_optimizations.txt,
+       module_0004.jit_f...after_optimizations.txt): a "before" file left
+       over, in order of number, belongs to the unpaired optimized module
+       whose name (the key without its "module_NNNN.") starts with its own,
+       numbered the same or later (or without a number), the first by
+       number and then key -- which is then paired.
+    """
+    taken = set()
+    if not after:
+        return taken
+    keys = sorted(after)
+    n = len(keys)
+    # 1: the "after" keys that start with a "before" key are a run of the
+    # sorted keys; mark the runs (+1 at the start, -1 past the end)
+    cover = [0] * (n + 1)
+    for key in before:
+        lo = bisect_left(keys, key)
+        hi = _prefix_end(keys, key, lo)
+        if hi > lo:
+            taken.add(key)
+            cover[lo] += 1
+            cover[hi] -= 1
+    leftover = [key for key in before if key not in taken]
+    if not leftover:
+        return taken
+    free = []
+    running = 0
+    for i, key in enumerate(keys):
+        running += cover[i]
+        if not running:
+            free.append(key)
+    if not free:
+        return taken
+    # 2: the free modules by name (a name's candidates are a run of them),
+    # each holding its rank by (number, key) in a tree that gives the run's
+    # first; the leftovers come in order of number, so a module numbered
+    # below the current one is never a candidate again and leaves the tree
+    late = 1 << 62     # a module without a number comes after the numbered ones
+    name_of = {k: _MODULE_FILE.sub("", k, count=1) for k in free + leftover}
+    by_name = sorted(free, key=lambda k: (name_of[k], k))
+    names = [name_of[k] for k in by_name]
+    numbers = [_number(k) for k in by_name]
+    order = sorted(range(len(by_name)), key=lambda i: (late if numbers[i] is None else numbers[i],
+                                                       by_name[i]))
+    rank = [0] * len(by_name)
+    for r, i in enumerate(order):
+        rank[i] = r
+    tree = _MinTree(rank)
+    numbered = sorted((x, i) for i, x in enumerate(numbers) if x is not None)
+    below = 0
+    for key in sorted(leftover, key=lambda k: _number(k) or 0):
+        least = _number(key) or 0
+        while below < len(numbered) and numbered[below][0] < least:
+            tree.remove(numbered[below][1])
+            below += 1
+        name = name_of[key]
+        lo = bisect_left(names, name)
+        r = tree.smallest(lo, _prefix_end(names, name, lo))
+        if r != _MinTree.NONE:
+            tree.remove(order[r])
+            taken.add(key)
+    return taken
 
 
 def _unreadable(path: str) -> Optional[str]:

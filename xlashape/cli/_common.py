@@ -11,7 +11,8 @@ Rules every command follows through these helpers:
 - A bad input is a :class:`UsageError` or an ``XlaShapeError``; :func:`error_text`
   makes its one line (plus source line and caret for text that does not
   parse), printable.
-- Warnings go through :func:`warn` (one printable line on stderr).
+- Warnings go through :func:`warn` (one printable line on stderr); a
+  reader's, through :class:`WarningPrinter` (at most ``--max-warnings``).
 
 ``xlashape --version`` imports this module (for the parser) and must not load
 numpy, so nothing here needs the model: the helpers that do live in
@@ -130,12 +131,45 @@ def spool_stdin() -> str:
     return tmp.name
 
 
+
+def relabel(result, path: str, display: str) -> None:
+    """Name the input ``display`` (``<stdin>``) in an analysis
+    (:class:`~xlashape.memory.MemoryAnalysis`) of the file ``path`` that
+    holds it (:func:`spool_stdin`'s), so no temporary path is printed."""
+    result.path = display
+    for m in result.modules:
+        if m.path is not None and m.path.startswith(path):
+            m.path = display + m.path[len(path):]
+
+
 # -- warnings and errors ---------------------------------------------------------------
 
 
 def warn(message: str) -> None:
     """One ``xlashape: warning: ...`` line on stderr, made printable."""
     sys.stderr.write(printable(f"{PROG}: warning: {message}") + "\n")
+
+
+class WarningPrinter:
+    """An ``on_warning`` for the readers: prints the first ``limit`` warnings
+    as they come (:func:`warn`), counts them all (:attr:`total`);
+    :meth:`summary` says how many were not shown."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.total = 0
+
+    def __call__(self, w) -> None:
+        self.total += 1
+        if self.total <= self.limit:
+            warn(str(w))
+
+    def summary(self, what: str) -> None:
+        """``N more WHATs not shown (see --max-warnings)``, if any were not
+        (``what`` singular: ``warning``, ``skipped line``)."""
+        n = self.total - self.limit
+        if n > 0:
+            warn(f"{n} more {what}{'s' if n != 1 else ''} not shown (see --max-warnings)")
 
 
 def error_text(e: BaseException) -> str:
@@ -160,6 +194,16 @@ def error_text(e: BaseException) -> str:
         text = str(e.args[0])
     text = " ".join(text.split()) if "\n" not in text else text.splitlines()[0]
     return printable(text)
+
+
+def renamed(e: BaseException, path: str, name: str) -> BaseException:
+    """``e``; or, when its one-line message names the file ``path`` (standard
+    input spooled by :func:`spool_stdin`), a :class:`UsageError` that names
+    ``name`` (``<stdin>``) there instead: no temporary path is printed."""
+    text = error_text(e)
+    if path not in text or "\n" in text:
+        return e
+    return UsageError(text.replace(path, name))
 
 
 def report_error(e: BaseException) -> int:

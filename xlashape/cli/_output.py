@@ -3,7 +3,8 @@
 Everything a command prints goes through this module, so two promises hold in
 one place:
 
-- **Printable.** Text and CSV output pass through :func:`printable`: a control
+- **Printable.** Text and CSV output pass through :func:`printable`
+  (:mod:`xlashape.safe_text`, the rule the HTML page follows too): a control
   character, a bidirectional override or an unpaired surrogate that came from
   the input (a file, an argument, standard input) is written as its Python
   escape (``\\x1b``, ``\\u202e``), never raw, so input cannot send terminal
@@ -27,6 +28,9 @@ from typing import Iterable, Sequence
 
 from ..reporters.tables import Table as _Table
 
+# the rule lives below the commands, shared with the HTML page
+from ..safe_text import printable
+
 __all__ = [
     "printable",
     "json_str",
@@ -40,31 +44,6 @@ __all__ = [
 
 #: A string as a JSON string literal, ASCII only (C-accelerated when available).
 json_str = json.encoder.encode_basestring_ascii
-
-
-def printable(text: str) -> str:
-    """``text`` with every character that is not printable (controls such as
-    ESC, C1 controls, bidirectional overrides, unpaired surrogates from
-    undecodable arguments) replaced by its Python escape; tabs and ordinary
-    letters of any script are kept.
-
-    >>> printable("f32[2] \\x1b[31mred\\x1b[0m")
-    'f32[2] \\\\x1b[31mred\\\\x1b[0m'
-    >>> printable("caf\\u00e9\\tok")
-    'café\\tok'
-    """
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() or c == "\t" else _escape(c) for c in text)
-
-
-def _escape(c: str) -> str:
-    n = ord(c)
-    if n < 0x100:
-        return {"\n": "\\n", "\r": "\\r"}.get(c, f"\\x{n:02x}")
-    if n < 0x10000:
-        return f"\\u{n:04x}"
-    return f"\\U{n:08x}"
 
 
 def write_json(obj) -> None:

@@ -22,11 +22,12 @@ import tempfile
 import time
 from typing import List, Optional
 
-from ._common import PROG, UsageError, add_command, at_least, int64, spool_stdin, warn
+from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, int64,
+                      spool_stdin, warn)
 from ._hlo_json import json_row, operand_names_or_warn, operands_or_warn, write_rows
 from ._output import CsvWriter, JsonArrayWriter, Table, write_lines
 from ._sizes import fmt_bytes
-from ..hlo_module import (OOM_REPORT, Footprint, HloReader, TextBlocks, WarningList,
+from ..hlo_module import (OOM_REPORT, Footprint, HloReader, TextBlocks,
                           memory_footprint, open_text, scan_calls, shape_text,
                           uses_compiled_scanner)
 from ..layout import memory_space_name
@@ -337,13 +338,7 @@ def run(args) -> int:
     at_least(args.top, 0, "--top")
     at_least(args.max_warnings, 0, "--max-warnings", " (0 shows none)")
 
-    warnings = WarningList(limit=0)    # counted, not kept: printed as they come
-
-    def on_warning(w):
-        warnings.append(w)
-        if warnings.total <= args.max_warnings:
-            warn(str(w))
-
+    warnings = on_warning = WarningPrinter(args.max_warnings)   # printed as they come
     path, source_name, total, temporary = open_input(args.file, args.no_progress)
     try:
         _refuse_binary(path, source_name)
@@ -513,8 +508,7 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
             report_note=None) -> int:
     if jsonw is not None:
         jsonw.close()
-    if warnings.total > args.max_warnings:
-        warn(f"{warnings.total - args.max_warnings} more skipped lines not shown (see --max-warnings)")
+    warnings.summary("skipped line")
     if summary.count == 0:
         raise UsageError(f"no HLO instructions or out-of-memory allocations found in {source_name}"
                          + (f" ({warnings.total} lines skipped)" if warnings.total else ""))

@@ -17,11 +17,12 @@ import pathlib
 import sys
 import time
 
-from ._common import PROG, UsageError, add_command, at_least, int64, spool_stdin, warn
+from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, int64,
+                      relabel, renamed, spool_stdin, warn)
 from ._output import write_lines
 from ._sizes import fmt_bytes
 from ..devices import lookup, usable_bytes
-from ..hlo_module import WarningList
+from ..errors import XlaShapeError
 from ..memory import EXAMPLE_DUMP, analyze, judge, module_peak, parse_size
 from ..render import MissingMatplotlib
 from ..reporters.html import write_html
@@ -89,7 +90,8 @@ def add_parser(subparsers):
     p.add_argument("--module", metavar="NAME",
                    help="only the modules whose name contains NAME (a dump holds many)")
     p.add_argument("--max-warnings", type=int64, default=20, metavar="N",
-                   help="print at most N warnings about unreadable lines (default 20)")
+                   help="print at most N warnings (unreadable lines, files of a dump that were "
+                        "skipped; default 20)")
     p.add_argument("--html", metavar="FILE",
                    help="also write a self-contained HTML page (heap over program order, the "
                         "buffers live at the peak, a sortable table of every allocation) to FILE")
@@ -147,6 +149,9 @@ def run(args) -> int:
     if wants_diff(args):
         return run_diff(args)
     # sizes and device names are checked before anything is printed
+    if args.max_growth is not None:
+        raise UsageError("--max-growth compares two compiles: xlashape memory diff A B "
+                         "--max-growth PCT|SIZE")
     spec = _limit_of(args)
     most = parse_size(args.max_peak) if args.max_peak is not None else None
     at_least(args.top, 0, "--top")
@@ -172,13 +177,7 @@ def run(args) -> int:
     else:
         path = args.path
 
-    warnings = WarningList(limit=0)    # counted, not kept: printed as they come
-
-    def on_warning(w):
-        warnings.append(w)
-        if warnings.total <= args.max_warnings:
-            warn(str(w))
-
+    on_warning = WarningPrinter(args.max_warnings)   # printed as they come
     temporary = None
     display = display or path
     if path == "-":
@@ -195,18 +194,20 @@ def run(args) -> int:
             result = analyze(pathlib.Path(path), top=args.top, chip=args.chip,
                              platform=args.platform, prefer="proto" if args.proto else "text",
                              on_warning=on_warning, progress=progress, dump=args.dump)
+        except (OSError, XlaShapeError) as e:
+            if temporary is None:
+                raise
+            raise renamed(e, temporary, display) from None
         finally:
             progress.done()
+            on_warning.summary("warning")
         if args.dump is not None and not any(m.source == "oom" and m.platform == "gpu"
                                              for m in result.modules):
             raise UsageError("--dump DIR goes with an XLA:GPU out-of-memory error (it names the "
                              "buffers of the size the allocator could not find); "
                              f"{display} holds none")
         if display != path:
-            result.path = display
-            for m in result.modules:
-                if m.path is not None and m.path.startswith(path):
-                    m.path = display + m.path[len(path):]
+            relabel(result, path, display)
         modules = result.modules
         if args.module is not None:
             modules = [m for m in modules if m.name is not None and args.module in m.name]
@@ -215,9 +216,6 @@ def run(args) -> int:
                 raise UsageError(f"no module named like {args.module!r}; the input has "
                                  + (", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
                                     if names else "no named modules"))
-        if warnings.total > args.max_warnings:
-            warn(f"{warnings.total - args.max_warnings} more unreadable lines not shown "
-                 "(see --max-warnings)")
         verdicts = _verdicts(spec, modules)
         if args.html is not None:
             with open(args.html, "w", encoding="utf-8") as f:

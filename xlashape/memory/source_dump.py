@@ -20,7 +20,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnreadableInputError, XlaShapeError
-from ..hlo_module import HloWarning, open_text
+from ..hlo_module import HloWarning, WarningList, open_text
 from ..live_range import read_live_ranges, read_value_operands
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule, DumpWarning, _number,
                         _unreadable, find_dump_modules, iter_buffer_assignment,
@@ -180,7 +180,13 @@ def dump_records(path: str, reading: Reading) -> List[ModuleRecords]:
     """The records of every module of a dump directory (text route; the
     proto route for the modules that have only a ``.hlo.pb``, or for all
     with ``reading.prefer == "proto"``)."""
-    modules = find_dump_modules(path, on_warning=reading.warn)
+    skipped = WarningList(limit=3)     # the files left out, named if no module remains
+
+    def skip(w):
+        skipped.append(w)
+        reading.warn(w)
+
+    modules = find_dump_modules(path, on_warning=skip)
     pbs = dump_protos(path, reading)
     if pbs and (reading.prefer == "proto" or not modules):
         out = []
@@ -203,11 +209,13 @@ def dump_records(path: str, reading: Reading) -> List[ModuleRecords]:
         if empty:
             raise UnreadableInputError(f"{path} is an empty directory: expected an XLA dump "
                                        "(XLA_FLAGS=--xla_dump_to=DIR writes one)")
-        skipped = [w for w in reading.warnings if isinstance(w, DumpWarning)]
         raise UnreadableInputError(
-            f"no XLA modules in {path}: a dump directory holds files named "
-            "module_NNNN.NAME...after_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR writes them)"
-            + ("; skipped: " + "; ".join(str(w) for w in skipped[:5]) if skipped else ""))
+            f"no XLA modules in {path}" + (
+                f" that can be read ({'; '.join(map(str, skipped))}"
+                + (f"; and {skipped.dropped} more files skipped" if skipped.dropped else "") + ")"
+                if skipped.total else "")
+            + ": a dump directory holds files named module_NNNN.NAME...after_optimizations.txt "
+            "(XLA_FLAGS=--xla_dump_to=DIR writes them)")
     return [module_of_dump(dm, reading) for dm in modules]
 
 

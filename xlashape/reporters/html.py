@@ -9,7 +9,7 @@ only lays it out:
 - per module, XLA's figures (null ones with the reason) and the verdict
   against a device or a limit when one was given;
 - per memory space, the heap over program order (:attr:`PeakAnalysis.heap
-  <xlashape.peak.PeakAnalysis>`: padded and unpadded curves), the peak
+  <xlashape.memory.PeakAnalysis>`: padded and unpadded curves), the peak
   marked, each column's highest point and instruction on hover;
 - the buffers live at the peak as horizontal bars, largest first, the
   padding part hatched; buffers under :data:`SMALL_BYTES` share one bar;
@@ -24,7 +24,8 @@ only lays it out:
   heap over program order (a report lists allocations, not a schedule).
 
 Every string that comes from an artifact (instruction names, op paths,
-shapes, file names, metadata) is HTML-escaped before it is written.
+shapes, file names, metadata) is HTML-escaped before it is written, its
+bidirectional and other invisible controls shown as escapes (:func:`esc`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label
 from ..tiling import format_bytes
+from ..safe_text import printable
 
 __all__ = ["render_html", "write_html", "SMALL_BYTES", "MAX_ROWS", "MAX_BARS"]
 
@@ -74,8 +76,15 @@ def _when(pa) -> str:
     return f"position {pa.peak_time}"
 
 def esc(text) -> str:
-    """``text`` made safe for HTML text and attribute values."""
-    return html.escape("" if text is None else str(text), quote=True)
+    """``text`` made safe for HTML text and attribute values: markup escaped,
+    and every character that is not printable written as its Python escape
+    as the terminal output does (:mod:`xlashape.safe_text`): a
+    bidirectional control (U+202E shows an op path reversed, U+2066-U+2069,
+    U+200E/U+200F, U+061C) or an invisible one (zero-width space and
+    joiners, U+FEFF, soft hyphen) is shown as ``\\u202e``, not obeyed.
+    Line breaks and tabs are kept (HTML shows them as spaces). An
+    HTML character reference would not do: the browser decodes it back."""
+    return html.escape(printable("" if text is None else str(text), keep="\t\n\r"), quote=True)
 
 
 def _b(n) -> str:

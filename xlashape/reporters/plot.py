@@ -7,7 +7,7 @@ is computed here.
 Left: one curve per memory space (padded: filled; unpadded: dashed), XLA's
 peak marked. Right: the buffers live at the peak, largest first, the part
 without padding solid and the padding hatched; buffers under
-:data:`xlashape.report_html.SMALL_BYTES` share one grey bar.
+:data:`xlashape.reporters.html.SMALL_BYTES` share one grey bar.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ command's start-up imports it."""
 
 from __future__ import annotations
 
-from typing import Sequence, Tuple
+from typing import Optional, Sequence, Tuple
 
 __all__ = ["Table"]
 
