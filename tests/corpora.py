@@ -1,9 +1,11 @@
 """The real-compiler corpora of ``tests/data``, one way for all three platforms.
 
-``tests/data/cpu_corpus`` (XLA:CPU, ``tests/oracle/gen_cpu_corpus.py``),
-``tests/data/gpu_corpus`` (XLA:GPU on an H200, ``tests/oracle/copy_gpu_corpus.py``)
-and ``tests/data/tpu_corpus`` (XLA:TPU compile-only, ``tests/oracle/gen_tpu_corpus.py``)
-each hold one directory per program with ``memory_analysis.json`` (XLA's
+``tests/data/cpu_corpus`` (XLA:CPU of jax 0.10.2, ``tests/oracle/gen_cpu_corpus.py``)
+with ``cpu_corpus_jax011`` and ``cpu_corpus_jax012`` (the same generator under jax
+0.11.2 and 0.12.0.1), ``tests/data/gpu_corpus`` (XLA:GPU on an H200,
+``tests/oracle/copy_gpu_corpus.py``) and ``tests/data/tpu_corpus`` (XLA:TPU
+compile-only, ``tests/oracle/gen_tpu_corpus.py``) each hold one directory per
+program with ``memory_analysis.json`` (XLA's
 ``CompiledMemoryStats`` and where it came from), ``module.hlo``
 (``compiled.as_text()``) and, for some, ``dump/`` (XLA's dump files of the final
 module). :func:`programs` yields them as :class:`CorpusProgram`, so a test can
@@ -14,7 +16,10 @@ parametrize over every platform::
 
 Programs that do not compile (the TPU ``oom_*`` ones, the GPU ``oom/`` files)
 have no ``memory_analysis.json`` and are not yielded; :func:`oom_cases` lists
-them.
+them. Each program carries the jax version that compiled it (``jax``), and a
+platform with several corpora (one per jax version: ``<platform>_corpus`` and
+``<platform>_corpus_jax0NN``) yields the programs of all of them, the test id
+naming the version (``cpu:attention``, ``cpu-jax012:attention``).
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 DATA = Path(__file__).resolve().parent / "data"
 PLATFORMS = ("cpu", "gpu", "tpu")
+#: the first corpus of each platform
 CORPUS_DIRS = {p: DATA / f"{p}_corpus" for p in PLATFORMS}
+
+
+def corpus_dirs(platform: str) -> List[Path]:
+    """Every corpus of a platform: ``<platform>_corpus`` and, after it, the
+    ``<platform>_corpus_jax0NN`` ones (one per further jax version)."""
+    first = CORPUS_DIRS[platform]
+    more = sorted(p for p in DATA.glob(f"{platform}_corpus_jax*") if p.is_dir())
+    return ([first] if first.is_dir() else []) + more
+
 
 # The integer fields of CompiledMemoryStats that every platform's jax reports
 # (jax 0.10.2 on the CPU, 0.11.2 on the GPU, 0.12 on the TPU).
@@ -34,7 +49,7 @@ COMMON_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_i
                  "host_argument_size_in_bytes", "host_output_size_in_bytes",
                  "host_alias_size_in_bytes", "host_temp_size_in_bytes",
                  "host_generated_code_size_in_bytes", "peak_memory_in_bytes")
-# Present in newer jax only (not on the CPU corpus's jax 0.10.2).
+# Present from jax 0.11 on (not in jax 0.10.2's memory_analysis()).
 NEWER_FIELDS = ("total_allocation_bytes", "indefinite_allocations", "peak_unpadded_heap_bytes")
 
 
@@ -50,6 +65,12 @@ class CorpusProgram(NamedTuple):
     buffer_assignment_proto: Optional[Path]   # serialized_buffer_assignment_proto
     memory_usage_report_proto: Optional[Path]  # dump's *-memory-usage-report.pb
     module: str                        # XLA's module name (jit_<function>)
+    corpus: str = ""                   # the corpus directory's name (cpu_corpus_jax012, ...)
+
+    @property
+    def jax(self) -> Optional[str]:
+        """The version of jax that compiled it (``0.10.2``, ``0.12.0.1``, ...)."""
+        return (self.info.get("versions") or {}).get("jax")
 
     @property
     def chip(self) -> Optional[str]:
@@ -69,7 +90,10 @@ class CorpusProgram(NamedTuple):
 
 
 def program_id(prog: CorpusProgram) -> str:
-    return f"{prog.platform}:{prog.name}"
+    """``cpu:attention`` for the first corpus of a platform, ``cpu-jax012:attention``
+    for a further one."""
+    tag = prog.corpus[len(prog.platform) + len("_corpus"):].replace("_", "-")
+    return f"{prog.platform}{tag}:{prog.name}"
 
 
 def _final_module(fname: str, prog: "CorpusProgram") -> bool:
@@ -115,24 +139,23 @@ def _load(platform: str, directory: Path) -> CorpusProgram:
         memory_analysis=_integer_fields(info.get("memory_analysis") or {}), info=info,
         dump_dir=dump, module_hlo=directory / "module.hlo", hlo_proto=None,
         buffer_assignment_proto=ba if ba.is_file() else None,
-        memory_usage_report_proto=None, module=_module_name(directory, info))
+        memory_usage_report_proto=None, module=_module_name(directory, info),
+        corpus=directory.parent.name)
     return prog._replace(hlo_proto=prog.dump_file(".hlo.pb"),
                          memory_usage_report_proto=prog.dump_file("-memory-usage-report.pb"))
 
 
 def programs(platforms=PLATFORMS) -> List[CorpusProgram]:
     """Every compiled program of the given platforms' corpora, sorted by
-    platform then name."""
+    platform, then corpus (:func:`corpus_dirs`), then name."""
     if isinstance(platforms, str):
         platforms = (platforms,)
     out = []
     for platform in platforms:
-        root = CORPUS_DIRS[platform]
-        if not root.is_dir():
-            continue
-        for d in sorted(root.iterdir()):
-            if d.is_dir() and (d / "memory_analysis.json").is_file():
-                out.append(_load(platform, d))
+        for root in corpus_dirs(platform):
+            for d in sorted(root.iterdir()):
+                if d.is_dir() and (d / "memory_analysis.json").is_file():
+                    out.append(_load(platform, d))
     return out
 
 

@@ -1,4 +1,6 @@
-"""The real-compiler corpora themselves (``tests/data/{cpu,gpu,tpu}_corpus``):
+"""The real-compiler corpora themselves (``tests/data/{cpu,gpu,tpu}_corpus``, and
+``cpu_corpus_jax011`` / ``cpu_corpus_jax012``: the CPU programs compiled again by
+jax 0.11.2 and 0.12.0.1):
 every program has the files its corpus README promises, XLA's figures are
 whole, no fixture holds a path of the machine that made it, the protos are
 well-formed, and :func:`xlashape.memory.analyze` reads each dump to XLA's own
@@ -31,13 +33,19 @@ DUMP_SUFFIXES = (".txt", "-buffer-assignment.txt", "-buffer-assignment-values.tx
 SIZE_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
                "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes",
                "host_alias_size_in_bytes", "host_temp_size_in_bytes")
-NEW_FILES = [p for d in ("cpu_corpus", "gpu_corpus") for p in sorted((corpora.DATA / d).rglob("*"))
+CPU_CORPORA = corpora.corpus_dirs("cpu")
+NEW_FILES = [p for d in CPU_CORPORA + [corpora.CORPUS_DIRS["gpu"]] for p in sorted(d.rglob("*"))
              if p.is_file()]
 ALL_FILES = NEW_FILES + [p for p in sorted(corpora.CORPUS_DIRS["tpu"].rglob("*")) if p.is_file()]
 
 
 def test_corpus_sizes():
-    assert len(BY_PLATFORM["cpu"]) >= 20
+    cpu = {}
+    for p in BY_PLATFORM["cpu"]:
+        cpu.setdefault(p.corpus, []).append(p)
+    assert {k: len(v) >= 5 for k, v in cpu.items()} == {
+        "cpu_corpus": True, "cpu_corpus_jax011": True, "cpu_corpus_jax012": True}
+    assert len(cpu["cpu_corpus"]) >= 20 and len(cpu["cpu_corpus_jax012"]) >= 20
     assert len(BY_PLATFORM["gpu"]) == 16
     assert len(BY_PLATFORM["tpu"]) >= 15
     with_dumps = {p: sum(x.dump_dir is not None for x in v) for p, v in BY_PLATFORM.items()}
@@ -51,8 +59,8 @@ def test_corpus_sizes():
         assert sum(p.hlo_proto is not None for p in progs) >= least, platform
         assert sum(p.dump_file("-live-range.txt") is not None for p in progs) >= least, platform
     assert len([c for c in corpora.oom_cases() if c[1] == "gpu"]) == 2
-    # a few MB in all, no file over 1 MB
-    assert sum(p.stat().st_size for p in NEW_FILES) < 4 << 20
+    # a few MB in all (2 MB a CPU corpus), no file over 1 MB
+    assert sum(p.stat().st_size for p in NEW_FILES) < 6 << 20
     assert max(p.stat().st_size for p in ALL_FILES) < MAX_FILE
 
 
@@ -91,13 +99,22 @@ def test_memory_analysis_fields(prog):
     ma = prog.memory_analysis
     for k in corpora.COMMON_FIELDS:
         assert isinstance(ma[k], int) and ma[k] >= 0, k
-    if prog.platform == "cpu":
-        assert prog.info["versions"]["jax"].startswith("0.10.")
+    if prog.platform == "cpu" and prog.jax.startswith("0.10."):
         assert not set(corpora.NEWER_FIELDS) & set(ma)
     else:
         for k in corpora.NEWER_FIELDS:
             assert isinstance(ma[k], int) and ma[k] >= 0, k
     assert "description" in prog.info and "input_formats" in prog.info
+
+
+@pytest.mark.parametrize("prog", BY_PLATFORM["cpu"], ids=ids)
+def test_each_cpu_corpus_is_one_jax_version(prog):
+    # cpu_corpus: jax 0.10.x; cpu_corpus_jax0NN: jax 0.NN (the generator's
+    # default directory), jax and jaxlib of one release
+    v = prog.info["versions"]
+    assert v["jax"] == v["jaxlib"] == prog.jax
+    minor = prog.jax.split(".")[1]
+    assert prog.corpus == ("cpu_corpus" if minor == "10" else f"cpu_corpus_jax0{minor}")
 
 
 def test_gpu_index_agrees_with_programs():

@@ -18,6 +18,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+import corpora
 from cli_util import DATA, ok, run
 from xlashape.tiling import format_bytes
 from xlashape.memory import Allocation, ModuleMemory
@@ -311,11 +312,10 @@ def test_the_example_page_reads_its_files_from_any_directory(tmp_path, monkeypat
 
 
 def _corpus_dumps():
-    import corpora
     return [p for p in corpora.programs() if p.dump_dir is not None]
 
 
-@pytest.mark.parametrize("prog", _corpus_dumps(), ids=lambda p: f"{p.platform}-{p.name}")
+@pytest.mark.parametrize("prog", _corpus_dumps(), ids=corpora.program_id)
 def test_every_corpus_dump_has_a_page_with_xlas_figures(prog):
     from xlashape.memory import analyze
     result = analyze(str(prog.dump_dir), chip=prog.chip, top=3)

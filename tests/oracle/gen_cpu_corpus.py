@@ -1,4 +1,5 @@
-"""Generate the real XLA:CPU corpus in ``tests/data/cpu_corpus``.
+"""Generate a real XLA:CPU corpus: ``tests/data/cpu_corpus`` (jax 0.10.x) or
+``tests/data/cpu_corpus_jax0NN`` (jax 0.NN, e.g. ``cpu_corpus_jax012``).
 
 Every program below is compiled by XLA:CPU from ``jax.ShapeDtypeStruct``
 arguments (``jax.jit(f).lower(*args).compile()``: nothing is allocated, so the
@@ -33,7 +34,12 @@ Usage (with a Python that has jax and jaxlib; no accelerator)::
 
     python tests/oracle/gen_cpu_corpus.py [--out DIR] [--only NAME,...] [--list]
 
-``--out`` defaults to ``$XLASHAPE_CPU_CORPUS_OUT`` or ``tests/data/cpu_corpus``.
+``--out`` defaults to ``$XLASHAPE_CPU_CORPUS_OUT``, else to the directory of the
+installed jax's version: ``tests/data/cpu_corpus`` for jax 0.10.x (the first
+corpus), ``tests/data/cpu_corpus_jax0NN`` for jax 0.NN. The same programs and
+the same script serve every version (checked with jax/jaxlib 0.10.2 on Python
+3.11 and 0.12.0.1 on Python 3.12); ``memory_analysis.json`` records the
+versions and every integer field that version's ``memory_analysis()`` has.
 """
 
 from __future__ import annotations
@@ -49,7 +55,7 @@ import tempfile
 
 SCRIPT = os.path.abspath(__file__)
 SCRIPT_NAME = os.path.basename(SCRIPT)
-DEFAULT_OUT = os.path.join(os.path.dirname(os.path.dirname(SCRIPT)), "data", "cpu_corpus")
+DATA = os.path.join(os.path.dirname(os.path.dirname(SCRIPT)), "data")
 MAX_FILE = 900 * 1024
 
 # Suffixes (after "after_optimizations") of the dump files kept for the final module.
@@ -567,9 +573,21 @@ def generate(name, out):
         return info
 
 
+def default_out() -> str:
+    """``tests/data/cpu_corpus`` for jax 0.10.x, ``cpu_corpus_jax0NN`` for jax
+    0.NN (read from the installed distribution: jax is not imported here)."""
+    from importlib.metadata import version
+    major, minor = (int(x) for x in version("jax").split(".")[:2])
+    if (major, minor) == (0, 10):
+        return os.path.join(DATA, "cpu_corpus")
+    return os.path.join(DATA, f"cpu_corpus_jax{major}{minor:02d}")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default=os.environ.get("XLASHAPE_CPU_CORPUS_OUT", DEFAULT_OUT))
+    ap.add_argument("--out", default=os.environ.get("XLASHAPE_CPU_CORPUS_OUT"),
+                    help="default: tests/data/cpu_corpus (jax 0.10.x) or "
+                         "tests/data/cpu_corpus_jax0NN (jax 0.NN)")
     ap.add_argument("--only", help="comma-separated program names")
     ap.add_argument("--list", action="store_true", help="list the programs and exit")
     ap.add_argument("--child", help=argparse.SUPPRESS)
@@ -585,6 +603,8 @@ def main(argv=None):
     unknown = [n for n in names if n not in PROGRAMS]
     if unknown:
         ap.error(f"unknown program(s): {', '.join(unknown)}")
+    if a.out is None:
+        a.out = default_out()
     os.makedirs(a.out, exist_ok=True)
     for name in names:
         info = generate(name, a.out)
