@@ -223,6 +223,7 @@ class SizeCache:
 
     def __init__(self):
         self._by_object: Dict[tuple, tuple] = {}
+        self._by_value: Dict[tuple, Sizes] = {}
         self._by_text: Dict[tuple, Sizes] = {}
 
     @staticmethod
@@ -237,7 +238,14 @@ class SizeCache:
         hit = self._by_object.get(key)
         if hit is not None and hit[0] is shape:
             return hit[1]
-        value = self._compute(shape, platform, chip)
+        # another object of an equal shape (e.g. the entry layout's parameters)
+        vkey = (shape, platform, chip)
+        value = self._by_value.get(vkey)
+        if value is None:
+            value = self._compute(shape, platform, chip)
+            if len(self._by_value) > self.LIMIT:
+                self._by_value.clear()
+            self._by_value[vkey] = value
         if len(self._by_object) > self.LIMIT:
             self._by_object.clear()
         self._by_object[key] = (shape, value)

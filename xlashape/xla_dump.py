@@ -145,6 +145,26 @@ class BufferAllocation:
         self.is_constant = "constant" in words
         self.is_preallocated_temp = "preallocated-temp" in words
 
+    @classmethod
+    def from_flags(cls, index: int, size: int, color: int, *, parameter_number=None,
+                   parameter_index=(), parameter_shape=None, maybe_live_out=False,
+                   is_thread_local=False, is_constant=False) -> "BufferAllocation":
+        """An allocation from its flags already read (a ``BufferAssignmentProto``'s
+        fields), without text to parse."""
+        a = cls.__new__(cls)
+        a.index, a.size, a.color, a.flags, a.line, a.values = index, size, color, "", 0, []
+        a.parameter_number = parameter_number
+        a.parameter_index = tuple(parameter_index)
+        a.parameter_shape = parameter_shape
+        a.output_shape = None
+        a.maybe_live_out = maybe_live_out
+        a.is_thread_local = is_thread_local
+        a.is_constant = is_constant
+        # BufferAllocation::IsPreallocatedTempBuffer
+        a.is_preallocated_temp = not (parameter_number is not None or maybe_live_out
+                                      or is_thread_local or is_constant)
+        return a
+
     @property
     def kind(self) -> str:
         return kind_of(self)

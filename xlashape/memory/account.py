@@ -480,8 +480,21 @@ def _check_report(mm: ModuleMemory, spaces) -> None:
 
 def _peak(mm: ModuleMemory, rec: ModuleRecords, opts: Options) -> None:
     if rec.buffer_assignment_proto is not None:
+        # the traces' logical buffers are the buffer assignment's values
+        value_of = {v.id: v for a in rec.allocations for v in a.values}
+        unpadded = _value_unpadded(mm, opts)
+        none = (None, None, None)
+
+        def unpadded_of(lb):
+            v = value_of.get(lb.id)
+            return lb.size if v is None else unpadded(v)
+
+        def describe(lb):
+            v = value_of.get(lb.id)
+            return none if v is None else (v.name, v.label, v.shape_text)
+
         pa = peak_from_hlo_proto(rec.buffer_assignment_proto, mm.platform,
-                                 unpadded=rec.peak_unpadded, describe=rec.describe)
+                                 unpadded=unpadded_of, describe=describe)
         for k, why in rec.peak_reasons.items():
             pa.figures[k] = None
             pa.reasons[k] = why
@@ -495,18 +508,17 @@ def _peak(mm: ModuleMemory, rec: ModuleRecords, opts: Options) -> None:
     mm.peak = pa
 
 
-def _peak_of_live_ranges(mm: ModuleMemory, rec: ModuleRecords, opts: Options):
-    """The text route: the buffer assignment's values, their live ranges and
-    (on TPU) which values may share memory."""
+def _value_unpadded(mm: ModuleMemory, opts: Options):
+    """A value's bytes as ``peak_unpadded_heap_bytes`` counts them
+    (:func:`xlashape.sizes.logical_size` of its shape, never more than its
+    size), remembered per shape text and size: the one rule of both routes."""
     platform, chip = mm.platform, mm.chip
-    live = rec.live
-    if rec.live_error is not None:
-        mm.warnings.append(f"the live ranges could not be read: {rec.live_error}")
-    cache: Dict[str, int] = {}
+    cache: Dict[tuple, int] = {}
     sizes = opts.sizes
 
     def unpadded(v):
-        got = cache.get(v.shape_text)
+        key = (v.shape_text, v.size)
+        got = cache.get(key)
         if got is not None:
             return got
         if v.shape is None:
@@ -518,9 +530,20 @@ def _peak_of_live_ranges(mm: ModuleMemory, rec: ModuleRecords, opts: Options):
             got = v.size if got is None else min(got, v.size)
         if len(cache) > 1 << 16:
             cache.clear()
-        cache[v.shape_text] = got
+        cache[key] = got
         return got
 
+    return unpadded
+
+
+def _peak_of_live_ranges(mm: ModuleMemory, rec: ModuleRecords, opts: Options):
+    """The text route: the buffer assignment's values, their live ranges and
+    (on TPU) which values may share memory."""
+    platform = mm.platform
+    live = rec.live
+    if rec.live_error is not None:
+        mm.warnings.append(f"the live ranges could not be read: {rec.live_error}")
+    unpadded = _value_unpadded(mm, opts)
     operands = rec.operands if platform == _TPU else None
     builder = PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
     for a in rec.allocations:

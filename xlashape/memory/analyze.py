@@ -9,6 +9,7 @@ that kind (each reads its files once), accounts for every module's records
 
 from __future__ import annotations
 
+import gc
 import gzip
 import io
 import os
@@ -104,9 +105,18 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
     opts = Options(top, chip_of(chip), platform, peak)
     reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform)
-    kind, path, records = _read(source, reading)
-    result = MemoryAnalysis(kind, path)
-    result.modules = [account(rec, opts) for rec in records]
+    # Hundreds of thousands of records and model objects, none of them
+    # garbage until the analysis is dropped: the cyclic collector's passes
+    # over them would cost a fifth of the time (a 6 MB dump: 0.1 s of 0.5 s).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        kind, path, records = _read(source, reading)
+        result = MemoryAnalysis(kind, path)
+        result.modules = [account(rec, opts) for rec in records]
+    finally:
+        if collecting:
+            gc.enable()
     for rec, mm in zip(records, result.modules):
         if rec.oom is not None and rec.oom.platform == "gpu":
             mm._gpu_report = rec.oom

@@ -645,6 +645,7 @@ class PeakAnalysis:
                                     {"time": self.xla_live_range_peak[0],
                                      "bytes": self.xla_live_range_peak[1]}),
             "heap": heap,
+            "timeline": None if self.timeline is None else self.timeline.to_json(),
         }
 
     def __repr__(self):
@@ -679,6 +680,11 @@ class Timeline(NamedTuple):
     positions: int
     buffers: Tuple[TimelineBuffer, ...]
     dropped: int
+
+    def to_json(self) -> dict:
+        d = self._asdict()
+        d["buffers"] = [b._asdict() for b in self.buffers]
+        return d
 
 
 #: at most this many buffers (the largest) in a :class:`Timeline`

@@ -409,44 +409,50 @@ class _Replay:
         self.peak_event = -1
         self.timeline: List[int] = []
 
-    def _root(self, b: int) -> int:
-        seen = 0
-        while b in self.canonical and seen < 1 << 20:
-            b = self.canonical[b]
-            seen += 1
-        return b
-
-    def _add(self, b: int, i: int) -> None:
-        p, u = self.sizes.get(b, (0, 0))
-        self.padded += p
-        self.unpadded += u
-        if self.padded > self.peak:
-            self.peak, self.peak_event = self.padded, i
-        self.peak_unpadded = max(self.peak_unpadded, self.unpadded)
-
     def run(self, events) -> "_Replay":
+        # one loop with its state in locals (a trace has an event per buffer
+        # and use: the replay is most of the proto route's peak)
+        sizes, canonical, refs = self.sizes, self.canonical, self.refs
+        padded, unpadded = self.padded, self.unpadded
+        peak, peak_unpadded, peak_event = self.peak, self.peak_unpadded, self.peak_event
+        append = self.timeline.append
+        none = (0, 0)
+        limit = 1 << 20
         for i, e in enumerate(events):
-            self.timeline.append(self.padded)
-            if e.kind == 0:      # ALLOC
-                r = self._root(e.buffer_id)
-                self.refs[r] = self.refs.get(r, 0) + 1
-                self._add(r, i)
-            elif e.kind == 1:    # FREE
-                r = self._root(e.buffer_id)
-                n = self.refs.get(r, 0) - 1
-                self.refs[r] = n
+            append(padded)
+            kind = e.kind
+            if kind > 2:
+                continue
+            b = e.buffer_id
+            if kind == 2:        # SHARE_WITH: b now counts as its canonical buffer
+                c = e.share_with_canonical_id
+                canonical[b] = c
+                b = c
+            seen = 0
+            while b in canonical and seen < limit:
+                b = canonical[b]
+                seen += 1
+            if kind == 1:        # FREE
+                n = refs.get(b, 0) - 1
+                refs[b] = n
                 if n == 0:
-                    p, u = self.sizes.get(r, (0, 0))
-                    self.padded -= p
-                    self.unpadded -= u
-            elif e.kind == 2:    # SHARE_WITH
-                self.canonical[e.buffer_id] = e.share_with_canonical_id
-                r = self._root(e.share_with_canonical_id)
-                n = self.refs.get(r, 0) + 1
-                self.refs[r] = n
-                if n == 1:
-                    self._add(r, i)
-        self.timeline.append(self.padded)
+                    p, u = sizes.get(b, none)
+                    padded -= p
+                    unpadded -= u
+                continue
+            n = refs.get(b, 0) + 1
+            refs[b] = n
+            if kind == 0 or n == 1:     # an ALLOC, or a SHARE_WITH of a freed buffer
+                p, u = sizes.get(b, none)
+                padded += p
+                unpadded += u
+                if padded > peak:
+                    peak, peak_event = padded, i
+                if unpadded > peak_unpadded:
+                    peak_unpadded = unpadded
+        append(padded)
+        self.padded, self.unpadded = padded, unpadded
+        self.peak, self.peak_unpadded, self.peak_event = peak, peak_unpadded, peak_event
         return self
 
     def live_after(self, events, stop: int) -> List[int]:
@@ -499,7 +505,10 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
     def buffer(lb_id: int, a, offset: int) -> PeakBuffer:
         p, u = sizes.get(lb_id, (0, 0))
         lb = logical.get(lb_id)
-        name, label, shape = describe(lb) if lb is not None else (str(lb_id), str(lb_id), "")
+        name, label, shape = describe(lb) if lb is not None else (None, None, None)
+        if name is None:
+            name = label = str(lb_id)
+            shape = ""
         return PeakBuffer(label, name, a.index if a is not None else -1,
                           a.color if a is not None else 0, p, u, offset, None, None,
                           kind_of(a) if a is not None else TEMPORARY, shape, None, None)

@@ -71,10 +71,9 @@ class ModuleRecords:
     (:class:`~xlashape.live_range.LiveRanges`, the text route),
     ``operands`` (:data:`Operands`), ``buffer_assignment_proto`` (the
     ``HloProto`` or ``BufferAssignmentProto`` message whose heap-simulator
-    traces the proto route replays) with ``peak_unpadded`` (logical buffer
-    message -> its size without padding) and ``describe`` (logical buffer
-    message -> (instruction, label, shape text)), ``peak_reasons`` (peak
-    fields the source knows the input cannot determine), ``memory_report``
+    traces the proto route replays: its logical buffers are the values of
+    ``allocations``, by id), ``peak_reasons`` (peak fields the source knows
+    the input cannot determine), ``memory_report``
     (:class:`~xlashape.xla_dump.MemorySpaceUsage` per memory space, or the
     ``MemoryUsageReportProto``'s entries), ``oom`` (a TPU or GPU out-of-memory
     report of :mod:`xlashape.oom_report`), ``memory_analysis`` (jax's
@@ -101,8 +100,6 @@ class ModuleRecords:
         self.live_error: Optional[str] = None
         self.operands: Optional[Operands] = None
         self.buffer_assignment_proto = None
-        self.peak_unpadded: Optional[Callable[[object], int]] = None
-        self.describe: Optional[Callable[[object], Tuple[str, str, str]]] = None
         self.peak_reasons: Dict[str, str] = {}
         #: a buffer assignment without its module (no names, no shapes)
         self.no_module = False

@@ -25,7 +25,6 @@ from ..hlo_module import Alias, BufferDonor
 from ..live_range import Location
 from ..shape import Shape
 from ..shape_proto import _shape_from_message
-from ..sizes import SizeCache
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation, BufferValue,
                         MemorySpaceUsage, _unreadable, platform_from_key)
 from .model import space_label
@@ -66,22 +65,17 @@ def proto_kind(data: bytes) -> Optional[str]:
 
 
 class _Module:
-    """A module message's instructions by id and by name, each instruction's
+    """A module message's instructions by id, each instruction's
     :class:`~xlashape.Shape` built the first time it is asked for (one object
     per distinct shape message)."""
 
     def __init__(self, mp):
         self.mp = mp
-        self.by_id: Dict[int, object] = {}
-        self.by_name: Dict[str, object] = {}
+        self.by_id: Dict[int, object] = {ip.id: ip for cp in mp.computations
+                                         for ip in cp.instructions}
         self._shapes: Dict[bytes, Shape] = {}
         self._of: Dict[int, Optional[Shape]] = {}
-        names = {}
-        for cp in mp.computations:
-            names[cp.id] = cp.name
-            for ip in cp.instructions:
-                self.by_id[ip.id] = ip
-                self.by_name[ip.name] = ip
+        names = {cp.id: cp.name for cp in mp.computations}
         entry_id = mp.entry_computation_id
         if entry_id not in names:
             by_name = [cp.id for cp in mp.computations if cp.name == mp.entry_computation_name]
@@ -157,17 +151,17 @@ def _entry_record(m: _Module) -> EntryRecord:
     return rec
 
 
-def _locations(m: _Module, names) -> Dict[str, Location]:
-    """Op path and ``file:line`` of the instructions ``names``, from their
-    metadata and the module's stack frame tables (as the text route reads
-    them from ``metadata={...}`` and ``FileNames`` / ``StackFrames``)."""
+def _locations(m: _Module, instructions) -> Dict[str, Location]:
+    """Op path and ``file:line`` of ``instructions`` (their messages), from
+    their metadata and the module's stack frame tables (as the text route
+    reads them from ``metadata={...}`` and ``FileNames`` / ``StackFrames``)."""
     index = m.mp.stack_frame_index
     files, locs, frames = index.file_names, index.file_locations, index.stack_frames
     out: Dict[str, Location] = {}
-    for name in names:
-        ip = m.by_name.get(name)
-        if ip is None or not ip.HasField("metadata"):
+    for ip in instructions:
+        if not ip.HasField("metadata"):
             continue
+        name = ip.name
         md = ip.metadata
         op = md.op_name or None
         if md.source_file:
@@ -196,11 +190,11 @@ def _sub(shape: Optional[Shape], index) -> Optional[Shape]:
     return shape
 
 
-def _allocations(ba, m: Optional[_Module], reading_platform) -> List[BufferAllocation]:
+def _allocations(ba, m: Optional[_Module], reading_platform):
     """The allocations of a ``BufferAssignmentProto`` as the records the text
     route reads from ``*-buffer-assignment.txt``: each logical buffer a value,
     named, shaped and labelled from the module ``m`` (``None``: ids only, no
-    shapes)."""
+    shapes); and the messages of the instructions that define them."""
     params: Dict[int, Shape] = {}
     if m is not None and m.entry is not None:
         for ip in m.entry.instructions:
@@ -210,94 +204,56 @@ def _allocations(ba, m: Optional[_Module], reading_platform) -> List[BufferAlloc
                     params[ip.parameter_number] = s
     logical = {lb.id: lb for lb in ba.logical_buffers}
     texts: Dict[int, str] = {}
-    out: List[BufferAllocation] = []
-    for a in ba.buffer_allocations:
-        r = BufferAllocation(a.index, a.size, "")
-        r.color = a.color
-        r.maybe_live_out = a.maybe_live_out
-        r.is_thread_local = a.is_thread_local
-        r.is_constant = a.is_constant
-        r.parameter_number = a.parameter_number if a.is_entry_computation_parameter else None
-        r.parameter_index = tuple(a.parameter_shape_index)
-        p = params.get(a.parameter_number) if a.is_entry_computation_parameter else None
-        r.parameter_shape = str(p) if p is not None else None
-        # BufferAllocation::IsPreallocatedTempBuffer
-        r.is_preallocated_temp = not (a.is_entry_computation_parameter or a.maybe_live_out
-                                      or a.is_thread_local or a.is_constant)
-        values = []
-        for assigned in a.assigned:
-            lb = logical.get(assigned.logical_buffer_id)
-            loc = lb.defined_at if lb is not None else None
-            name = ""
-            if loc is not None:
-                name = (m.name(loc.instruction_id) if m is not None else "") or loc.instruction_name
-            name = name or f"buffer.{assigned.logical_buffer_id}"
-            index = tuple(loc.shape_index) if loc is not None else ()
-            ip = m.by_name.get(name) if m is not None else None
-            whole = m.shape(ip) if ip is not None else None
-            shape = _sub(whole, index)
-            text = ""
-            if shape is not None:
-                text = texts.get(id(shape))
-                if text is None:
-                    text = texts[id(shape)] = str(shape)
-            label = name + ("{" + ",".join(map(str, index)) + "}"
-                            if whole is not None and whole.is_tuple else "")
-            values.append(BufferValue(assigned.logical_buffer_id, name, index, False,
-                                      lb.color if lb is not None else a.color, assigned.size,
-                                      assigned.offset, text, shape, 0, label))
-        r.values = values
-        out.append(r)
-    return out
+    # (instruction id, shape index) -> (name, index, shape, text, label): a
+    # position's facts, for each of the logical buffers defined there
+    described: Dict[tuple, tuple] = {}
 
-
-def _peak_inputs(rec: ModuleRecords, m: _Module, platform, reading: Reading) -> None:
-    """What the proto route's peak replays besides the traces: each logical
-    buffer's size without padding (the size model on its shape) and its
-    name, label and shape text."""
-    cache: Dict[tuple, int] = {}
-    sizes = SizeCache()
-
-    def unpadded(lb):
-        ip = m.by_id.get(lb.defined_at.instruction_id)
-        if ip is None:
-            return lb.size
-        sp = ip.shape
-        for i in lb.defined_at.shape_index:
-            if not 0 <= i < len(sp.tuple_shapes):
-                return lb.size
-            sp = sp.tuple_shapes[i]
-        if len(sp.tuple_shapes):
-            return 8 * len(sp.tuple_shapes)   # a tuple's table: 8 bytes a pointer
-        key = (sp.SerializeToString(deterministic=True), lb.size)
-        got = cache.get(key)
-        if got is None:
-            try:
-                got = sizes.of(m.shape_of_message(sp, "logical buffer"), platform)[1]
-            except XlaShapeError:
-                got = None
-            cache[key] = got = lb.size if got is None else min(got, lb.size)
-        return got
-
-    texts: Dict[int, str] = {}
-
-    def describe(lb):
-        loc = lb.defined_at
-        name = m.name(loc.instruction_id) or loc.instruction_name
-        ip = m.by_name.get(name)
+    def position(lb_id: int, loc):
+        key = (loc.instruction_id, tuple(loc.shape_index)) if loc is not None else None
+        got = described.get(key) if key is not None else None
+        if got is not None:
+            return got
+        ip = m.by_id.get(loc.instruction_id) if m is not None and loc is not None else None
+        name = ip.name if ip is not None else (loc.instruction_name if loc is not None else "")
+        name = name or f"buffer.{lb_id}"
+        index = key[1] if key is not None else ()
+        if ip is not None:
+            used[ip.id] = ip
         whole = m.shape(ip) if ip is not None else None
-        shape = _sub(whole, loc.shape_index)
-        label = name + ("{" + ",".join(map(str, loc.shape_index)) + "}"
-                        if whole is not None and whole.is_tuple else "")
+        shape = _sub(whole, index)
         text = ""
         if shape is not None:
             text = texts.get(id(shape))
             if text is None:
                 text = texts[id(shape)] = str(shape)
-        return name, label, text
+        label = name + ("{" + ",".join(map(str, index)) + "}"
+                        if whole is not None and whole.is_tuple else "")
+        got = (name, index, shape, text, label)
+        if key is not None and name:
+            described[key] = got
+        return got
 
-    rec.peak_unpadded = unpadded
-    rec.describe = describe
+    used: Dict[int, object] = {}
+    out: List[BufferAllocation] = []
+    for a in ba.buffer_allocations:
+        param = a.is_entry_computation_parameter
+        p = params.get(a.parameter_number) if param else None
+        r = BufferAllocation.from_flags(
+            a.index, a.size, a.color, parameter_number=a.parameter_number if param else None,
+            parameter_index=a.parameter_shape_index, parameter_shape=str(p) if p is not None else None,
+            maybe_live_out=a.maybe_live_out, is_thread_local=a.is_thread_local,
+            is_constant=a.is_constant)
+        values = r.values
+        for assigned in a.assigned:
+            lb_id = assigned.logical_buffer_id
+            lb = logical.get(lb_id)
+            name, index, shape, text, label = position(lb_id, lb.defined_at if lb is not None
+                                                       else None)
+            values.append(BufferValue(lb_id, name, index, False,
+                                      lb.color if lb is not None else a.color, assigned.size,
+                                      assigned.offset, text, shape, 0, label))
+        out.append(r)
+    return out, list(used.values())
 
 
 def _report_spaces(report) -> List[MemorySpaceUsage]:
@@ -326,17 +282,14 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
                             "module after optimizations): figures from its module only")
         return rec
     ba = hlo.buffer_assignment
-    rec.allocations = _allocations(ba, m, reading.platform)
-    names = {v.name for a in rec.allocations for v in a.values}
-    rec.locations = _locations(m, names)
+    rec.allocations, defining = _allocations(ba, m, reading.platform)
+    rec.locations = _locations(m, defining)
     if isinstance(report, str):
         rec.read_report(report)
     elif report is not None:
         rec.memory_report = _report_spaces(report)
     if reading.peak:
         rec.buffer_assignment_proto = hlo
-        platform = reading.platform or rec.platform
-        _peak_inputs(rec, m, platform, reading)
     return rec
 
 
@@ -389,7 +342,7 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
     rec.platform = reading.platform
     rec.from_proto = True
     rec.no_module = True
-    rec.allocations = _allocations(ba, None, reading.platform)
+    rec.allocations, _ = _allocations(ba, None, reading.platform)
     rec.notes.append("a BufferAssignmentProto alone (memory_analysis()."
                      "serialized_buffer_assignment_proto): no module, so no names or shapes")
     if reading.peak:
