@@ -95,3 +95,82 @@ def test_the_hook_counts_repeated_opens(tmp_path):
                        capture_output=True, text=True, timeout=120)
     got = json.loads(r.stdout.strip().splitlines()[-1])
     assert collections.Counter(got["opened"])[os.path.realpath(f)] >= 3
+
+
+# -- the op paths read in the same pass as the entry --------------------------------
+
+import re  # noqa: E402
+
+from xlashape.hlo_module import TextBlocks  # noqa: E402
+from xlashape.live_range import LocationScanner  # noqa: E402
+
+_LINE = re.compile(r'\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=.*metadata=\{([^{}]*)\}')
+_STR = r'"((?:[^"\\]|\\.)*)"'
+
+
+def _reference_locations(text):
+    """Op path and file:line per instruction, read the plain way: every line,
+    the metadata's fields by their own patterns, the tables by line."""
+    files, locs, frames, out = {}, {}, {}, {}
+    table = None
+    for line in text.splitlines():
+        s = line.strip()
+        if s in ("FileNames", "FunctionNames", "FileLocations", "StackFrames"):
+            table = s
+            continue
+        if table and not s:
+            table = None
+            continue
+        if table:
+            key, _, rest = s.partition(" ")
+            if table == "FileNames":
+                files[int(key)] = rest.strip('"')
+            elif table == "FileLocations":
+                f = re.search(r"file_name_id=(\d+)", rest)
+                ln = re.search(r"\bline=(\d+)", rest)
+                locs[int(key)] = (int(f.group(1)) if f else 0, int(ln.group(1)) if ln else 0)
+            elif table == "StackFrames":
+                f = re.search(r"file_location_id=(\d+)", rest)
+                frames[int(key)] = int(f.group(1)) if f else 0
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        meta = m.group(2)
+
+        def field(key, pattern):
+            got = re.search(r"(?:^|\s)" + key + "=" + pattern, meta)
+            if got is None:
+                return None
+            v = got.group(1)
+            return v.replace('\\"', '"').replace("\\\\", "\\")
+
+        op = field("op_name", _STR)
+        src = field("source_file", _STR)
+        line_no = field("source_line", r"(\d+)")
+        frame = field("stack_frame_id", r"(\d+)")
+        if src is not None:
+            out[m.group(1)] = (op, src + (f":{line_no}" if line_no else ""))
+        elif frame is not None:
+            out[m.group(1)] = (op, ("frame", int(frame)))
+        elif op is not None:
+            out[m.group(1)] = (op, None)
+    for name, (op, src) in out.items():
+        if isinstance(src, tuple):
+            loc = locs.get(frames.get(src[1], -1))
+            out[name] = (op, f"{files[loc[0]]}:{loc[1]}" if loc and loc[0] in files else None)
+    return out
+
+
+@pytest.mark.parametrize("prog", [p for p in corpora.programs() if p.module_hlo.exists()],
+                         ids=corpora.program_id)
+def test_locations_read_in_blocks_equal_a_plain_reading(prog):
+    import io
+    text = prog.module_hlo.read_text()
+    expected = _reference_locations(text)
+    for block_size in (64, 4096, 1 << 20):     # blocks that cut tables and lines anywhere
+        scanner = LocationScanner()
+        for block in TextBlocks(io.StringIO(text), block=block_size).blocks():
+            scanner.feed_block(block)
+        got = {k: (v.op_name, v.source) for k, v in scanner.result().items()}
+        assert got == expected

@@ -272,12 +272,13 @@ class LocationScanner:
             return
         find = block.find
         pos = find("metadata={")
+        instruction = self._instruction
         while pos >= 0:
             start = block.rfind("\n", 0, pos) + 1
             end = find("\n", pos)
             if end < 0:
                 end = len(block)
-            self.feed_line(block[start:end])
+            instruction(block[start:end])
             pos = find("metadata={", end)
 
     def feed_line(self, line: str) -> None:
@@ -311,8 +312,11 @@ class LocationScanner:
         if s in _TABLES:
             self.table = s
             return
-        if "metadata={" not in line:
-            return
+        if "metadata={" in line:
+            self._instruction(line)
+
+    def _instruction(self, line: str) -> None:
+        """An instruction's line holding ``metadata={``."""
         m = _INSTR.match(line)
         names = self.names
         if not m or (names is not None and m.group(1) not in names):
@@ -320,7 +324,15 @@ class LocationScanner:
         mm = _META.search(line)
         if not mm:
             return
-        kv = _kv(mm.group(1))
+        text = mm.group(1)
+        if "\\" in text:
+            kv = _kv(text)
+        else:   # no escapes: quoted values lose their quotes and nothing else
+            kv = dict(_KV.findall(text))
+            for key in ("op_name", "source_file", "source_line", "stack_frame_id"):
+                v = kv.get(key)
+                if v is not None and v[:1] == '"':
+                    kv[key] = v[1:-1]
         op = kv.get("op_name")
         name = m.group(1)
         if "source_file" in kv:
