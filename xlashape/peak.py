@@ -92,8 +92,8 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 from .errors import ShapeValueError, XlaShapeError
 
 from .hlo_module import open_text, read_hlo_file
-from .live_range import (LiveRanges, Location, ValueRecord, read_live_ranges, read_locations,
-                         read_values_file)
+from .live_range import (LiveRanges, Location, ValueRecord, parse_instruction_text,
+                         read_live_ranges, read_locations, read_values_file)
 from .xla_dump import iter_buffer_assignment
 
 __all__ = ["PeakBuffer", "PeakAnalysis", "analyze_peak", "peak_of_dump", "category", "VERIFIED",
@@ -364,6 +364,7 @@ class SharingFacts:
         self._values = self._module = None
         self._values_read = self._module_read = False
         self._defined: Optional[Dict[str, str]] = None
+        self._conditionals: Optional[set] = None
 
     def values(self) -> Optional[Dict[int, ValueRecord]]:
         """``value id -> ValueRecord``, or ``None`` without a values file."""
@@ -391,18 +392,36 @@ class SharingFacts:
                                     {c.name: c for c in m.computations})
         return self._module
 
-    def opcode(self, name: str) -> Optional[str]:
-        """The opcode of instruction ``name``: from the values file when the
-        instruction defines a value, else from the module text."""
+    def is_conditional(self, name: str) -> bool:
+        """Whether instruction ``name`` is a conditional: from the values file
+        when it defines a value, else from one scan of the module text for
+        conditionals (no parse of the rest)."""
         if self._defined is None:
             values = self.values() or {}
             self._defined = {r.positions[0][0]: r.opcode for r in values.values() if r.positions}
         got = self._defined.get(name)
-        if got is None:
-            m = self.module()
-            ins = m[0].get(name) if m else None
-            got = ins.opcode if ins is not None else None
-        return got
+        if got is not None:
+            return got == "conditional"
+        if self._conditionals is None:
+            self._conditionals = set()
+            if self._module is not None:
+                self._conditionals = {n for n, i in self._module[0].items()
+                                      if i.opcode == "conditional"}
+            elif self.module_path is not None:
+                try:
+                    with open_text(self.module_path) as f:
+                        for line in f:
+                            if " conditional(" in line:
+                                m = _INSTRUCTION.match(line)
+                                if m and parse_instruction_text(line)[0] == "conditional":
+                                    self._conditionals.add(m.group(1))
+                except (OSError, XlaShapeError) as e:
+                    self.error = e
+        return name in self._conditionals
+
+
+_INSTRUCTION = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+
 
 
 def _overlap(starts, ends, offsets, extents, exclusive: int,
@@ -861,7 +880,7 @@ class PeakBuilder:
                 t = time.get(x.instruction)
                 if t is not None and t > last:
                     last, last_use = t, x.instruction
-            if last_use is not None and facts.opcode(last_use) == "conditional":
+            if last_use is not None and facts.is_conditional(last_use):
                 spans = self._branch_spans(last_use, uses, s, e, time)
                 if spans is None:
                     self._undecide(f"allocation {a.index}: {v.label} is last read by the "
@@ -956,7 +975,7 @@ class PeakBuilder:
                     last, last_use = t, x.instruction
             if last != -1:
                 last = min(last, end)
-                if self.facts.opcode(last_use) == "conditional":
+                if self.facts.is_conditional(last_use):
                     more = self._branch_spans(last_use, uses, first, last, time, depth + 1)
                     if more is None:
                         return None
