@@ -12,8 +12,10 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
 
 import corpora
+from strategies import edited_lines
 from cli_util import run
 from xlashape import memory, protos
 from xlashape.devices import DEVICES, lookup, usable_bytes
@@ -380,6 +382,23 @@ def test_values_file_instruction_lines_are_read():
     assert (got[7].opcode, got[7].operands, got[7].target) == (
         "custom-call", ("slice-done", "slice-done.1"), "ConcatBitcast")
     assert got[8].uses == () and got[8].opcode == "parameter" and got[8].target == ""
+
+
+_VALUES_LINES = next(p for p in corpora.programs("tpu") if p.name == "while_dus").dump_file(
+    "-buffer-assignment-values.txt").read_text().splitlines()[:120]
+
+
+@given(edited_lines(_VALUES_LINES, ["<", ">", " ", "{", "}", ",", "%", "(", ")", "=", "9" * 30,
+                                    " operand ", "(phi)", "\n", "custom_call_target=\"\"",
+                                    "/*index=5*/", "#"], max_edits=8))
+@settings(max_examples=150)
+def test_values_file_reader_takes_any_edit_without_raising(text):
+    from xlashape.live_range import read_values_file
+
+    got = read_values_file(text.splitlines(keepends=True))
+    for r in got.values():
+        assert all(isinstance(n, str) for n, _ in r.positions)
+        assert all(u.operand >= 0 for u in r.uses)
 
 
 # --- the sharing rule (issue 30): which values share memory in XLA's heaps ----------

@@ -1,5 +1,5 @@
-"""Readers for two files of an XLA dump that say *when* buffers live, and
-*where* in the user's program they come from.
+"""Readers for the files of an XLA dump that say *when* buffers live, which
+values are read where, and *where* in the user's program they come from.
 
 ``*-live-range.txt`` (XLA's ``HloLiveRange`` of the scheduled module):
 
@@ -18,7 +18,13 @@ source_file=... source_line=... stack_frame_id=N}`` and, at its top, the
 tables that ``stack_frame_id`` points into. :func:`read_locations` turns both
 into an op path and a ``file:line`` per instruction.
 
-Both readers stream their input line by line (memory stays proportional to
+``*-buffer-assignment-values.txt`` (the dataflow values the buffer assignment
+placed): per value its positions, its uses (instruction, operand number,
+index) and its defining instruction as XLA printed it;
+:func:`read_values_file` keeps them as :class:`ValueRecord` (what the peak's
+sharing rule reads: :mod:`xlashape.peak`).
+
+The readers stream their input line by line (memory stays proportional to
 the number of values / instructions, not to the file's size) and never raise
 on a malformed line: it is skipped.
 """

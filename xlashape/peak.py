@@ -423,7 +423,6 @@ class SharingFacts:
 _INSTRUCTION = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 
 
-
 def _overlap(starts, ends, offsets, extents, exclusive: int,
              ordered: bool = False) -> Optional[Tuple[int, int]]:
     """Two buffers live at one time whose chunks ``[offset, offset + extent)``
@@ -475,7 +474,7 @@ def _computation_start(name: str, instructions, computations, time, depth: int =
             first = t
         for callee in ins.called_computations:
             if callee in computations and computations[callee].kind in (
-                    "while_body", "while_condition", "branch", "call", "async"):
+                    "while_body", "while_condition", "conditional_branch", "call", "async"):
                 t = _computation_start(callee, instructions, computations, time, depth + 1)
                 if t is not None and (first is None or t < first):
                     first = t
