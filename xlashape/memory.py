@@ -1537,7 +1537,8 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                     break
         if peak is not None:
             # (the heap's rule depends on the platform, known by now if at all)
-            peak.platform = platform
+            if platform is not None:
+                peak.platform = platform
             peak.add(a)
         host = a.color == HOST_MEMORY_SPACE
         t = mm.space(a.color)
