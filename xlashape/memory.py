@@ -82,8 +82,9 @@ from .oom_report import buffers_of_request, distinct_reports
 from .padding import origin_of, padding_summary, summarize_padding
 from .devices import TPU_ALIASES
 from . import protos
-from .live_range import read_live_ranges, read_locations, read_value_operands
-from .peak import PEAK_FIELDS, PeakAnalysis, PeakBuilder, add_locations, peak_from_hlo_proto
+from .live_range import read_live_ranges, read_locations
+from .peak import (PEAK_FIELDS, PeakAnalysis, PeakBuilder, SharingFacts, add_locations,
+                   peak_from_hlo_proto)
 from .shape import Shape
 
 __all__ = [
@@ -1355,21 +1356,23 @@ _MEMORY_REPORT_TXT = "after_optimizations-memory-usage-report.txt"
 def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
                   warnings: List[str]) -> Optional[PeakBuilder]:
     """A :class:`~xlashape.peak.PeakBuilder` for a dumped module, with the
-    live-range file beside its buffer assignment (and, on TPU, the values
-    file) read; the buffer assignment's one pass feeds it."""
+    live-range file beside its buffer assignment read, and the values file
+    and module text beside it handed over to be read if a heap needs them;
+    the buffer assignment's one pass feeds it."""
     if not ctx.peak:
         return None
-    live = operands = None
+    live = facts = None
     if ba_path.endswith(_BA_SUFFIX):
         stem = ba_path[: -len(_BA_SUFFIX)]
         try:
             if os.path.isfile(stem + _LIVE_RANGE_SUFFIX):
                 live = read_live_ranges(stem + _LIVE_RANGE_SUFFIX)
-            if platform == _TPU and os.path.isfile(stem + _VALUES_SUFFIX):
-                operands = _LazyOperands(stem + _VALUES_SUFFIX)
+            facts = SharingFacts(
+                stem + _VALUES_SUFFIX if os.path.isfile(stem + _VALUES_SUFFIX) else None,
+                stem + ".txt" if os.path.isfile(stem + ".txt") else None)
         except (OSError, XlaShapeError) as e:
             warnings.append(f"the live ranges could not be read: {e}")
-            live = operands = None
+            live = facts = None
     sizes = ctx.sizes
     cache: Dict[str, int] = {}
 
@@ -1390,38 +1393,19 @@ def _peak_builder(ba_path: str, platform: Optional[str], ctx: _Context,
         cache[v.shape_text] = got
         return got
 
-    return PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
-
-
-class _LazyOperands:
-    """The values file's operand lists, read the first time the sharing rule
-    asks (only values at one offset whose live ranges meet need them: most
-    dumps never do). A read that fails is kept in ``error``."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.error: Optional[Exception] = None
-        self._operands: Optional[Dict[int, str]] = None
-
-    def get(self, key: int, default: str = "") -> str:
-        if self._operands is None:
-            try:
-                self._operands = read_value_operands(self.path)
-            except (OSError, XlaShapeError) as e:
-                self.error = e
-                self._operands = {}
-        return self._operands.get(key, default)
+    return PeakBuilder(live, platform, unpadded=unpadded, facts=facts)
 
 
 def _finish_peak(mm: ModuleMemory, builder: Optional[PeakBuilder], hlo_path: Optional[str]) -> None:
     if builder is None:
         return
-    error = getattr(builder.operands, "error", None)
+    error = getattr(builder.facts, "error", None)
     if error is not None:
         # as when it fails before the pass: no heap to replay
         mm.warnings.append(f"the live ranges could not be read: {error}")
-        builder.live = builder.operands = builder.strict = None
+        builder.live = builder.facts = builder.undecided = None
         builder.heaps = []
+        builder.shares = []
         builder.missing = 0
     builder.platform = mm.platform
     mm.peak = builder.finish()
@@ -1553,8 +1537,6 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
         ctx.warn(w)
 
     for a in allocations(warn):
-        if peak is not None:
-            peak.add(a)
         mm.allocation_count += 1
         mm.value_count += len(a.values)
         if not tiled_seen and platform is None:
@@ -1563,6 +1545,11 @@ def _module_from_buffer_assignment(open_ba, report_path, ctx: _Context, text_mm:
                     platform = mm.platform = _TPU
                     tiled_seen = True
                     break
+        if peak is not None:
+            # (the heap's rule depends on the platform, known by now if at all)
+            if platform is not None:
+                peak.platform = platform
+            peak.add(a)
         host = a.color == HOST_MEMORY_SPACE
         t = mm.space(a.color)
         t.total += a.size
