@@ -59,6 +59,9 @@ def _dumps():
     for platform in corpora.PLATFORMS:
         progs = [p for p in corpora.programs(platform) if p.dump_file("-live-range.txt")]
         out.append(progs[0])
+    # a TPU module whose values a conditional defines: its text is parsed
+    # whole (the sharing rule splits values over the branches), still once
+    out += [p for p in corpora.programs("tpu") if p.name == "cond_switch"]
     return out
 
 

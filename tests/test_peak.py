@@ -12,8 +12,10 @@ import json
 import re
 
 import pytest
+from hypothesis import given, settings
 
 import corpora
+from strategies import edited_lines
 from cli_util import run
 from xlashape import memory, protos
 from xlashape.devices import DEVICES, lookup, usable_bytes
@@ -482,13 +484,208 @@ def test_peak_can_be_skipped_and_heap_json_is_bounded(monkeypatch):
     assert h["padded"][0] == max(full[:h["step"]])
 
 
-def test_reads_names_whole_instructions():
-    from xlashape.live_range import reads
+def test_values_file_instruction_lines_are_read():
+    from xlashape.live_range import parse_instruction_text, read_values_file
 
-    ops = " f32[8]{0} fusion(f32[8]{0} %copy-done.1, f32[8]{0} %copy-done, s32[] %gte.3)"
-    assert reads(ops, "copy-done.1") and reads(ops, "copy-done") and reads(ops, "gte.3")
-    assert not reads(ops, "copy-done.") and not reads(ops, "copy") and not reads(ops, "gte")
-    assert not reads("", "x")
+    # a tuple shape (with a comment), inline operand shapes, GTE-free names
+    line = ('%while.13 = (s32[]{:T(128)}, /*index=1*/f32[8]{0}) while(%tuple.43), '
+            'condition=%cond.1, body=%body.2, metadata={op_name="w"}')
+    assert parse_instruction_text(line) == ("while", ("tuple.43",),
+                                            'condition=%cond.1, body=%body.2, metadata={op_name="w"}')
+    line = ' %fusion.1 = f32[8]{0} fusion(f32[8]{0} %copy-done.1, s32[] %gte.3), kind=kLoop'
+    assert parse_instruction_text(line)[:2] == ("fusion", ("copy-done.1", "gte.3"))
+    assert parse_instruction_text("garbage") == ("", (), "")
+    assert parse_instruction_text("%x = f32[8]{0} add(%a") == ("add", (), "")
+    text = ["Used values:\n",
+            "<7 custom-call @1>\n", " positions:\n", "  custom-call\n", "  tuple.4 {2}\n",
+            " uses:\n", "  fusion.1, operand 0\n", "  while.3, operand 0 {1,0}\n",
+            ' from instruction: %custom-call = bf16[8,4]{1,0:T(8,128)(2,1)S(1)} custom-call('
+            '%slice-done, %slice-done.1), custom_call_target="ConcatBitcast"\n',
+            "<8 p @0>\n", " positions:\n", "  p\n", " uses:\n", "  (none)\n",
+            " from instruction: %p = f32[] parameter(0)\n"]
+    got = read_values_file(text)
+    assert got[7].positions == (("custom-call", ()), ("tuple.4", (2,)))
+    assert [tuple(u) for u in got[7].uses] == [("fusion.1", 0, ()), ("while.3", 0, (1, 0))]
+    assert (got[7].opcode, got[7].operands, got[7].target) == (
+        "custom-call", ("slice-done", "slice-done.1"), "ConcatBitcast")
+    assert got[8].uses == () and got[8].opcode == "parameter" and got[8].target == ""
+
+
+_VALUES_LINES = next(p for p in corpora.programs("tpu") if p.name == "while_dus").dump_file(
+    "-buffer-assignment-values.txt").read_text().splitlines()[:120]
+
+
+@given(edited_lines(_VALUES_LINES, ["<", ">", " ", "{", "}", ",", "%", "(", ")", "=", "9" * 30,
+                                    " operand ", "(phi)", "\n", "custom_call_target=\"\"",
+                                    "/*index=5*/", "#"], max_edits=8))
+@settings(max_examples=150)
+def test_values_file_reader_takes_any_edit_without_raising(text):
+    from xlashape.live_range import read_values_file
+
+    got = read_values_file(text.splitlines(keepends=True))
+    for r in got.values():
+        assert all(isinstance(n, str) for n, _ in r.positions)
+        assert all(u.operand >= 0 for u in r.uses)
+
+
+# --- the sharing rule (issue 30): which values share memory in XLA's heaps ----------
+
+WITH_PROTO = [p for p in DUMPED if p.hlo_proto is not None and p.dump_file("-live-range.txt")]
+
+
+def _text_shares(prog):
+    # the text route with the module parsed whole, the values of one XLA
+    # buffer joined (hlo_buffers): its pairs are then the trace's exactly
+    from xlashape.memory import account, records, source_dump
+    reading = records.Reading(platform=prog.platform, full_module=True)
+    rec = source_dump.buffer_assignment_records(str(prog.dump_file("-buffer-assignment.txt")),
+                                                reading)
+    opts = account.Options(chip=prog.chip, platform=prog.platform, hlo_buffers=True)
+    return account.account(rec, opts).peak
+
+
+@pytest.mark.parametrize("prog", WITH_PROTO, ids=corpora.program_id)
+def test_text_route_shares_the_values_the_heap_simulator_shares(prog):
+    # the .hlo.pb's heap-simulator traces are the ground truth: every
+    # SHARE_WITH (value -> the first value of its memory) and no other
+    text = _text_shares(prog)
+    trace = _proto_route(prog)
+    assert sorted(text.shares) == sorted(trace.shares)
+    assert len(set(text.shares)) == len(text.shares)
+
+
+@pytest.mark.parametrize("prog", WITH_PROTO, ids=corpora.program_id)
+def test_every_heap_peaks_where_its_trace_does(prog):
+    # XLA's peak is the highest heap: each memory space's heap (VMEM, SMEM,
+    # ... whose peaks are not XLA's figure) must match its own trace too
+    text = _text_route(prog)
+    trace = _proto_route(prog)
+    for color, h in trace.heap.items():
+        if len(h["padded"]) and color in text.heap:
+            assert max(text.heap[color]["padded"]) == max(h["padded"]), color
+
+
+def _by_label(pa, prog):
+    hlo = protos.read_hlo_proto(str(prog.hlo_proto))
+    ids = {i.id: i.name for c in hlo.hlo_module.computations for i in c.instructions}
+    label = {}
+    for lb in hlo.buffer_assignment.logical_buffers:
+        name = ids.get(lb.defined_at.instruction_id) or lb.defined_at.instruction_name
+        label[lb.id] = name + "{" + ",".join(map(str, lb.defined_at.shape_index)) + "}"
+    return {(label[a], label[b]) for a, b in pa.shares}
+
+
+# The programs added for issue 30 (tests/oracle/gen_tpu_corpus.py), with the
+# SHARE_WITH pairs of their .hlo.pb's traces (each value that shares memory
+# and the first value of that memory, labelled instruction{index}: sort.13{0}
+# takes multiply_add_fusion's buffer, itself copy.5's) and XLA's
+# peak_memory_in_bytes. The text route before issue 30 gave 11560960 for
+# kv_decode_donated, 5948416 for bottleneck_train and 3279872 for
+# scatter_add_donated: on each, a view (an XLA:TPU ConcatBitcast custom-call)
+# counted as memory of its own in VMEM, or values shared there that
+# memory-space assignment's trace counts apart.
+IN_PLACE = {
+    "kv_decode_donated": (9988608, {("select_n.5{}", "add.4{}")}),
+    "kv_decode": (17860608, {("select_n.5{}", "add.4{}")}),
+    "bottleneck_train": (5425664, set()),
+    "scatter_add_donated": (4066304, set()),
+    "scatter_add_hbm": (553669632, {("scatter_fusion.1{}", "broadcast_multiply_fusion{}")}),
+    "while_dus": (529408, {("select_n.32{}", "add.101{}"),
+                         ("wide.wide.wide.wide.arg_tuple.1{0}", "copy.1{}"),
+                         ("wide.wide.wide.wide.arg_tuple.0{0}", "copy.1{}"),
+                         ("add.100{}", "copy.1{}"), ("while.13{0}", "copy.1{}")}),
+    "axpb_donated": (2106368, set()),
+    "fusion_reuse": (402919424, {("sort.7{1}", "iota.clone{}"), ("multiply_add_fusion{}", "copy.5{}"),
+                            ("sort.13{1}", "iota.1.clone{}"),
+                            ("sort.13{0}", "copy.5{}")}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(IN_PLACE))
+def test_in_place_program(name):
+    prog = next(p for p in corpora.programs("tpu") if p.name == name)
+    peak, pairs = IN_PLACE[name]
+    assert prog.memory_analysis["peak_memory_in_bytes"] == peak
+    text = _text_shares(prog)
+    for k in PEAK_FIELDS:
+        assert text.figures[k] == prog.memory_analysis[k], k
+    assert _by_label(text, prog) == pairs
+    trace = _proto_route(prog)
+    assert _by_label(trace, prog) == pairs
+    # and through memory.analyze (the values file and module text read lazily)
+    (m,) = [m for m in memory.analyze(str(prog.dump_dir), chip=prog.chip).modules
+            if m.name == prog.module]
+    for k in PEAK_FIELDS:
+        assert m.peak.figures[k] == prog.memory_analysis[k], k
+    assert m.peak.live_at_peak_bytes == prog.memory_analysis["peak_memory_in_bytes"]
+
+
+def test_a_view_is_not_memory_of_its_own():
+    # kv_decode_donated: the ConcatBitcast custom-call in VMEM spans the four
+    # slices it concatenates; the slices stay live until its reader
+    prog = next(p for p in corpora.programs("tpu") if p.name == "kv_decode_donated")
+    pa = _text_route(prog)
+    assert pa.peak_memory_space == 1
+    labels = {b.label for b in pa.live_at_peak}
+    assert "custom-call" not in labels
+    assert {"slice.1", "slice.3", "slice.5", "slice.7"} <= labels
+
+
+def _copy_dump(tmp_path, name):
+    import shutil
+    prog = next(p for p in corpora.programs() if p.name == name and p.dump_dir is not None)
+    dst = tmp_path / "dump"
+    shutil.copytree(prog.dump_dir, dst)
+    for pb in dst.glob("*.hlo.pb"):
+        pb.unlink()   # the text files alone
+    return prog, dst
+
+
+def _null_with_reason(m, *words):
+    for k in ("peak_memory_in_bytes", "peak_unpadded_heap_bytes"):
+        assert m.peak.figures[k] is None, k
+        assert m.peak.computed[k] is None, k
+        for w in words:
+            assert w in m.peak.reasons[k], (k, m.peak.reasons[k])
+    # the figures that need no heap stay XLA's
+    assert m.peak.figures["total_allocation_bytes"] is not None
+
+
+def test_an_unknown_view_makes_the_peak_null_not_a_number(tmp_path):
+    # a custom-call the rule does not know as a view lies over the slices it
+    # reads: a view (left out of memory-space assignment's trace) or an
+    # output written over its operands (in it); the text does not say which
+    prog, dump = _copy_dump(tmp_path, "kv_decode_donated")
+    (values,) = dump.glob("*-buffer-assignment-values.txt")
+    values.write_text(values.read_text().replace('"ConcatBitcast"', '"SomethingElse"'))
+    (m,) = [m for m in memory.analyze(str(dump), chip=prog.chip).modules if m.name == prog.module]
+    _null_with_reason(m, "'SomethingElse'", "may be a view",
+                      "read the .hlo.pb: --xla_dump_hlo_as_proto")
+
+
+def test_overlapping_temporaries_make_the_peak_null_not_a_number(tmp_path):
+    # two temporaries of one heap-simulator heap live at one time in
+    # overlapping memory (an offset moved by hand): the text does not explain it
+    import re
+    prog, dump = _copy_dump(tmp_path, "fusion_reuse")
+    (ba,) = dump.glob("*-buffer-assignment.txt")
+    text = ba.read_text()
+    # iota.clone (live 1-2) moved 4 KiB into sort.7{0}'s chunk (live 2-4)
+    old = re.search(r"<\d+ iota\.clone @0> \(size=134217728,offset=0\)", text).group(0)
+    text = text.replace(old, old.replace("offset=0", "offset=134221824"))
+    ba.write_text(text)
+    (m,) = [m for m in memory.analyze(str(dump), chip=prog.chip).modules if m.name == prog.module]
+    _null_with_reason(m, "iota.clone", "overlapping memory",
+                      "read the .hlo.pb: --xla_dump_hlo_as_proto")
+
+
+def test_vmem_heap_without_the_values_file_is_null_with_the_reason(tmp_path):
+    prog, dump = _copy_dump(tmp_path, "kv_decode_donated")
+    (values,) = dump.glob("*-buffer-assignment-values.txt")
+    values.unlink()
+    (m,) = [m for m in memory.analyze(str(dump), chip=prog.chip).modules if m.name == prog.module]
+    _null_with_reason(m, "memory-space assignment", "values.txt",
+                      "read the .hlo.pb: --xla_dump_hlo_as_proto")
 
 
 @pytest.mark.parametrize("prog", corpora.programs(), ids=corpora.program_id)

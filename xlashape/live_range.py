@@ -1,5 +1,5 @@
-"""Readers for two files of an XLA dump that say *when* buffers live, and
-*where* in the user's program they come from.
+"""Readers for the files of an XLA dump that say *when* buffers live, which
+values are read where, and *where* in the user's program they come from.
 
 ``*-live-range.txt`` (XLA's ``HloLiveRange`` of the scheduled module):
 
@@ -18,7 +18,13 @@ source_file=... source_line=... stack_frame_id=N}`` and, at its top, the
 tables that ``stack_frame_id`` points into. :func:`read_locations` turns both
 into an op path and a ``file:line`` per instruction.
 
-Both readers stream their input line by line (memory stays proportional to
+``*-buffer-assignment-values.txt`` (the dataflow values the buffer assignment
+placed): per value its positions, its uses (instruction, operand number,
+index) and its defining instruction as XLA printed it;
+:func:`read_values_file` keeps them as :class:`ValueRecord` (what the peak's
+sharing rule reads: :mod:`xlashape.peak`).
+
+The readers stream their input line by line (memory stays proportional to
 the number of values / instructions, not to the file's size) and never raise
 on a malformed line: it is skipped.
 """
@@ -28,10 +34,10 @@ from itertools import chain
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
-from .hlo_module import open_text
+from .hlo_module import _match_close, open_text
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "LocationScanner",
-           "read_value_operands", "reads"]
+           "ValueUse", "ValueRecord", "read_values_file", "parse_instruction_text"]
 
 # numbers in these files are int64: at most 19 digits (a longer run of digits
 # is a malformed line, skipped; int() of thousands of digits raises ValueError)
@@ -365,48 +371,126 @@ class LocationScanner:
         return out
 
 
-def read_value_operands(source) -> Dict[int, str]:
-    """From a ``*-buffer-assignment-values.txt``: ``value id -> the operand
-    list of its defining instruction`` as XLA prints it (the text between the
-    opcode's parentheses; ask :func:`reads` whether it names an instruction).
-    The heap simulator lets a value share the buffer of a value its
-    instruction reads directly; this is what tells the two apart."""
+class ValueUse(NamedTuple):
+    """One use of a value: the ``instruction`` that reads it, as its
+    ``operand`` number, at ``index`` in that operand's shape."""
+
+    instruction: str
+    operand: int
+    index: Tuple[int, ...]
+
+
+class ValueRecord(NamedTuple):
+    """One value of a ``*-buffer-assignment-values.txt``: its ``positions``
+    (``(instruction, shape index)`` pairs: where the value appears, its
+    defining instruction first), its ``uses`` (:class:`ValueUse`), and its
+    defining instruction as XLA printed it: ``opcode``, ``operands`` (names,
+    in order) and, for a custom-call, its ``target`` (``custom_call_target``;
+    ``""`` otherwise)."""
+
+    positions: Tuple[Tuple[str, Tuple[int, ...]], ...]
+    uses: Tuple[ValueUse, ...]
+    opcode: str
+    operands: Tuple[str, ...]
+    target: str
+
+
+def read_values_file(source) -> Dict[int, ValueRecord]:
+    """``value id -> ValueRecord`` from a ``*-buffer-assignment-values.txt``
+    (a path, or an iterable of lines): XLA's dataflow values with their
+    positions, uses and defining instructions (what the heap simulator's
+    sharing rule and memory-space assignment's trace need; see
+    :mod:`xlashape.peak`). Malformed lines are skipped."""
     if isinstance(source, (str, bytes)) or hasattr(source, "__fspath__"):
         with open_text(source) as f:
-            return _read_value_operands(f)
-    return _read_value_operands(source)
+            return _read_values_file(f)
+    return _read_values_file(source)
 
 
-def reads(operands: str, name: str) -> bool:
-    """Whether an operand list (from :func:`read_value_operands`) names the
-    instruction ``name`` (``%name`` not followed by more of a name)."""
-    key = "%" + name
-    i = operands.find(key)
-    while i >= 0:
-        j = i + len(key)
-        if j >= len(operands) or not (operands[j].isalnum() or operands[j] in "._-"):
-            return True
-        i = operands.find(key, j)
-    return False
+_NAME_REF = re.compile(r"%([\w.\-]+)")
+_TARGET = re.compile(r'custom_call_target="([^"]*)"')
+_USE = re.compile(r"(\S+), operand (\d{1,9})(?: \{([\d,]*)\})?$")
 
 
-def _read_value_operands(lines: Iterable[str]) -> Dict[int, str]:
-    out: Dict[int, str] = {}
+def _index(text: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip().isdigit() and len(x.strip()) < 10)
+
+
+def parse_instruction_text(text: str) -> Tuple[str, Tuple[str, ...], str]:
+    """``(opcode, operand names, attributes)`` of one instruction as XLA
+    prints it (``%name = shape opcode(operands), attributes``); ``("", (),
+    "")`` if it does not parse."""
+    eq = text.find("= ")
+    if eq < 0:
+        return "", (), ""
+    pos = eq + 2
+    while pos < len(text) and text[pos] == " ":
+        pos += 1
+    if text.startswith("(", pos):          # a tuple shape
+        pos = _match_close(text, pos)
+        if pos < 0:
+            return "", (), ""
+    else:
+        sp = text.find(" ", pos)
+        if sp < 0:
+            return "", (), ""
+        pos = sp
+    while pos < len(text) and text[pos] == " ":
+        pos += 1
+    paren = text.find("(", pos)
+    opcode = text[pos:paren] if paren > pos else ""
+    if not opcode or not all(c.isalnum() or c == "-" for c in opcode):
+        return "", (), ""
+    end = _match_close(text, paren)
+    if end < 0:
+        return opcode, (), ""
+    operands = tuple(_NAME_REF.findall(text, paren, end))
+    return opcode, operands, text[end:].lstrip(", ").rstrip()
+
+
+def _read_values_file(lines: Iterable[str]) -> Dict[int, ValueRecord]:
+    out: Dict[int, ValueRecord] = {}
     current = None
-    key = " from instruction:"
+    positions: list = []
+    uses: list = []
+    section = None
+
+    def flush(line_text: str) -> None:
+        opcode, operands, attributes = parse_instruction_text(line_text)
+        target = ""
+        if opcode == "custom-call":
+            m = _TARGET.search(attributes)
+            target = m.group(1) if m else ""
+        out[current] = ValueRecord(tuple(positions), tuple(uses), opcode, operands, target)
+
     for line in lines:
         c = line[:1]
         if c == "<":
+            if current is not None and current not in out:
+                flush("")
             end = line.find(" ")
             try:
-                current = int(line[1:end])
+                current = int(line[1:end]) if 0 < end < 21 else None
             except ValueError:
                 current = None
-        elif c == " " and current is not None and line.startswith(key):
-            # "%name = shape opcode(operands), attributes": keep the operands
-            eq = line.find("=")
-            body = line[eq + 1:] if eq >= 0 else ""
-            cut = body.find("), ")
-            out[current] = body if cut < 0 else body[:cut + 1]
+            positions, uses, section = [], [], None
+        elif c != " " or current is None:
+            continue
+        elif line.startswith(" positions:"):
+            section = "positions"
+        elif line.startswith(" uses:"):
+            section = "uses"
+        elif line.startswith(" from instruction:"):
+            flush(line[len(" from instruction:"):].strip())
             current = None
+        elif section == "positions":
+            name, _, index = line.strip().partition(" ")
+            if name:
+                positions.append((name, _index(index.strip("{} \n"))))
+        elif section == "uses":
+            m = _USE.match(line.strip())
+            if m:
+                uses.append(ValueUse(m.group(1), int(m.group(2)), _index(m.group(3) or "")))
+    if current is not None and current not in out:
+        flush("")
     return out

@@ -442,6 +442,174 @@ program("kv_cache_update", V5E,
     _decode_step)
 
 
+# --- in-place updates: values that share their operand's buffer ----------
+# (the heap simulator's SHARE_WITH: dynamic-update-slice, scatter, loop
+# fusions reusing an operand, loop-carried buffers; issue 30)
+
+
+def _kv_decode(donate):
+    def build(topo):
+        import jax
+        import jax.numpy as jnp
+
+        def decode(params, k_cache, v_cache, x, pos):
+            # one attention layer's decode step for a batch of tokens: the new
+            # key and value are written into the caches with
+            # dynamic_update_slice, then attended over
+            b, s, h, d = k_cache.shape
+            q = (x @ params["wq"]).reshape(b, 1, h, d)
+            k = (x @ params["wk"]).reshape(b, 1, h, d).astype(k_cache.dtype)
+            v = (x @ params["wv"]).reshape(b, 1, h, d).astype(v_cache.dtype)
+            k_cache = jax.lax.dynamic_update_slice(k_cache, k, (0, pos, 0, 0))
+            v_cache = jax.lax.dynamic_update_slice(v_cache, v, (0, pos, 0, 0))
+            scores = jnp.einsum("bqhd,bkhd->bhqk", q, k_cache).astype(jnp.float32)
+            scores = jnp.where(jnp.arange(s) <= pos, scores / jnp.sqrt(jnp.float32(d)), -1e30)
+            p = jax.nn.softmax(scores, axis=-1).astype(v_cache.dtype)
+            o = jnp.einsum("bhqk,bkhd->bqhd", p, v_cache).reshape(b, h * d)
+            return x + o @ params["wo"], k_cache, v_cache
+
+        bf = jnp.bfloat16
+        b, s, h, d = 8, 256, 4, 128
+        params = {k: _sds(topo, (h * d, h * d), bf) for k in ("wq", "wk", "wv", "wo")}
+        cache = _sds(topo, (b, s, h, d), bf)
+        return decode, (params, cache, cache, _sds(topo, (b, h * d), bf),
+                        _sds(topo, (), jnp.int32)), (
+            {"donate_argnums": (1, 2)} if donate else {})
+    return build
+
+
+program("kv_decode_donated", V5E,
+        "attention decode step: new key/value written with dynamic_update_slice into donated "
+        "bf16[8,256,4,128] K and V caches, then attended over", dump=True)(_kv_decode(True))
+program("kv_decode", V5E,
+        "the same decode step with caches not donated (the updated caches are new outputs)",
+        dump=True)(_kv_decode(False))
+
+
+def _bottleneck_train(topo):
+    import jax
+    import jax.numpy as jnp
+
+    def norm(h, g, b):
+        # batch-norm-ish: centred over the batch and pixels, scaled, shifted (f32)
+        h32 = h.astype(jnp.float32)
+        return ((h32 - h32.mean((0, 1, 2))) * g + b).astype(h.dtype)
+
+    def block(p, x):
+        dn = ("NHWC", "HWIO", "NHWC")
+
+        def conv(h, w):
+            return jax.lax.conv_general_dilated(h, w, (1, 1), "SAME", dimension_numbers=dn)
+        h = jax.nn.relu(norm(conv(x, p["w1"]), p["g1"], p["b1"]))
+        h = jax.nn.relu(norm(conv(h, p["w2"]), p["g2"], p["b2"]))
+        h = norm(conv(h, p["w3"]), p["g3"], p["b3"])
+        return jax.nn.relu(h + x)
+
+    def loss(p, x, y):
+        return jnp.mean((block(p, x).astype(jnp.float32) - y) ** 2)
+
+    def train_step(p, x, y):
+        l, g = jax.value_and_grad(loss)(p, x, y)
+        return jax.tree.map(lambda a, d: a - (0.1 * d).astype(a.dtype), p, g), l
+
+    bf, f32 = jnp.bfloat16, jnp.float32
+    c, m = 128, 32
+    p = {"w1": _sds(topo, (1, 1, c, m), bf), "w2": _sds(topo, (3, 3, m, m), bf),
+         "w3": _sds(topo, (1, 1, m, c), bf)}
+    for i, k in ((1, m), (2, m), (3, c)):
+        p[f"g{i}"] = _sds(topo, (k,), f32)
+        p[f"b{i}"] = _sds(topo, (k,), f32)
+    return train_step, (p, _sds(topo, (8, 16, 16, c), bf), _sds(topo, (8, 16, 16, c), f32)), \
+        {"donate_argnums": 0}
+
+
+program("bottleneck_train", V5E,
+        "ResNet bottleneck block train step, bf16: 1x1, 3x3, 1x1 convolutions (128 -> 32 -> 32 -> "
+        "128 channels) with batch-norm-ish scaling and ReLU, residual, mean-squared loss, "
+        "gradients and SGD on donated params, bf16[8,16,16,128]", dump=True)(_bottleneck_train)
+
+
+def _scatter_add(rows, cols, updates):
+    def build(topo):
+        import jax.numpy as jnp
+
+        def scatter_add(x, idx, upd):
+            # into the donated argument, and into a temporary (x * 2)
+            y = x.at[idx].add(upd)
+            z = (x * 2).at[idx].add(upd)
+            return y, z.sum(0)
+
+        f32 = jnp.float32
+        return scatter_add, (_sds(topo, (rows, cols), f32), _sds(topo, (updates,), jnp.int32),
+                             _sds(topo, (updates, cols), f32)), {"donate_argnums": 0}
+    return build
+
+
+program("scatter_add_donated", V5E,
+        "scatter-add of f32[64,256] rows into a donated f32[1024,256] and into a temporary "
+        "(in VMEM)", dump=True)(_scatter_add(1024, 256, 64))
+program("scatter_add_hbm", V5E,
+        "the same at f32[65536,1024] (4096 rows added): the temporary is updated in place in HBM",
+        dump=True)(_scatter_add(65536, 1024, 4096))
+
+
+def _while_dus(topo):
+    import jax
+    import jax.numpy as jnp
+
+    def fill(x, w):
+        # a while loop carrying a buffer that each step updates in place
+        def body(i, buf):
+            row = jnp.tanh(x[i] @ w + buf[i - 1])
+            return jax.lax.dynamic_update_slice(buf, row[None], (i, 0))
+        buf = jnp.zeros((x.shape[0], w.shape[1]), x.dtype)
+        return jax.lax.fori_loop(1, x.shape[0], body, buf) * 2
+
+    f32 = jnp.float32
+    return fill, (_sds(topo, (64, 256), f32), _sds(topo, (256, 256), f32)), {}
+
+
+program("while_dus", V5E,
+        "fori_loop carrying an f32[64,256] buffer updated row by row with dynamic_update_slice",
+        dump=True)(_while_dus)
+
+
+def _axpb(topo):
+    import jax.numpy as jnp
+
+    def axpb(x, a, b):
+        # an elementwise update of a donated buffer, and the same of a temporary
+        t = jnp.sin(x)
+        return x * a + b, (t * a + b).sum()
+
+    f32 = jnp.float32
+    return axpb, (_sds(topo, (512, 1024), f32), _sds(topo, (1024,), f32),
+                  _sds(topo, (1024,), f32)), {"donate_argnums": 0}
+
+
+program("axpb_donated", V5E,
+        "x * a + b on a donated f32[512,1024] (in place) and on a temporary sin(x)",
+        dump=True)(_axpb)
+
+
+def _fusion_reuse(topo):
+    import jax.numpy as jnp
+
+    def sorts(x):
+        # an elementwise fusion between two sorts, on an f32[8192,4096] that
+        # lives in HBM: its output takes its operand's buffer, as do the sorts
+        y = jnp.sort(x, axis=0)
+        z = jnp.tanh(y) * 2 + 1
+        return jnp.sort(z, axis=1)[:, :8]
+
+    return sorts, (_sds(topo, (8192, 4096), jnp.float32),), {}
+
+
+program("fusion_reuse", V5E,
+        "sort, an elementwise fusion, sort on f32[8192,4096] in HBM: the fusion and the sorts "
+        "reuse their operands' buffers", dump=True)(_fusion_reuse)
+
+
 def _mesh(topo):
     import numpy as np
     import jax

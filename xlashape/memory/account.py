@@ -60,14 +60,19 @@ class Options:
     ``padding_wasters``), ``chip`` (the :class:`~xlashape.sizes.Chip` the user
     named, or ``None``), ``platform`` (``cpu``/``gpu``/``tpu`` when the user
     named it: it overrides what the input says), ``peak`` (compute the peak),
-    ``sizes`` (the :class:`~xlashape.sizes.SizeCache` of one analysis)."""
+    ``sizes`` (the :class:`~xlashape.sizes.SizeCache` of one analysis);
+    ``hlo_buffers``: join the values of one XLA buffer that live apart, so
+    that ``PeakAnalysis.shares`` is the heap simulator's SHARE_WITH pairs
+    exactly (:class:`~xlashape.memory.peak.PeakBuilder`; needs the module
+    parsed whole: ``Reading.full_module``)."""
 
     def __init__(self, top: int = 10, chip=None, platform: Optional[str] = None,
-                 peak: bool = True):
+                 peak: bool = True, hlo_buffers: bool = False):
         self.top = top
         self.chip: Optional[Chip] = chip_of(chip)
         self.platform = platform
         self.peak = peak
+        self.hlo_buffers = hlo_buffers
         self.sizes = SizeCache()
 
 
@@ -544,16 +549,17 @@ def _peak_of_live_ranges(mm: ModuleMemory, rec: ModuleRecords, opts: Options):
     if rec.live_error is not None:
         mm.warnings.append(f"the live ranges could not be read: {rec.live_error}")
     unpadded = _value_unpadded(mm, opts)
-    operands = rec.operands if platform == _TPU else None
-    builder = PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
+    builder = PeakBuilder(live, platform, unpadded=unpadded, facts=rec.facts,
+                          hlo_buffers=opts.hlo_buffers)
     for a in rec.allocations:
         builder.add(a)
-    error = getattr(operands, "error", None)
+    error = getattr(rec.facts, "error", None)
     if error is not None:
         # as when it fails before the pass: no heap to replay
         mm.warnings.append(f"the live ranges could not be read: {error}")
-        builder.live = builder.operands = builder.strict = None
+        builder.live = builder.facts = builder.undecided = None
         builder.heaps = []
+        builder.shares = []
         builder.missing = 0
     pa = builder.finish()
     pa.schedule = live.sequence if (live is not None and builder.live is not None) else None

@@ -239,7 +239,7 @@ def _read_file(path: str, reading: Reading):
             f"{path} is not an HLO module, an XLA dump directory or a TPU out-of-memory report "
             f"(it starts with {_clip(head.strip().splitlines()[0] if head.strip() else '', 50)!r})")
     with open_text(path) as f:
-        rec = module_records(reading.entry_blocks(f, size), reading.warn, "hlo", path)
+        rec = module_records(reading.text_blocks(f, size), reading.warn, "hlo", path)
     return "hlo", path, [rec]
 
 

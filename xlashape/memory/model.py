@@ -597,6 +597,11 @@ class PeakAnalysis:
         self.small_buffer_bytes = SMALL_BUFFER_BYTES
         self.schedule: Optional[List[str]] = None
         self.timeline: Optional[Timeline] = None
+        #: ``(value id, canonical value id)`` pairs: each value that shares
+        #: another's memory in the heap simulator's trace (SHARE_WITH) and the
+        #: first value of that memory (the text route's decision, or the
+        #: .hlo.pb's trace)
+        self.shares: List[Tuple[int, int]] = []
 
     @property
     def live_at_peak_bytes(self) -> int:

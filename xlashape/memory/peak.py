@@ -27,18 +27,53 @@ memory viewer replays the same data):
 
 The traces are in the ``.hlo.pb`` (``--xla_dump_hlo_as_proto``:
 :func:`peak_from_hlo_proto`). The same heaps follow from the text files
-(:func:`analyze_peak`): each value's offset and size in
-``*-buffer-assignment.txt``, its live range in ``*-live-range.txt`` (both ends
-counted), and which values share memory: values at one offset whose live
-ranges meet -- on GPU always, on TPU only a loop-carried (phi) value or one
-whose instruction reads the other directly (``*-buffer-assignment-values.txt``);
-tuple pointer tables are not in the traces. Both routes give XLA's numbers
-on every program of the real corpora (CPU 23 compiled by each of jax 0.10.2
-and 0.12.0.1 and 6 by 0.11.2, GPU 16, TPU 23; see the project README); a
-figure a platform's rule has not been checked for, or an
-artifact does not determine, is ``None`` with the reason in
-:attr:`PeakAnalysis.reasons`, and our own heap is shown under our own names
-(``heap``, ``live_at_peak``).
+(:func:`analyze_peak`, :class:`PeakBuilder`): each value's offset and size in
+``*-buffer-assignment.txt`` and its live range in ``*-live-range.txt`` (both
+ends counted); tuple pointer tables are not in the traces. Two writers of
+traces, two rules:
+
+The heap simulator (XLA's ``HeapSimulator::RunComputation``; every temporary
+allocation but those below) defines values in the order of their live
+ranges (start, end, value id). A value shares the memory of another
+(SHARE_WITH) when it belongs to the same XLA buffer as a value already
+placed (``HloAliasAnalysis``: the values a while loop carries, a
+conditional's branch results, an in-place operation's operand and output --
+dynamic-update-slice, scatter, fusions around them, ``output_to_operand_aliasing``),
+or when an operand's value ends where it starts and
+``CanShareOperandBufferWithUser`` allows it (elementwise users, fusions
+elementwise on the operand, sort, in-place operations...; a backend hook
+decides too, and XLA:TPU's is in no dump). The simulator gives a shared
+value its canonical value's chunk and any two values live at one time that
+do not share disjoint chunks, so the assignment records every decision: a
+value whose chunk is the chunk of a buffer still live when it starts shares
+that buffer, and no other does. The buffer counts its first value's size, as
+the replay of the trace does. Values of one XLA buffer that live apart (a
+loop's value before and after the loop) are separate buffers of the heap --
+they have one size, so no figure depends on it; ``hlo_buffers=True`` joins
+them, from the values file and the module text, into the trace's pairs
+(:attr:`PeakAnalysis.shares`).
+
+Memory-space assignment exports its own trace for the memory it places (its
+alternate memory: on TPU, VMEM ``S(1)`` -- ``S(3)`` on v4; see
+:data:`MSA_COLORS`): every value that is read, from its start to its last
+read (for a value last read by a conditional, each branch's part apart),
+with no SHARE_WITH -- a value written over its operand at its last read
+counts as a buffer of its own. That needs each value's uses
+(``*-buffer-assignment-values.txt``, :class:`SharingFacts`). XLA:TPU's
+``ConcatBitcast`` custom-call is a view of the buffers it concatenates: not
+in the trace, which keeps them live until its last reader.
+
+A heap the rules do not explain from the text -- two buffers live at one
+time in overlapping memory, a custom-call of unknown target lying over its
+operand in memory-space assignment's memory, a missing values file there --
+gets its peak fields ``None`` with the reason ("read the .hlo.pb:
+--xla_dump_hlo_as_proto"), never another number. Both routes give XLA's
+numbers on every program of the real corpora (CPU 23 compiled by each of jax
+0.10.2 and 0.12.0.1 and 6 by 0.11.2, GPU 16, TPU 31; the
+tests compare the text route's sharing pairs with every trace's); a
+figure a platform's rule has not been checked for, or an artifact does not
+determine, is ``None`` with the reason in :attr:`PeakAnalysis.reasons`, and
+our own heap is shown under our own names (``heap``, ``live_at_peak``).
 
 Platform rules (found on real compiles):
 
@@ -64,18 +99,22 @@ Platform rules (found on real compiles):
   elsewhere the versions agree and the figure is printed.
 """
 
+import re
 from array import array
+from bisect import bisect_left
+from heapq import heappop, heappush
 from itertools import accumulate
-from operator import add, itemgetter
+from operator import add, gt, itemgetter
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from ..allocation_kinds import TEMPORARY, is_indefinite, kind_of
-from ..errors import ShapeValueError
-from ..live_range import LiveRanges, Location, reads
+from ..errors import ShapeValueError, XlaShapeError
+from ..live_range import (LiveRanges, Location, ValueRecord,
+                          read_values_file)
 from .figures import PEAK_FIELDS
 from .model import PeakAnalysis, PeakBuffer
 
-__all__ = ["analyze_peak", "VERIFIED", "peak_from_hlo_proto", "PeakBuilder"]
+__all__ = ["analyze_peak", "VERIFIED", "peak_from_hlo_proto", "PeakBuilder", "SharingFacts"]
 
 #: which XLA field each platform's rule reproduces (checked on real corpora)
 VERIFIED = {
@@ -118,7 +157,7 @@ _RANGE_OF = itemgetter(0)
 
 def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Optional[str], *,
                  locations: Optional[Dict[str, Location]] = None, unpadded=None,
-                 operands: Optional[Dict[int, str]] = None) -> PeakAnalysis:
+                 facts: Optional["SharingFacts"] = None) -> PeakAnalysis:
     """Compute the peak figures from the buffer assignment's allocations
     (:class:`~xlashape.xla_dump.BufferAllocation` records, read once) and the
     live ranges (``None`` when the dump has no ``*-live-range.txt``: then only
@@ -126,10 +165,11 @@ def analyze_peak(allocations: Iterable, live: Optional[LiveRanges], platform: Op
 
     ``unpadded(value) -> int`` gives a value's size without padding (default:
     its size); ``locations`` maps instruction names to op path and source;
-    ``operands`` (from the values file) says which values may share memory on
-    TPU. :class:`PeakBuilder` does the same one allocation at a time.
+    ``facts`` (:class:`SharingFacts`: the values file and the module text,
+    read if a heap needs them). :class:`PeakBuilder` does the same one
+    allocation at a time.
     """
-    builder = PeakBuilder(live, platform, unpadded=unpadded, operands=operands)
+    builder = PeakBuilder(live, platform, unpadded=unpadded, facts=facts)
     for a in allocations:
         builder.add(a)
     return builder.finish(locations)
@@ -163,28 +203,328 @@ def _fit(a: array, n: int) -> array:
 MAX_BYTES = 1 << 50
 
 
+#: the memory spaces whose temporary allocation XLA's memory-space assignment
+#: places (its alternate memory), per platform: on TPU, VMEM ``S(1)`` (v5e, v5p,
+#: v6e) or ``S(3)`` (v4); found on the real corpora (their heap-simulator traces
+#: are the one memory-space assignment exports: no SHARE_WITH, a value from its
+#: definition to its last use)
+MSA_COLORS = {"tpu": frozenset((1, 3))}
+
+#: custom-call targets whose value is a view of its operands' memory (XLA:TPU's
+#: in-place concatenation): no buffer of its own; its operands stay live
+#: until its last reader
+VIEW_TARGETS = frozenset(("ConcatBitcast",))
+
+PROTO_HINT = "read the .hlo.pb: --xla_dump_hlo_as_proto"
+
+
+class SharingFacts:
+    """What the heap replay may need of a dump beyond sizes and live ranges:
+    the values file (``*-buffer-assignment-values.txt``: each value's uses
+    and defining instruction, :func:`~xlashape.live_range.read_values_file`),
+    read the first time it is asked for (``values_path`` may be ``None``:
+    not in the dump), and what the module text gave its source
+    (``conditionals``: the names of its conditional instructions;
+    ``module``: ``(instructions by name, computations by name)`` when the
+    source parsed the whole module, else ``None``). A read that fails is kept
+    in ``error`` (the caller decides what to drop)."""
+
+    def __init__(self, values_path=None, *, conditionals=None, module=None):
+        self.values_path = values_path
+        self.conditionals = conditionals
+        self._module = module
+        self.error: Optional[Exception] = None
+        self._values = None
+        self._values_read = False
+        self._defined: Optional[Dict[str, str]] = None
+
+    def values(self) -> Optional[Dict[int, ValueRecord]]:
+        """``value id -> ValueRecord``, or ``None`` without a values file."""
+        if not self._values_read:
+            self._values_read = True
+            if self.values_path is not None:
+                try:
+                    self._values = read_values_file(self.values_path)
+                except (OSError, XlaShapeError) as e:
+                    self.error = e
+        return self._values
+
+    def give(self, conditionals, module=None) -> None:
+        """What the one pass over the module text found: the names of its
+        conditionals and, when it parsed the whole module, the
+        :class:`~xlashape.hlo_module.HloModule`."""
+        self.conditionals = conditionals
+        if module is not None:
+            self._module = ({i.name: i for i in module.instructions()},
+                            {c.name: c for c in module.computations})
+
+    def defines_conditional(self) -> bool:
+        """Whether a value of the values file is defined by a conditional
+        (then the replay may need the whole module: :meth:`module`)."""
+        return any(r.opcode == "conditional" for r in (self.values() or {}).values())
+
+    def module(self):
+        """``(instructions by name, computations by name)`` of the module
+        text, or ``None`` when its source did not parse it whole."""
+        return self._module
+
+    def is_conditional(self, name: str) -> bool:
+        """Whether instruction ``name`` is a conditional: from the values file
+        when it defines a value, else from the module text's conditionals."""
+        if self._defined is None:
+            values = self.values() or {}
+            self._defined = {r.positions[0][0]: r.opcode for r in values.values() if r.positions}
+        got = self._defined.get(name)
+        if got is not None:
+            return got == "conditional"
+        if self._module is not None:
+            ins = self._module[0].get(name)
+            return ins is not None and ins.opcode == "conditional"
+        return name in (self.conditionals or ())
+
+
+def _overlap(starts, ends, offsets, extents, exclusive: int,
+             ordered: bool = False) -> Optional[Tuple[int, int]]:
+    """Two buffers live at one time whose chunks ``[offset, offset + extent)``
+    overlap, or ``None``: a heap the rule explains has none. A buffer lives
+    from its start to its end, the end itself excluded when ``exclusive``;
+    ``ordered``: the buffers come in the order of their starts."""
+    n = len(starts)
+    order = range(n) if ordered else sorted(range(n), key=starts.__getitem__)
+    ending: List[int] = []   # last position * n + buffer, a heap
+    los: List[int] = []      # the chunks live now, by offset
+    his: List[int] = []
+    ids: List[int] = []
+    push, pop = heappush, heappop
+    for i in order:
+        size = extents[i]
+        s = starts[i]
+        e = ends[i] - exclusive
+        if size <= 0 or e < s:
+            continue
+        bound = s * n
+        while ending and ending[0] < bound:
+            j = pop(ending) % n
+            k = bisect_left(los, offsets[j])   # live chunks never share an offset
+            del los[k], his[k], ids[k]
+        lo = offsets[i]
+        hi = lo + size
+        k = bisect_left(los, lo)
+        if k and his[k - 1] > lo:
+            return ids[k - 1], i
+        if k < len(los) and los[k] < hi:
+            return ids[k], i
+        los.insert(k, lo)
+        his.insert(k, hi)
+        ids.insert(k, i)
+        push(ending, e * n + i)
+    return None
+
+
+def _computation_start(name: str, instructions, computations, time, depth: int = 0) -> Optional[int]:
+    """The first program position of a computation, its nested ones included
+    (XLA's HloLiveRange computation span)."""
+    c = computations.get(name)
+    if c is None or depth > 64:
+        return None
+    first = None
+    for ins in c.instructions:
+        t = time.get(ins.name)
+        if t is not None and (first is None or t < first):
+            first = t
+        for callee in ins.called_computations:
+            if callee in computations and computations[callee].kind in (
+                    "while_body", "while_condition", "conditional_branch", "call", "async"):
+                t = _computation_start(callee, instructions, computations, time, depth + 1)
+                if t is not None and (first is None or t < first):
+                    first = t
+    return first
+
+
+_ALIASING = re.compile(r"\{([\d,\s]*)\}\s*:\s*\((\d{1,9}),\s*\{([\d,\s]*)\}\)")
+
+
+def _index_of(text: str) -> Tuple[int, ...]:
+    return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
+
+
+def _split_gte(name: str) -> Tuple[str, Tuple[int, ...]]:
+    """``x#1#0`` (XLA prints a get-tuple-element inline) -> ``("x", (1, 0))``."""
+    base, *rest = name.split("#")
+    return base, tuple(int(x) for x in rest if x.isdigit())
+
+
+def _leaf_indices(shape, prefix=()) -> List[Tuple[int, ...]]:
+    if shape is None or not shape.is_tuple:
+        return [prefix]
+    out: List[Tuple[int, ...]] = []
+    for k, sub in enumerate(shape.tuple_shapes):
+        out.extend(_leaf_indices(sub, prefix + (k,)))
+    return out
+
+
+def _in_place_pairs(ins, instructions, roots, depth: int = 0
+                    ) -> List[Tuple[Tuple[int, Tuple[int, ...]], Tuple[int, ...]]]:
+    """XLA's in-place ``((operand number, operand index), output index)``
+    pairs of an instruction (AliasInfo::GetInPlaceInputOutputPairs, default
+    rules): dynamic-update-slice, scatter, all-reduce-start, a fusion whose
+    output comes from one of them on a fusion parameter, and the
+    ``output_to_operand_aliasing`` of fusions, custom-calls and async-starts.
+    ``roots``: computation name -> its root instruction."""
+    op = ins.opcode
+    if op in ("dynamic-update-slice", "scatter", "all-reduce-start"):
+        n = len(ins.operand_names)
+        n = 1 if op == "dynamic-update-slice" else (n - 1) // 2 if op == "scatter" else n
+        return [((0, ()), ())] if n == 1 else [((k, ()), (k,)) for k in range(n)]
+    pairs = []
+    if op == "fusion" and depth < 8:
+        called = ins.called_computations
+        comp_root = roots.get(called[0]) if called else None
+        if comp_root is not None:
+            for leaf in _leaf_indices(ins.shape):
+                src, idx = _follow(comp_root, leaf, instructions)
+                if src is None:
+                    continue
+                for (k, kidx), out in _in_place_pairs(src, instructions, roots, depth + 1):
+                    if out != idx or k >= len(src.operand_names):
+                        continue
+                    base, more = _split_gte(src.operand_names[k])
+                    p, pidx = _follow(instructions.get(base), more + kidx, instructions)
+                    if p is not None and p.opcode == "parameter" and p.parameter_number is not None:
+                        pairs.append(((p.parameter_number, pidx), leaf))
+    if op in ("fusion", "custom-call", "async-start"):
+        text = ins.attribute("output_to_operand_aliasing")
+        if text:
+            for m in _ALIASING.finditer(text):
+                pairs.append(((int(m.group(2)), _index_of(m.group(3))), _index_of(m.group(1))))
+    return pairs
+
+
+def _follow(ins, index: Tuple[int, ...], instructions):
+    """Through tuples, get-tuple-elements and bitcasts back to the
+    instruction whose output ``index`` is (XLA's FollowTupleIndirection and
+    FollowNoOpIndirection)."""
+    for _ in range(256):
+        if ins is None:
+            return None, index
+        if ins.opcode == "tuple" and index:
+            if index[0] >= len(ins.operand_names):
+                return None, index
+            base, more = _split_gte(ins.operand_names[index[0]])
+            ins, index = instructions.get(base), more + index[1:]
+        elif ins.opcode == "get-tuple-element":
+            base, more = _split_gte(ins.operand_names[0]) if ins.operand_names else ("", ())
+            k = ins.attribute("index")
+            if k is None or not k.isdigit():
+                return None, index
+            ins, index = instructions.get(base), more + (int(k),) + index
+        elif ins.opcode == "bitcast" and not index:
+            base, more = _split_gte(ins.operand_names[0]) if ins.operand_names else ("", ())
+            ins, index = instructions.get(base), more
+        else:
+            return ins, index
+    return None, index
+
+
+def _alias_buffers(values: Dict[int, ValueRecord], module):
+    """XLA's HloAliasAnalysis buffers over the values file: the values a
+    while loop carries (its operand, its body's and condition's parameter,
+    its body's root and its own value at each index), a conditional's
+    branch roots and its value, and the operand and output of in-place
+    operations are one buffer. Returns ``find(value id)``, one key per
+    buffer (entry input/output aliasing is left out: parameters are not in a
+    heap)."""
+    instructions, computations = module
+    parent: Dict[int, int] = {}
+
+    def find(x: int) -> int:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(x, x) != root:
+            parent[x], x = root, parent[x]
+        return root
+
+    def union(x: int, others) -> None:
+        for y in others:
+            a, b = find(x), find(y)
+            if a != b:
+                parent[max(a, b)] = min(a, b)
+
+    at: Dict[Tuple[str, Tuple[int, ...]], List[int]] = {}
+    for vid, r in values.items():
+        for pos in r.positions:
+            at.setdefault(pos, []).append(vid)
+    callers: Dict[str, Tuple[str, str]] = {}
+    roots = {c.name: c.root for c in computations.values() if c.root is not None}
+    for ins in instructions.values():
+        if ins.opcode == "while":
+            for key, how in (("body", "body"), ("condition", "condition")):
+                name = (ins.attribute(key) or "").lstrip("%")
+                if name:
+                    callers[name] = (ins.name, how)
+        elif ins.opcode == "conditional":
+            for name in ins.called_computations:
+                callers[name] = (ins.name, "branch")
+    pairs_of: Dict[str, list] = {}
+    for vid, r in values.items():
+        for u in r.uses:
+            user = instructions.get(u.instruction)
+            if user is None:
+                continue
+            if user.opcode == "while":
+                union(vid, at.get((user.name, u.index), ()))
+            pairs = pairs_of.get(user.name)
+            if pairs is None:
+                pairs = pairs_of[user.name] = _in_place_pairs(user, instructions, roots)
+            for (k, kidx), out in pairs:
+                if k == u.operand and kidx == u.index:
+                    union(vid, at.get((user.name, out), ()))
+        for n, (name, index) in enumerate(r.positions):
+            ins = instructions.get(name)
+            if ins is None or ins.computation not in callers:
+                continue
+            caller, how = callers[ins.computation]
+            if n == 0 and ins.opcode == "parameter" and how != "branch":
+                union(vid, at.get((caller, index), ()))
+            if ins.is_root and how != "condition":
+                union(vid, at.get((caller, index), ()))
+    return find
+
+
 class PeakBuilder:
     """:func:`analyze_peak` fed one allocation at a time (``add``), so the
     pass that reads the buffer assignment for the size figures can compute
-    the peak too; ``finish()`` returns the :class:`PeakAnalysis`."""
+    the peak too; ``finish()`` returns the :class:`PeakAnalysis`.
+
+    ``facts`` (a :class:`SharingFacts`) is asked only when a heap needs it:
+    memory-space assignment's heaps on TPU, and ``hlo_buffers=True``, which
+    also joins values of one XLA buffer that live apart (a while loop's
+    values, a conditional's, an in-place operation's; see the module
+    docstring) -- it changes no figure, such values all have one size, but
+    makes :attr:`shares` the heap simulator's SHARE_WITH pairs."""
 
     def __init__(self, live: Optional[LiveRanges], platform: Optional[str], *, unpadded=None,
-                 operands: Optional[Dict[int, str]] = None):
+                 facts: Optional[SharingFacts] = None, hlo_buffers: bool = False):
         self.live = live
         self.platform = platform
         self.unpadded = unpadded
-        self.operands = operands
-        # which values at one offset share memory in the simulator's trace (a
-        # SHARE_WITH): on GPU every two whose live ranges meet; on TPU only a
-        # loop-carried (phi) value, or one whose instruction reads the other
-        # directly (a value read through another position, e.g. a copy-done,
-        # gets its own ALLOC) -- rules fitted on the real corpora
-        self.strict = operands if platform == "tpu" else None
+        self.facts = facts
+        self.hlo_buffers = hlo_buffers
         self.total0 = self.indefinite0 = self.thread_local0 = self.fixed = self.fixed_unpadded = 0
         self.fixed_buffers: List[PeakBuffer] = []
         self.heaps: List[Tuple[object, List[list]]] = []
         self.missing = 0
+        #: ``(value id, canonical value id)``: the values that share another's
+        #: memory in the heap simulator's trace (SHARE_WITH), as this rule
+        #: decides them
+        self.shares: List[Tuple[int, int]] = []
+        #: why the text files cannot decide the heap (then the peak fields are None)
+        self.undecided: Optional[str] = None
         self._ucache: Dict[str, Tuple[int, int, str]] = {}
+        self._time: Optional[Dict[str, int]] = None
+        self._views: Optional[Dict[str, list]] = None
+        self._alias = None
 
     def add(self, a) -> None:
         if not 0 <= a.size <= MAX_BYTES or any(not 0 <= v.size <= MAX_BYTES for v in a.values):
@@ -212,9 +552,7 @@ class PeakBuilder:
         if live is None:
             return
         ranges = live.ranges
-        # the heap of this allocation: values at one offset whose live
-        # ranges meet are one buffer in the simulator's trace (SHARE_WITH)
-        by_offset: Dict[int, List] = {}
+        recs = []
         ucache = self._ucache
         for v in a.values:
             shape_text = v.shape_text
@@ -233,42 +571,14 @@ class PeakBuilder:
                 if len(ucache) > 1 << 16:
                     ucache.clear()
                 ucache[shape_text] = c
-            rec = (r, v, c)
-            got = by_offset.get(v.offset)
-            if got is None:
-                by_offset[v.offset] = [rec]
-            else:
-                got.append(rec)
-        # the heap's buffers as int64 columns (start, end, size, unpadded) and,
-        # per buffer, its values ((start, end, value) or a list of them when
-        # values share the buffer)
-        starts, ends, sizes, unps = array("q"), array("q"), array("q"), array("q")
-        members: List = []
-        strict = self.strict
-        for vals in by_offset.values():
-            if len(vals) > 1:
-                vals.sort(key=_RANGE_OF)
-            last = None     # the last value of the current buffer
-            for (s, e), v, (size, u, st) in vals:
-                if last is not None and s <= ends[-1] and (
-                        strict is None or v.is_phi
-                        or reads(strict.get(v.id, ""), last.name)):
-                    if e > ends[-1]:
-                        ends[-1] = e
-                    if size > sizes[-1]:
-                        sizes[-1], unps[-1] = size, u
-                    got = members[-1]
-                    if type(got) is tuple:
-                        members[-1] = [got, (s, e, v, st)]
-                    else:
-                        got.append((s, e, v, st))
-                else:
-                    starts.append(s)
-                    ends.append(e)
-                    sizes.append(size)
-                    unps.append(u)
-                    members.append((s, e, v, st))
-                last = v
+            recs.append((r, v, c))
+        if a.color in MSA_COLORS.get(self.platform or "", ()):
+            cols = self._assigned(a, recs)
+        else:
+            cols = self._simulated(a, recs)
+        if cols is None:
+            return
+        starts, ends, sizes, unps, members = cols
         # this heap over the program (prefix sums), its highest point and the
         # buffers live there: all that finish() needs of it, so no per-value
         # record outlives this allocation
@@ -304,10 +614,254 @@ class PeakBuilder:
                                           v.offset, s, e, kind, st, None, None))
         self.heaps.append(_Heap(a.color, end, hp, hu, best, t, best_u, at_best))
 
+    def _undecide(self, why: str) -> None:
+        if self.undecided is None:
+            self.undecided = why
+
+    def _simulated(self, a, recs):
+        """The heap simulator's heap of one allocation: ``(starts, ends,
+        sizes, unpadded sizes, members)`` of its buffers (see the module
+        docstring), or ``None`` when the text cannot decide it."""
+        # the order in which the simulator defines values: by live range, then
+        # by value id (the buffer assignment lists them by id)
+        ids = [r[1].id for r in recs]
+        if any(map(gt, ids, ids[1:])):
+            recs.sort(key=lambda r: r[1].id)
+        recs.sort(key=_RANGE_OF)
+        starts, ends, sizes, unps = array("q"), array("q"), array("q"), array("q")
+        members: List = []
+        roots: List = []
+        offsets: List[int] = []
+        extents: List[int] = []
+        at_offset: Dict[int, int] = {}
+        for (s, e), v, (size, u, st) in recs:
+            i = at_offset.get(v.offset) if size else None
+            if i is not None and s <= ends[i]:
+                # the chunk of a buffer still live: the simulator shared it
+                # (SHARE_WITH); the buffer counts its first value's size
+                if e > ends[i]:
+                    ends[i] = e
+                if size > extents[i]:
+                    extents[i] = size
+                got = members[i]
+                if type(got) is tuple:
+                    members[i] = [got, (s, e, v, st)]
+                else:
+                    got.append((s, e, v, st))
+                continue
+            if size:
+                at_offset[v.offset] = len(starts)
+            starts.append(s)
+            ends.append(e)
+            sizes.append(size)
+            unps.append(u)
+            members.append((s, e, v, st))
+            roots.append(v)
+            offsets.append(v.offset)
+            extents.append(size)
+        clash = _overlap(starts, ends, offsets, extents, 0, ordered=True)
+        if clash is not None:
+            i, j = clash
+            self._undecide(f"allocation {a.index}: {roots[i].label} and {roots[j].label} are live at "
+                           "one time in overlapping memory, which no sharing rule of the heap "
+                           "simulator explains from the text files")
+            return None
+        group = list(range(len(starts)))
+        if self.hlo_buffers:
+            find = self._alias_find()
+            if find is not None:
+                first: Dict[object, int] = {}
+                for i, v in enumerate(roots):
+                    # a buffer whose first value belongs to an XLA buffer
+                    # already placed (a while loop's value, ...) shares it
+                    key = (offsets[i], find(v.id))
+                    g = first.get(key)
+                    if g is not None:
+                        group[i] = g
+                        sizes[i], unps[i] = sizes[g], unps[g]
+                    m = members[i]
+                    for x in ((m,) if type(m) is tuple else m):
+                        first.setdefault((offsets[i], find(x[2].id)), group[i])
+        shares = self.shares
+        for i, m in enumerate(members):
+            g = group[i]
+            if g == i and type(m) is tuple:
+                continue  # one value, the first of its memory
+            root = roots[g].id
+            for x in ((m,) if type(m) is tuple else m):
+                if x[2].id != root:
+                    shares.append((x[2].id, root))
+        return starts, ends, sizes, unps, members
+
+    def _assigned(self, a, recs):
+        """The heap of an allocation placed by memory-space assignment (its
+        exported trace): each value from its definition to its last use (to
+        each branch's last use where that is a conditional), views left out,
+        no sharing. ``None`` when the text cannot decide it."""
+        facts = self.facts
+        values = facts.values() if facts is not None else None
+        if values is None:
+            self._undecide(f"allocation {a.index} (memory space {a.color}) is placed by "
+                           "memory-space assignment: its heap needs each value's uses, in the "
+                           "dump's *-buffer-assignment-values.txt")
+            return None
+        time = self._positions()
+        views = self._view_uses(values, time)
+        starts, ends, sizes, unps = array("q"), array("q"), array("q"), array("q")
+        members: List = []
+        offsets: List[int] = []
+        labels: List[str] = []
+        for (s, e), v, (size, u, st) in recs:
+            r = values.get(v.id)
+            if r is None:
+                self._undecide(f"allocation {a.index}: value {v.label} is not in the values file")
+                return None
+            if r.opcode == "custom-call":
+                if r.target in VIEW_TARGETS:
+                    continue  # a view of its operands' memory: not in the trace
+                over = self._over_operands(v, recs, values)
+                if over is not None:
+                    # a view (not in the trace) or an output written over its
+                    # operand (in it): the text does not say which
+                    self._undecide(f"allocation {a.index}: the custom-call {v.name} "
+                                   f"(custom_call_target={r.target!r}) lies over the memory of "
+                                   f"its operand {over}: it may be a view of it, which "
+                                   "memory-space assignment's trace leaves out")
+                    return None
+            uses = r.uses
+            seen = [views[x.instruction] for x in uses if x.instruction in views]
+            if seen:
+                # read through a view: live until the view's last reader
+                uses = list(uses) + [w for ws, _ in seen for w in ws]
+                e = max(e, max(t for _, t in seen))
+            if not uses:
+                continue  # never read: not in the trace
+            last, last_use = s, None
+            for x in uses:
+                t = time.get(x.instruction)
+                if t is not None and t > last:
+                    last, last_use = t, x.instruction
+            if last_use is not None and facts.is_conditional(last_use):
+                spans = self._branch_spans(last_use, uses, s, e, time)
+                if spans is None:
+                    self._undecide(f"allocation {a.index}: {v.label} is last read by the "
+                                   f"conditional {last_use}, whose branches the module text "
+                                   "does not give")
+                    return None
+            else:
+                spans = [(s, min(last, e))]
+            for ss, ee in spans:
+                if ee < ss:
+                    self._undecide(f"allocation {a.index}: {v.label} ends before it starts in "
+                                   "memory-space assignment's trace")
+                    return None
+                starts.append(ss)
+                ends.append(ee)
+                sizes.append(size)
+                unps.append(u)
+                members.append((ss, ee, v, st))
+                offsets.append(v.offset)
+                labels.append(v.label)
+        # memory-space assignment lets a value take the memory of one whose
+        # last use is where it starts (ends exclusive); no other overlap
+        clash = _overlap(starts, ends, offsets, list(sizes), 1)
+        if clash is not None:
+            i, j = clash
+            self._undecide(f"allocation {a.index}: {labels[i]} and {labels[j]} are live at one "
+                           "time in overlapping memory, which the text files do not explain")
+            return None
+        return starts, ends, sizes, unps, members
+
+    @staticmethod
+    def _over_operands(v, recs, values) -> Optional[str]:
+        """The label of a value ``v``'s instruction reads whose chunk
+        overlaps ``v``'s in this allocation, or ``None``."""
+        lo, hi = v.offset, v.offset + v.size
+        for _, w, _ in recs:
+            if w is v or not (w.offset < hi and lo < w.offset + w.size):
+                continue
+            r = values.get(w.id)
+            if r is not None and any(u.instruction == v.name for u in r.uses):
+                return w.label
+        return None
+
+    def _positions(self) -> Dict[str, int]:
+        if self._time is None:
+            self._time = {name: t for t, name in enumerate(self.live.sequence) if name}
+        return self._time
+
+    def _view_uses(self, values, time) -> Dict[str, Tuple[list, int]]:
+        """``view instruction -> (the uses of its memory, the last one's
+        position)`` for every view of the values file (a view's readers read
+        its operands' memory; a view of a view passes them on)."""
+        if self._views is None:
+            direct = {r.positions[0][0]: list(r.uses) for r in values.values()
+                      if r.opcode == "custom-call" and r.target in VIEW_TARGETS and r.positions}
+            views: Dict[str, Tuple[list, int]] = {}
+            for name, uses in direct.items():
+                out, todo, seen = [], list(uses), {name}
+                while todo:
+                    x = todo.pop()
+                    out.append(x)
+                    if x.instruction in direct and x.instruction not in seen:
+                        seen.add(x.instruction)
+                        todo.extend(direct[x.instruction])
+                views[name] = (out, max((time.get(x.instruction, -1) for x in out), default=-1))
+            self._views = views
+        return self._views
+
+    def _branch_spans(self, cond: str, uses, start: int, end: int, time, depth: int = 0):
+        """Memory-space assignment's split of a value last read by a
+        conditional: from each branch's first position to the value's last
+        use in it, and from its start to just before the first branch."""
+        module = self.facts.module()
+        if module is None or depth > 64:
+            return None
+        instructions, computations = module
+        ins = instructions.get(cond)
+        if ins is None:
+            return None
+        spans = []
+        earliest = end
+        for c in ins.called_computations:
+            first = _computation_start(c, instructions, computations, time)
+            if first is None:
+                return None
+            earliest = min(earliest, first)
+            last, last_use = -1, None
+            for x in uses:
+                t = time.get(x.instruction)
+                u = instructions.get(x.instruction)
+                if t is not None and u is not None and u.computation == c and t > last:
+                    last, last_use = t, x.instruction
+            if last != -1:
+                last = min(last, end)
+                if self.facts.is_conditional(last_use):
+                    more = self._branch_spans(last_use, uses, first, last, time, depth + 1)
+                    if more is None:
+                        return None
+                    spans.extend(more)
+                else:
+                    spans.append((first, last))
+        spans.append((start, earliest - 1))
+        return spans
+
+    def _alias_find(self):
+        """XLA's buffers (HloAliasAnalysis) over the values file's values, as
+        a ``find(value id)`` giving one key per buffer; ``None`` without the
+        values file and the module text."""
+        if self._alias is None:
+            facts = self.facts
+            values = facts.values() if facts is not None else None
+            module = facts.module() if values is not None else None
+            self._alias = (_alias_buffers(values, module) if module is not None else False)
+        return self._alias or None
+
     def finish(self, locations: Optional[Dict[str, Location]] = None) -> PeakAnalysis:
         platform, live, heaps = self.platform, self.live, self.heaps
         fixed, fixed_unpadded = self.fixed, self.fixed_unpadded
         pa = PeakAnalysis(platform)
+        pa.shares = list(self.shares)
         pa.computed["total_allocation_bytes"] = self.total0
         pa.computed["indefinite_allocations"] = self.indefinite0
         if live is not None and live.xla_peak_time is not None:
@@ -369,12 +923,13 @@ class PeakBuilder:
 
         verified = VERIFIED.get(platform or "", ())
         missing = self.missing
+        undecided = self.undecided if live is not None and platform != "cpu" else None
+        if undecided is not None:
+            # the heap is not XLA's: no number of ours under its name or ours
+            pa.computed["peak_memory_in_bytes"] = pa.computed["peak_unpadded_heap_bytes"] = None
         for k in PEAK_FIELDS:
-            if (platform == "tpu" and k.startswith("peak") and live is not None
-                    and self.operands is None):
-                pa.reasons[k] = ("on TPU the heap replay needs the dump's "
-                                 "*-buffer-assignment-values.txt (which values share memory), or "
-                                 "the .hlo.pb (--xla_dump_hlo_as_proto)")
+            if undecided is not None and k.startswith("peak"):
+                pa.reasons[k] = f"{undecided}; {PROTO_HINT}"
             elif missing and k.startswith("peak"):
                 pa.reasons[k] = (f"{missing} values of the buffer assignment have no live range "
                                  "in the live-range file: the heap cannot be replayed")
@@ -454,6 +1009,14 @@ class _Replay:
         self.padded, self.unpadded = padded, unpadded
         self.peak, self.peak_unpadded, self.peak_event = peak, peak_unpadded, peak_event
         return self
+
+    def root(self, b: int) -> int:
+        """The canonical buffer ``b`` shares (itself if it shares none)."""
+        canonical, seen = self.canonical, 0
+        while b in canonical and seen < 1 << 20:
+            b = canonical[b]
+            seen += 1
+        return b
 
     def live_after(self, events, stop: int) -> List[int]:
         """The canonical buffers live just after event ``stop`` (a fresh
@@ -536,6 +1099,7 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
         if not len(trace.events):
             continue
         r = _Replay(sizes).run(trace.events)
+        pa.shares.extend((b, r.root(b)) for b in r.canonical)
         heap_peak = max(heap_peak, r.peak)
         heap_peak_unpadded = max(heap_peak_unpadded, r.peak_unpadded)
         color = color_of.get(trace.events[0].buffer_id, 0)

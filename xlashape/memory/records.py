@@ -15,16 +15,16 @@ of a module's entry computation.
 from __future__ import annotations
 
 import pathlib
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnreadableInputError
 
-from ..hlo_module import Alias, BufferDonor, EntryBlocks, WarningList
+from ..hlo_module import Alias, BufferDonor, EntryBlocks, TextBlocks, WarningList
 from ..live_range import LiveRanges, Location
 from ..shape import Shape
 from ..xla_dump import BufferAllocation, MemorySpaceUsage, read_memory_usage_report
 
-__all__ = ["EntryRecord", "ModuleRecords", "Operands", "Reading"]
+__all__ = ["EntryRecord", "ModuleRecords", "Reading"]
 
 
 class EntryRecord:
@@ -52,11 +52,6 @@ class EntryRecord:
         self.last = None
 
 
-#: value id -> the operand list of its defining instruction, as the dump's
-#: values file prints it (the TPU sharing rule's input; read when first asked)
-Operands = Callable[[int], str]
-
-
 class ModuleRecords:
     """What one source read of one module (or one out-of-memory report).
 
@@ -69,7 +64,8 @@ class ModuleRecords:
     (:class:`EntryRecord`), ``allocations`` (the buffer assignment's
     :class:`~xlashape.xla_dump.BufferAllocation` records), ``live``
     (:class:`~xlashape.live_range.LiveRanges`, the text route),
-    ``operands`` (:data:`Operands`), ``buffer_assignment_proto`` (the
+    ``facts`` (what the sharing rule may need: :class:`~xlashape.memory.peak.SharingFacts`),
+    ``buffer_assignment_proto`` (the
     ``HloProto`` or ``BufferAssignmentProto`` message whose heap-simulator
     traces the proto route replays: its logical buffers are the values of
     ``allocations``, by id), ``peak_reasons`` (peak fields the source knows
@@ -98,7 +94,9 @@ class ModuleRecords:
         self.allocations_file: Optional[str] = None
         self.live: Optional[LiveRanges] = None
         self.live_error: Optional[str] = None
-        self.operands: Optional[Operands] = None
+        #: what the heap's sharing rule may ask of the dump (the values file,
+        #: the module's conditionals): a :class:`~xlashape.memory.peak.SharingFacts`
+        self.facts = None
         self.buffer_assignment_proto = None
         self.peak_reasons: Dict[str, str] = {}
         #: a buffer assignment without its module (no names, no shapes)
@@ -137,16 +135,19 @@ class Reading:
     of an unreadable line or skipped file; the first ones are kept in
     ``warnings``, all counted), ``progress(done, total)`` on long inputs,
     ``peak`` (read what the peak needs: live ranges, values), ``prefer``
-    (``"text"`` or ``"proto"`` for a dump holding both) and ``platform``
-    (the user's, or ``None``)."""
+    (``"text"`` or ``"proto"`` for a dump holding both), ``platform`` (the
+    user's, or ``None``) and ``full_module`` (parse a dumped module's text
+    whole, not its entry alone: the exact sharing pairs need it)."""
 
     def __init__(self, on_warning=None, progress=None, *, peak: bool = True,
-                 prefer: str = "text", platform: Optional[str] = None):
+                 prefer: str = "text", platform: Optional[str] = None,
+                 full_module: bool = False):
         self._on_warning = on_warning
         self.progress = progress
         self.peak = peak
         self.prefer = prefer
         self.platform = platform
+        self.full_module = full_module
         self.warnings = WarningList()
 
     def warn(self, w) -> None:
@@ -154,8 +155,10 @@ class Reading:
         if self._on_warning is not None:
             self._on_warning(w)
 
-    def entry_blocks(self, stream, total: Optional[int]) -> EntryBlocks:
-        """The module text of ``stream`` in blocks, its entry computation's
-        lines only, calling ``progress(done, total)`` as it is read."""
+    def text_blocks(self, stream, total: Optional[int], *, entry_only: bool = True) -> TextBlocks:
+        """The module text of ``stream`` in blocks (its entry computation's
+        lines only, with ``entry_only``), calling ``progress(done, total)``
+        as it is read."""
         report = self.progress
-        return EntryBlocks(stream, None if report is None else (lambda done: report(done, total)))
+        kind = EntryBlocks if entry_only else TextBlocks
+        return kind(stream, None if report is None else (lambda done: report(done, total)))

@@ -21,10 +21,11 @@ from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnreadableInputError, XlaShapeError
 from ..hlo_module import HloWarning, WarningList, open_text
-from ..live_range import read_live_ranges, read_value_operands
+from ..live_range import read_live_ranges
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule, DumpWarning, _number,
                         _unreadable, find_dump_modules, iter_buffer_assignment,
                         platform_from_key)
+from .peak import SharingFacts
 from .records import ModuleRecords, Reading
 from .source_hlo import read_module_text
 from .source_proto import hlo_proto_records
@@ -56,26 +57,6 @@ def dump_protos(path: str, reading: Reading) -> Dict[Tuple[str, str], str]:
                     found.setdefault((root, name[: -len(suffix)]), full)
                     break
     return found
-
-
-class _LazyOperands:
-    """The values file's operand lists, read the first time the sharing rule
-    asks (only values at one offset whose live ranges meet need them: most
-    dumps never do). A read that fails is kept in ``error``."""
-
-    def __init__(self, path: str):
-        self.path = path
-        self.error: Optional[Exception] = None
-        self._operands: Optional[Dict[int, str]] = None
-
-    def get(self, key: int, default: str = "") -> str:
-        if self._operands is None:
-            try:
-                self._operands = read_value_operands(self.path)
-            except (OSError, XlaShapeError) as e:
-                self.error = e
-                self._operands = {}
-        return self._operands.get(key, default)
 
 
 def _prefixed(reading: Reading, name: Optional[str]):
@@ -117,20 +98,20 @@ def _read_allocations(rec: ModuleRecords, path: Optional[str], reading: Reading,
             + (f" ({count} lines could not be read; the first: {first})" if count else ""))
 
 
-def _read_peak_files(rec: ModuleRecords, ba_path: str, platform: Optional[str]) -> None:
-    """The live-range file beside a buffer assignment (and, on TPU, the
-    values file, read when first asked)."""
+def _read_peak_files(rec: ModuleRecords, ba_path: str) -> None:
+    """The live-range file beside a buffer assignment, and the values file
+    handed to the sharing rule (read when it first asks)."""
     if not ba_path.endswith(_BA_SUFFIX):
         return
     stem = ba_path[: -len(_BA_SUFFIX)]
     try:
         if os.path.isfile(stem + _LIVE_RANGE_SUFFIX):
             rec.live = read_live_ranges(stem + _LIVE_RANGE_SUFFIX)
-        if os.path.isfile(stem + _VALUES_SUFFIX):
-            rec.operands = _LazyOperands(stem + _VALUES_SUFFIX)
     except (OSError, XlaShapeError) as e:
         rec.live_error = str(e)
-        rec.live = rec.operands = None
+        rec.live = None
+    rec.facts = SharingFacts(stem + _VALUES_SUFFIX if os.path.isfile(stem + _VALUES_SUFFIX)
+                             else None)
 
 
 def _value_names(rec: ModuleRecords) -> set:
@@ -149,7 +130,12 @@ def module_of_dump(dm: DumpModule, reading: Reading) -> ModuleRecords:
     if dm.buffer_assignment_path is not None:
         _read_allocations(rec, dm.buffer_assignment_path, reading)
         if reading.peak:
-            _read_peak_files(rec, dm.buffer_assignment_path, rec.platform)
+            _read_peak_files(rec, dm.buffer_assignment_path)
+    # memory-space assignment's heaps (TPU) split a value over a conditional's
+    # branches: a module whose values a conditional defines is parsed whole,
+    # in the one pass over its text
+    full = reading.full_module or (rec.facts is not None and rec.platform in ("tpu", None)
+                                   and rec.facts.defines_conditional())
     size = os.path.getsize(dm.hlo_path)
     name = os.path.basename(dm.hlo_path)
     if size == 0:
@@ -157,11 +143,16 @@ def module_of_dump(dm: DumpModule, reading: Reading) -> ModuleRecords:
     else:
         try:
             with open_text(dm.hlo_path) as f:
-                rec.name, rec.entry, rec.locations = read_module_text(
-                    reading.entry_blocks(f, size), _prefixed(reading, name),
-                    names=_value_names(rec) if dm.optimized else None, where=dm.hlo_path)
+                text = read_module_text(
+                    reading.text_blocks(f, size, entry_only=not full), _prefixed(reading, name),
+                    names=_value_names(rec) if dm.optimized else None, where=dm.hlo_path,
+                    full=full)
         except UnreadableInputError as e:
             rec.warnings.append(str(e))
+        else:
+            rec.name, rec.entry, rec.locations = text.name, text.entry, text.locations
+            if rec.facts is not None:
+                rec.facts.give(text.conditionals, text.module)
     if not dm.optimized:
         rec.warnings.append("only the module before optimizations is in the dump: its layouts "
                             "are not yet the ones XLA chose, so sizes may differ from XLA's")
@@ -238,7 +229,7 @@ def buffer_assignment_records(path: str, reading: Reading) -> ModuleRecords:
     rec.platform = reading.platform
     _read_allocations(rec, path, reading, name_file=False)
     if reading.peak:
-        _read_peak_files(rec, path, rec.platform)
+        _read_peak_files(rec, path)
     rec.read_report(report)
     return rec
 
