@@ -23,7 +23,7 @@ from xlashape.errors import ShapeValueError, XlaShapeError
 from xlashape.live_range import read_live_ranges, read_locations
 from xlashape.tiling import format_bytes
 from xlashape.memory import PEAK_FIELDS, VERIFIED, judge, parse_size
-from xlashape.memory.peak import peak_from_hlo_proto
+from xlashape.memory.traces import peak_from_hlo_proto
 
 DUMPED = [p for p in corpora.programs() if p.dump_file("-buffer-assignment.txt") is not None]
 

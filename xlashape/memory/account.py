@@ -43,7 +43,8 @@ from ..tiling import format_bytes
 from .figures import STATS_FIELDS
 from .model import (TIMELINE_BUFFERS, Allocation, GpuOomSummary, ModuleMemory, OomSummary,
                     Timeline, TimelineBuffer, ValueInfo)
-from .peak import PeakBuilder, peak_from_hlo_proto
+from .peak import PeakBuilder
+from .traces import peak_from_hlo_proto
 from .records import EntryRecord, ModuleRecords
 
 __all__ = ["Options", "account"]

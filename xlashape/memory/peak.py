@@ -25,55 +25,21 @@ memory viewer replays the same data):
     the same with each buffer's size without layout padding (a tuple's table
     of pointers: 8 bytes an element), each heap at its own highest point.
 
-The traces are in the ``.hlo.pb`` (``--xla_dump_hlo_as_proto``:
-:func:`peak_from_hlo_proto`). The same heaps follow from the text files
-(:func:`analyze_peak`, :class:`PeakBuilder`): each value's offset and size in
-``*-buffer-assignment.txt`` and its live range in ``*-live-range.txt`` (both
-ends counted); tuple pointer tables are not in the traces. Two writers of
-traces, two rules:
-
-The heap simulator (XLA's ``HeapSimulator::RunComputation``; every temporary
-allocation but those below) defines values in the order of their live
-ranges (start, end, value id). A value shares the memory of another
-(SHARE_WITH) when it belongs to the same XLA buffer as a value already
-placed (``HloAliasAnalysis``: the values a while loop carries, a
-conditional's branch results, an in-place operation's operand and output --
-dynamic-update-slice, scatter, fusions around them, ``output_to_operand_aliasing``),
-or when an operand's value ends where it starts and
-``CanShareOperandBufferWithUser`` allows it (elementwise users, fusions
-elementwise on the operand, sort, in-place operations...; a backend hook
-decides too, and XLA:TPU's is in no dump). The simulator gives a shared
-value its canonical value's chunk and any two values live at one time that
-do not share disjoint chunks, so the assignment records every decision: a
-value whose chunk is the chunk of a buffer still live when it starts shares
-that buffer, and no other does. The buffer counts its first value's size, as
-the replay of the trace does. Values of one XLA buffer that live apart (a
-loop's value before and after the loop) are separate buffers of the heap --
-they have one size, so no figure depends on it; ``hlo_buffers=True`` joins
-them, from the values file and the module text, into the trace's pairs
-(:attr:`PeakAnalysis.shares`).
-
-Memory-space assignment exports its own trace for the memory it places (its
-alternate memory: on TPU, VMEM ``S(1)`` -- ``S(3)`` on v4; see
-:data:`MSA_COLORS`): every value that is read, from its start to its last
-read (for a value last read by a conditional, each branch's part apart),
-with no SHARE_WITH -- a value written over its operand at its last read
-counts as a buffer of its own. That needs each value's uses
-(``*-buffer-assignment-values.txt``, :class:`SharingFacts`). XLA:TPU's
-``ConcatBitcast`` custom-call is a view of the buffers it concatenates: not
-in the trace, which keeps them live until its last reader.
-
-A heap the rules do not explain from the text -- two buffers live at one
-time in overlapping memory, a custom-call of unknown target lying over its
-operand in memory-space assignment's memory, a missing values file there --
-gets its peak fields ``None`` with the reason ("read the .hlo.pb:
+The traces are in the ``.hlo.pb`` (``--xla_dump_hlo_as_proto``: replayed
+by :func:`xlashape.memory.traces.peak_from_hlo_proto`). The same heaps follow
+from the text files (:func:`analyze_peak`, :class:`PeakBuilder`): each
+value's offset and size in ``*-buffer-assignment.txt`` and its live range in
+``*-live-range.txt`` (both ends counted), with which values share memory
+decided by XLA's rules (:mod:`xlashape.memory.sharing`); tuple pointer tables
+are not in the traces. A heap the rules do not explain from the text gets
+its peak fields ``None`` with the reason ("read the .hlo.pb:
 --xla_dump_hlo_as_proto"), never another number. Both routes give XLA's
 numbers on every program of the real corpora (CPU 23 compiled by each of jax
-0.10.2 and 0.12.0.1 and 6 by 0.11.2, GPU 16, TPU 31; the
-tests compare the text route's sharing pairs with every trace's); a
-figure a platform's rule has not been checked for, or an artifact does not
-determine, is ``None`` with the reason in :attr:`PeakAnalysis.reasons`, and
-our own heap is shown under our own names (``heap``, ``live_at_peak``).
+0.10.2 and 0.12.0.1 and 6 by 0.11.2, GPU 16, TPU 31; the tests compare the
+text route's sharing pairs with every trace's); a figure a platform's rule
+has not been checked for, or an artifact does not determine, is ``None``
+with the reason in :attr:`PeakAnalysis.reasons`, and our own heap is shown
+under our own names (``heap``, ``live_at_peak``).
 
 Platform rules (found on real compiles):
 
@@ -99,22 +65,20 @@ Platform rules (found on real compiles):
   elsewhere the versions agree and the figure is printed.
 """
 
-import re
 from array import array
-from bisect import bisect_left
-from heapq import heappop, heappush
 from itertools import accumulate
 from operator import add, gt, itemgetter
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from ..allocation_kinds import TEMPORARY, is_indefinite, kind_of
-from ..errors import ShapeValueError, XlaShapeError
-from ..live_range import (LiveRanges, Location, ValueRecord,
-                          read_values_file)
+from ..allocation_kinds import is_indefinite, kind_of
+from ..errors import ShapeValueError
+from ..live_range import LiveRanges, Location
 from .figures import PEAK_FIELDS
 from .model import PeakAnalysis, PeakBuffer
+from .sharing import (MSA_COLORS, PROTO_HINT, VIEW_TARGETS, SharingFacts, alias_buffers,
+                      computation_start, overlap)
 
-__all__ = ["analyze_peak", "VERIFIED", "peak_from_hlo_proto", "PeakBuilder", "SharingFacts"]
+__all__ = ["analyze_peak", "VERIFIED", "PeakBuilder", "cpu_figures"]
 
 #: which XLA field each platform's rule reproduces (checked on real corpora)
 VERIFIED = {
@@ -130,7 +94,7 @@ VERIFIED = {
 _THREAD_LOCAL_FIGURES = ("total_allocation_bytes", "indefinite_allocations")
 
 
-def _cpu_figures(pa: "PeakAnalysis", fixed: int, fixed_unpadded: int, thread_local: int) -> None:
+def cpu_figures(pa: "PeakAnalysis", fixed: int, fixed_unpadded: int, thread_local: int) -> None:
     """XLA:CPU's rule (every jax checked; see the module docstring): no heap
     traces in the executable, so both peaks are the whole-program buffers;
     the totals are printed where the versions agree (no thread-local bytes in
@@ -201,295 +165,6 @@ def _fit(a: array, n: int) -> array:
 #: the largest allocation or value the heap sums accept (2**50 bytes = 1 PiB:
 #: thousands of them still add up inside int64)
 MAX_BYTES = 1 << 50
-
-
-#: the memory spaces whose temporary allocation XLA's memory-space assignment
-#: places (its alternate memory), per platform: on TPU, VMEM ``S(1)`` (v5e, v5p,
-#: v6e) or ``S(3)`` (v4); found on the real corpora (their heap-simulator traces
-#: are the one memory-space assignment exports: no SHARE_WITH, a value from its
-#: definition to its last use)
-MSA_COLORS = {"tpu": frozenset((1, 3))}
-
-#: custom-call targets whose value is a view of its operands' memory (XLA:TPU's
-#: in-place concatenation): no buffer of its own; its operands stay live
-#: until its last reader
-VIEW_TARGETS = frozenset(("ConcatBitcast",))
-
-PROTO_HINT = "read the .hlo.pb: --xla_dump_hlo_as_proto"
-
-
-class SharingFacts:
-    """What the heap replay may need of a dump beyond sizes and live ranges:
-    the values file (``*-buffer-assignment-values.txt``: each value's uses
-    and defining instruction, :func:`~xlashape.live_range.read_values_file`),
-    read the first time it is asked for (``values_path`` may be ``None``:
-    not in the dump), and what the module text gave its source
-    (``conditionals``: the names of its conditional instructions;
-    ``module``: ``(instructions by name, computations by name)`` when the
-    source parsed the whole module, else ``None``). A read that fails is kept
-    in ``error`` (the caller decides what to drop)."""
-
-    def __init__(self, values_path=None, *, conditionals=None, module=None):
-        self.values_path = values_path
-        self.conditionals = conditionals
-        self._module = module
-        self.error: Optional[Exception] = None
-        self._values = None
-        self._values_read = False
-        self._defined: Optional[Dict[str, str]] = None
-
-    def values(self) -> Optional[Dict[int, ValueRecord]]:
-        """``value id -> ValueRecord``, or ``None`` without a values file."""
-        if not self._values_read:
-            self._values_read = True
-            if self.values_path is not None:
-                try:
-                    self._values = read_values_file(self.values_path)
-                except (OSError, XlaShapeError) as e:
-                    self.error = e
-        return self._values
-
-    def give(self, conditionals, module=None) -> None:
-        """What the one pass over the module text found: the names of its
-        conditionals and, when it parsed the whole module, the
-        :class:`~xlashape.hlo_module.HloModule`."""
-        self.conditionals = conditionals
-        if module is not None:
-            self._module = ({i.name: i for i in module.instructions()},
-                            {c.name: c for c in module.computations})
-
-    def defines_conditional(self) -> bool:
-        """Whether a value of the values file is defined by a conditional
-        (then the replay may need the whole module: :meth:`module`)."""
-        return any(r.opcode == "conditional" for r in (self.values() or {}).values())
-
-    def module(self):
-        """``(instructions by name, computations by name)`` of the module
-        text, or ``None`` when its source did not parse it whole."""
-        return self._module
-
-    def is_conditional(self, name: str) -> bool:
-        """Whether instruction ``name`` is a conditional: from the values file
-        when it defines a value, else from the module text's conditionals."""
-        if self._defined is None:
-            values = self.values() or {}
-            self._defined = {r.positions[0][0]: r.opcode for r in values.values() if r.positions}
-        got = self._defined.get(name)
-        if got is not None:
-            return got == "conditional"
-        if self._module is not None:
-            ins = self._module[0].get(name)
-            return ins is not None and ins.opcode == "conditional"
-        return name in (self.conditionals or ())
-
-
-def _overlap(starts, ends, offsets, extents, exclusive: int,
-             ordered: bool = False) -> Optional[Tuple[int, int]]:
-    """Two buffers live at one time whose chunks ``[offset, offset + extent)``
-    overlap, or ``None``: a heap the rule explains has none. A buffer lives
-    from its start to its end, the end itself excluded when ``exclusive``;
-    ``ordered``: the buffers come in the order of their starts."""
-    n = len(starts)
-    order = range(n) if ordered else sorted(range(n), key=starts.__getitem__)
-    ending: List[int] = []   # last position * n + buffer, a heap
-    los: List[int] = []      # the chunks live now, by offset
-    his: List[int] = []
-    ids: List[int] = []
-    push, pop = heappush, heappop
-    for i in order:
-        size = extents[i]
-        s = starts[i]
-        e = ends[i] - exclusive
-        if size <= 0 or e < s:
-            continue
-        bound = s * n
-        while ending and ending[0] < bound:
-            j = pop(ending) % n
-            k = bisect_left(los, offsets[j])   # live chunks never share an offset
-            del los[k], his[k], ids[k]
-        lo = offsets[i]
-        hi = lo + size
-        k = bisect_left(los, lo)
-        if k and his[k - 1] > lo:
-            return ids[k - 1], i
-        if k < len(los) and los[k] < hi:
-            return ids[k], i
-        los.insert(k, lo)
-        his.insert(k, hi)
-        ids.insert(k, i)
-        push(ending, e * n + i)
-    return None
-
-
-def _computation_start(name: str, instructions, computations, time, depth: int = 0) -> Optional[int]:
-    """The first program position of a computation, its nested ones included
-    (XLA's HloLiveRange computation span)."""
-    c = computations.get(name)
-    if c is None or depth > 64:
-        return None
-    first = None
-    for ins in c.instructions:
-        t = time.get(ins.name)
-        if t is not None and (first is None or t < first):
-            first = t
-        for callee in ins.called_computations:
-            if callee in computations and computations[callee].kind in (
-                    "while_body", "while_condition", "conditional_branch", "call", "async"):
-                t = _computation_start(callee, instructions, computations, time, depth + 1)
-                if t is not None and (first is None or t < first):
-                    first = t
-    return first
-
-
-_ALIASING = re.compile(r"\{([\d,\s]*)\}\s*:\s*\((\d{1,9}),\s*\{([\d,\s]*)\}\)")
-
-
-def _index_of(text: str) -> Tuple[int, ...]:
-    return tuple(int(x) for x in text.replace(" ", "").split(",") if x)
-
-
-def _split_gte(name: str) -> Tuple[str, Tuple[int, ...]]:
-    """``x#1#0`` (XLA prints a get-tuple-element inline) -> ``("x", (1, 0))``."""
-    base, *rest = name.split("#")
-    return base, tuple(int(x) for x in rest if x.isdigit())
-
-
-def _leaf_indices(shape, prefix=()) -> List[Tuple[int, ...]]:
-    if shape is None or not shape.is_tuple:
-        return [prefix]
-    out: List[Tuple[int, ...]] = []
-    for k, sub in enumerate(shape.tuple_shapes):
-        out.extend(_leaf_indices(sub, prefix + (k,)))
-    return out
-
-
-def _in_place_pairs(ins, instructions, roots, depth: int = 0
-                    ) -> List[Tuple[Tuple[int, Tuple[int, ...]], Tuple[int, ...]]]:
-    """XLA's in-place ``((operand number, operand index), output index)``
-    pairs of an instruction (AliasInfo::GetInPlaceInputOutputPairs, default
-    rules): dynamic-update-slice, scatter, all-reduce-start, a fusion whose
-    output comes from one of them on a fusion parameter, and the
-    ``output_to_operand_aliasing`` of fusions, custom-calls and async-starts.
-    ``roots``: computation name -> its root instruction."""
-    op = ins.opcode
-    if op in ("dynamic-update-slice", "scatter", "all-reduce-start"):
-        n = len(ins.operand_names)
-        n = 1 if op == "dynamic-update-slice" else (n - 1) // 2 if op == "scatter" else n
-        return [((0, ()), ())] if n == 1 else [((k, ()), (k,)) for k in range(n)]
-    pairs = []
-    if op == "fusion" and depth < 8:
-        called = ins.called_computations
-        comp_root = roots.get(called[0]) if called else None
-        if comp_root is not None:
-            for leaf in _leaf_indices(ins.shape):
-                src, idx = _follow(comp_root, leaf, instructions)
-                if src is None:
-                    continue
-                for (k, kidx), out in _in_place_pairs(src, instructions, roots, depth + 1):
-                    if out != idx or k >= len(src.operand_names):
-                        continue
-                    base, more = _split_gte(src.operand_names[k])
-                    p, pidx = _follow(instructions.get(base), more + kidx, instructions)
-                    if p is not None and p.opcode == "parameter" and p.parameter_number is not None:
-                        pairs.append(((p.parameter_number, pidx), leaf))
-    if op in ("fusion", "custom-call", "async-start"):
-        text = ins.attribute("output_to_operand_aliasing")
-        if text:
-            for m in _ALIASING.finditer(text):
-                pairs.append(((int(m.group(2)), _index_of(m.group(3))), _index_of(m.group(1))))
-    return pairs
-
-
-def _follow(ins, index: Tuple[int, ...], instructions):
-    """Through tuples, get-tuple-elements and bitcasts back to the
-    instruction whose output ``index`` is (XLA's FollowTupleIndirection and
-    FollowNoOpIndirection)."""
-    for _ in range(256):
-        if ins is None:
-            return None, index
-        if ins.opcode == "tuple" and index:
-            if index[0] >= len(ins.operand_names):
-                return None, index
-            base, more = _split_gte(ins.operand_names[index[0]])
-            ins, index = instructions.get(base), more + index[1:]
-        elif ins.opcode == "get-tuple-element":
-            base, more = _split_gte(ins.operand_names[0]) if ins.operand_names else ("", ())
-            k = ins.attribute("index")
-            if k is None or not k.isdigit():
-                return None, index
-            ins, index = instructions.get(base), more + (int(k),) + index
-        elif ins.opcode == "bitcast" and not index:
-            base, more = _split_gte(ins.operand_names[0]) if ins.operand_names else ("", ())
-            ins, index = instructions.get(base), more
-        else:
-            return ins, index
-    return None, index
-
-
-def _alias_buffers(values: Dict[int, ValueRecord], module):
-    """XLA's HloAliasAnalysis buffers over the values file: the values a
-    while loop carries (its operand, its body's and condition's parameter,
-    its body's root and its own value at each index), a conditional's
-    branch roots and its value, and the operand and output of in-place
-    operations are one buffer. Returns ``find(value id)``, one key per
-    buffer (entry input/output aliasing is left out: parameters are not in a
-    heap)."""
-    instructions, computations = module
-    parent: Dict[int, int] = {}
-
-    def find(x: int) -> int:
-        root = x
-        while parent.get(root, root) != root:
-            root = parent[root]
-        while parent.get(x, x) != root:
-            parent[x], x = root, parent[x]
-        return root
-
-    def union(x: int, others) -> None:
-        for y in others:
-            a, b = find(x), find(y)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-
-    at: Dict[Tuple[str, Tuple[int, ...]], List[int]] = {}
-    for vid, r in values.items():
-        for pos in r.positions:
-            at.setdefault(pos, []).append(vid)
-    callers: Dict[str, Tuple[str, str]] = {}
-    roots = {c.name: c.root for c in computations.values() if c.root is not None}
-    for ins in instructions.values():
-        if ins.opcode == "while":
-            for key, how in (("body", "body"), ("condition", "condition")):
-                name = (ins.attribute(key) or "").lstrip("%")
-                if name:
-                    callers[name] = (ins.name, how)
-        elif ins.opcode == "conditional":
-            for name in ins.called_computations:
-                callers[name] = (ins.name, "branch")
-    pairs_of: Dict[str, list] = {}
-    for vid, r in values.items():
-        for u in r.uses:
-            user = instructions.get(u.instruction)
-            if user is None:
-                continue
-            if user.opcode == "while":
-                union(vid, at.get((user.name, u.index), ()))
-            pairs = pairs_of.get(user.name)
-            if pairs is None:
-                pairs = pairs_of[user.name] = _in_place_pairs(user, instructions, roots)
-            for (k, kidx), out in pairs:
-                if k == u.operand and kidx == u.index:
-                    union(vid, at.get((user.name, out), ()))
-        for n, (name, index) in enumerate(r.positions):
-            ins = instructions.get(name)
-            if ins is None or ins.computation not in callers:
-                continue
-            caller, how = callers[ins.computation]
-            if n == 0 and ins.opcode == "parameter" and how != "branch":
-                union(vid, at.get((caller, index), ()))
-            if ins.is_root and how != "condition":
-                union(vid, at.get((caller, index), ()))
-    return find
 
 
 class PeakBuilder:
@@ -659,7 +334,7 @@ class PeakBuilder:
             roots.append(v)
             offsets.append(v.offset)
             extents.append(size)
-        clash = _overlap(starts, ends, offsets, extents, 0, ordered=True)
+        clash = overlap(starts, ends, offsets, extents, 0, ordered=True)
         if clash is not None:
             i, j = clash
             self._undecide(f"allocation {a.index}: {roots[i].label} and {roots[j].label} are live at "
@@ -764,7 +439,7 @@ class PeakBuilder:
                 labels.append(v.label)
         # memory-space assignment lets a value take the memory of one whose
         # last use is where it starts (ends exclusive); no other overlap
-        clash = _overlap(starts, ends, offsets, list(sizes), 1)
+        clash = overlap(starts, ends, offsets, list(sizes), 1)
         if clash is not None:
             i, j = clash
             self._undecide(f"allocation {a.index}: {labels[i]} and {labels[j]} are live at one "
@@ -824,7 +499,7 @@ class PeakBuilder:
         spans = []
         earliest = end
         for c in ins.called_computations:
-            first = _computation_start(c, instructions, computations, time)
+            first = computation_start(c, instructions, computations, time)
             if first is None:
                 return None
             earliest = min(earliest, first)
@@ -854,7 +529,7 @@ class PeakBuilder:
             facts = self.facts
             values = facts.values() if facts is not None else None
             module = facts.module() if values is not None else None
-            self._alias = (_alias_buffers(values, module) if module is not None else False)
+            self._alias = (alias_buffers(values, module) if module is not None else False)
         return self._alias or None
 
     def finish(self, locations: Optional[Dict[str, Location]] = None) -> PeakAnalysis:
@@ -918,7 +593,7 @@ class PeakBuilder:
         if platform == "cpu":
             # XLA:CPU's executable keeps no heap traces: its peaks are the
             # whole-program buffers alone, with or without live ranges
-            _cpu_figures(pa, fixed, fixed_unpadded, self.thread_local0)
+            cpu_figures(pa, fixed, fixed_unpadded, self.thread_local0)
             return pa
 
         verified = VERIFIED.get(platform or "", ())
@@ -945,192 +620,3 @@ class PeakBuilder:
             else:
                 pa.reasons[k] = f"not reproduced on {platform.upper()}"
         return pa
-
-
-# -- the proto route: the heap simulator's own trace ---------------------------------
-
-
-class _Replay:
-    """XProf's replay of one heap-simulator trace: ALLOC adds a buffer, FREE
-    drops its canonical buffer when the last sharer is freed, SHARE_WITH adds
-    the canonical buffer again when it had been freed."""
-
-    def __init__(self, sizes: Dict[int, Tuple[int, int]]):
-        self.sizes = sizes
-        self.canonical: Dict[int, int] = {}
-        self.refs: Dict[int, int] = {}
-        self.padded = self.unpadded = 0
-        self.peak = self.peak_unpadded = 0
-        self.peak_event = -1
-        self.timeline: List[int] = []
-
-    def run(self, events) -> "_Replay":
-        # one loop with its state in locals (a trace has an event per buffer
-        # and use: the replay is most of the proto route's peak)
-        sizes, canonical, refs = self.sizes, self.canonical, self.refs
-        padded, unpadded = self.padded, self.unpadded
-        peak, peak_unpadded, peak_event = self.peak, self.peak_unpadded, self.peak_event
-        append = self.timeline.append
-        none = (0, 0)
-        limit = 1 << 20
-        for i, e in enumerate(events):
-            append(padded)
-            kind = e.kind
-            if kind > 2:
-                continue
-            b = e.buffer_id
-            if kind == 2:        # SHARE_WITH: b now counts as its canonical buffer
-                c = e.share_with_canonical_id
-                canonical[b] = c
-                b = c
-            seen = 0
-            while b in canonical and seen < limit:
-                b = canonical[b]
-                seen += 1
-            if kind == 1:        # FREE
-                n = refs.get(b, 0) - 1
-                refs[b] = n
-                if n == 0:
-                    p, u = sizes.get(b, none)
-                    padded -= p
-                    unpadded -= u
-                continue
-            n = refs.get(b, 0) + 1
-            refs[b] = n
-            if kind == 0 or n == 1:     # an ALLOC, or a SHARE_WITH of a freed buffer
-                p, u = sizes.get(b, none)
-                padded += p
-                unpadded += u
-                if padded > peak:
-                    peak, peak_event = padded, i
-                if unpadded > peak_unpadded:
-                    peak_unpadded = unpadded
-        append(padded)
-        self.padded, self.unpadded = padded, unpadded
-        self.peak, self.peak_unpadded, self.peak_event = peak, peak_unpadded, peak_event
-        return self
-
-    def root(self, b: int) -> int:
-        """The canonical buffer ``b`` shares (itself if it shares none)."""
-        canonical, seen = self.canonical, 0
-        while b in canonical and seen < 1 << 20:
-            b = canonical[b]
-            seen += 1
-        return b
-
-    def live_after(self, events, stop: int) -> List[int]:
-        """The canonical buffers live just after event ``stop`` (a fresh
-        replay up to it)."""
-        again = _Replay(self.sizes)
-        again.run(events[: stop + 1])
-        return [b for b, n in again.refs.items() if n > 0]
-
-
-def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
-                        describe=None) -> PeakAnalysis:
-    """The same figures as :func:`analyze_peak`, from an ``HloProto`` (the
-    ``.hlo.pb`` XLA writes with ``--xla_dump_hlo_as_proto``; read it with
-    :func:`xlashape.protos.read_hlo_proto`) or a ``BufferAssignmentProto``
-    alone: the buffer assignment's
-    allocations and the heap simulator's own traces. ``unpadded(logical
-    buffer proto) -> int`` gives sizes without padding (default: the size).
-
-    ``heap`` holds, per memory space, the heap over the trace's events (not
-    program positions); ``peak_time`` / ``peak_instruction`` are the event
-    where the highest heap peaks (its index in the trace, its instruction).
-    ``live_at_peak``: the whole-program buffers and the buffers of that trace
-    live at that event; ``describe(logical buffer proto) -> (instruction,
-    label, shape text)`` names them (default: the instruction from the
-    module's ids, no shape)."""
-    pa = PeakAnalysis(platform)
-    pa.time_axis = "trace events"
-    module = getattr(hlo, "hlo_module", None)
-    ba = hlo.buffer_assignment if module is not None else hlo
-    sizes: Dict[int, Tuple[int, int]] = {}
-    color_of: Dict[int, int] = {}
-    for lb in ba.logical_buffers:
-        u = unpadded(lb) if unpadded else lb.size
-        sizes[lb.id] = (lb.size, u)
-        color_of[lb.id] = lb.color
-    if describe is None:
-        ids = ({i.id: i.name for c in module.computations for i in c.instructions}
-               if module is not None else {})
-
-        def describe(lb):
-            name = ids.get(lb.defined_at.instruction_id) or lb.defined_at.instruction_name
-            return name, name + "{" + ",".join(map(str, lb.defined_at.shape_index)) + "}", ""
-    logical = {lb.id: lb for lb in ba.logical_buffers}
-    placed: Dict[int, Tuple[object, int]] = {}
-    for a in ba.buffer_allocations:
-        for x in a.assigned:
-            placed[x.logical_buffer_id] = (a, x.offset)
-
-    def buffer(lb_id: int, a, offset: int) -> PeakBuffer:
-        p, u = sizes.get(lb_id, (0, 0))
-        lb = logical.get(lb_id)
-        name, label, shape = describe(lb) if lb is not None else (None, None, None)
-        if name is None:
-            name = label = str(lb_id)
-            shape = ""
-        return PeakBuffer(label, name, a.index if a is not None else -1,
-                          a.color if a is not None else 0, p, u, offset, None, None,
-                          kind_of(a) if a is not None else TEMPORARY, shape, None, None)
-
-    total0 = indefinite0 = thread_local0 = fixed = fixed_unpadded = 0
-    fixed_by_color: Dict[int, int] = {}
-    live_now: List[PeakBuffer] = []
-    for a in ba.buffer_allocations:
-        if a.color == 0:
-            total0 += a.size
-            if is_indefinite(a):
-                indefinite0 += a.size
-                if a.is_thread_local:
-                    thread_local0 += a.size
-        if is_indefinite(a) and not a.is_thread_local and len(a.assigned):
-            best = max(a.assigned, key=lambda x: sizes.get(x.logical_buffer_id, (0, 0))[0])
-            p, u = sizes.get(best.logical_buffer_id, (0, 0))
-            fixed += p
-            fixed_unpadded += u
-            fixed_by_color[a.color] = fixed_by_color.get(a.color, 0) + p
-            live_now.append(buffer(best.logical_buffer_id, a, best.offset))
-    heap_peak = heap_peak_unpadded = 0
-    device_best = None
-    for trace in ba.heap_simulator_traces:
-        if not len(trace.events):
-            continue
-        r = _Replay(sizes).run(trace.events)
-        pa.shares.extend((b, r.root(b)) for b in r.canonical)
-        heap_peak = max(heap_peak, r.peak)
-        heap_peak_unpadded = max(heap_peak_unpadded, r.peak_unpadded)
-        color = color_of.get(trace.events[0].buffer_id, 0)
-        base = fixed_by_color.get(color, 0)
-        pa.heap.setdefault(color, {"padded": [base + x for x in r.timeline], "unpadded": []})
-        if device_best is None or r.peak > device_best[0]:
-            device_best = (r.peak, r.peak_event, trace.events[r.peak_event].instruction_name
-                           if r.peak_event >= 0 else None, color, r, trace)
-    if device_best is not None:
-        pa.peak_time, pa.peak_instruction = device_best[1], device_best[2]
-        pa.peak_memory_space = device_best[3]
-        if device_best[1] >= 0:
-            for b in device_best[4].live_after(device_best[5].events, device_best[1]):
-                a, offset = placed.get(b, (None, 0))
-                live_now.append(buffer(b, a, offset))
-    live_now.sort(key=lambda b: (-b.size, b.label))
-    pa.live_at_peak = live_now
-    pa.computed["total_allocation_bytes"] = total0
-    pa.computed["indefinite_allocations"] = indefinite0
-    if platform == "cpu":
-        _cpu_figures(pa, fixed, fixed_unpadded, thread_local0)
-        return pa
-    pa.computed["peak_memory_in_bytes"] = fixed + heap_peak
-    pa.computed["peak_unpadded_heap_bytes"] = fixed_unpadded + heap_peak_unpadded
-    verified = VERIFIED.get(platform or "", ())
-    for k in PEAK_FIELDS:
-        if k in verified:
-            pa.figures[k] = pa.computed[k]
-        elif platform is None:
-            pa.reasons[k] = ("the platform (CPU, GPU, TPU) is not known: XLA counts it "
-                             "differently on each; say --platform")
-        else:
-            pa.reasons[k] = f"not reproduced on {platform.upper()}"
-    return pa

@@ -25,7 +25,7 @@ from ..live_range import read_live_ranges
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule, DumpWarning, _number,
                         _unreadable, find_dump_modules, iter_buffer_assignment,
                         platform_from_key)
-from .peak import SharingFacts
+from .sharing import SharingFacts
 from .records import ModuleRecords, Reading
 from .source_hlo import read_module_text
 from .source_proto import hlo_proto_records
