@@ -312,6 +312,9 @@ _MODULE_FILE = re.compile(r"module_(\d{1,19})\.")
 MEMORY_REPORT_TXT = _MEMORY_REPORT
 #: what ``--xla_dump_hlo_as_proto`` names a module's ``HloProto`` after its key
 HLO_PB_SUFFIXES = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.gz")
+#: the same for the module before optimizations (text, then protos)
+BEFORE_SUFFIXES = ("before_optimizations.txt", "before_optimizations.hlo.pb",
+                   "before_optimizations.hlo.pb.gz")
 
 
 def platform_from_key(key: str) -> Optional[str]:
@@ -584,6 +587,36 @@ def _belonging_before_files(before: List[str], after: List[str]) -> Dict[str, st
             tree.remove(order[r])
             owner[by_name[order[r]]] = key
     return owner
+
+
+def pair_before_files(before: List[str], after: List[str]) -> Dict[str, str]:
+    """``{after key: before key}`` of one directory's files: which module
+    before optimizations (keys ``before``) each optimized module (keys
+    ``after``) comes from, as :func:`find_dump_modules` pairs them."""
+    return _belonging_before_files(before, after)
+
+
+def before_file_of(path: str, suffixes=BEFORE_SUFFIXES[:1]) -> Optional[str]:
+    """The module text (or, with ``suffixes``, proto) before optimizations
+    that belongs beside an optimized module's file ``path``
+    (``...after_optimizations...``), or ``None``: XLA names it with a prefix
+    of the optimized file's key (``module_0004.jit_f.`` for
+    ``module_0004.jit_f.cl_123.``), the longest that exists is taken (what
+    :func:`find_dump_modules` pairs first; a renumbered module is not
+    found from one file)."""
+    d, base = os.path.split(os.fspath(path))
+    cut = base.find("after_optimizations")
+    if cut < 0:
+        return None
+    key = base[:cut]
+    for end in range(len(key), 0, -1):
+        if key[end - 1] != ".":
+            continue
+        for suffix in suffixes:
+            candidate = os.path.join(d, key[:end] + suffix)
+            if _unreadable(candidate) is None and os.path.exists(candidate):
+                return candidate
+    return None
 
 
 def _unreadable(path: str) -> Optional[str]:

@@ -25,10 +25,11 @@ from ..hlo_module import Alias, BufferDonor
 from ..live_range import Location
 from ..shape import Shape
 from ..shape_proto import _shape_from_message
-from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation, BufferValue,
-                        MemorySpaceUsage, _unreadable, platform_from_key)
+from ..xla_dump import (BEFORE_SUFFIXES, HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation,
+                        BufferValue, MemorySpaceUsage, _unreadable, before_file_of,
+                        platform_from_key)
 from .model import space_label
-from .records import EntryRecord, ModuleRecords, Reading
+from .records import CopyFacts, CopyRecord, EntryRecord, ModuleRecords, Reading
 from .source_hlo import platform_hint
 
 __all__ = ["PROTO_KINDS", "proto_kind", "hlo_proto_records", "proto_records"]
@@ -130,6 +131,16 @@ def _entry_record(m: _Module) -> EntryRecord:
                     operands = (tuple(m.name(i) for i in ip.operand_ids) if opcode == "tuple"
                                 else ())
                     rec.root = (ip.name, opcode, shape, operands)
+    _header(m, rec)
+    return rec
+
+
+def _header(m: _Module, rec: EntryRecord) -> EntryRecord:
+    """What a module's header says into ``rec``: the entry computation layout
+    (``host_program_shape``, or the entry's ``program_shape``), the aliases
+    and the buffer donors."""
+    mp = m.mp
+    cp = m.entry
     ps = None
     if mp.HasField("host_program_shape") and (len(mp.host_program_shape.parameters)
                                               or mp.host_program_shape.HasField("result")):
@@ -149,6 +160,66 @@ def _entry_record(m: _Module) -> EntryRecord:
     rec.donors = tuple(BufferDonor(e.parameter_number, tuple(e.parameter_shape_index))
                        for e in mp.buffer_donor.entries)
     return rec
+
+
+_COPY_OPCODES = ("copy", "transpose", "copy-start", "copy-done")
+_FORWARD_OPCODES = ("bitcast", "get-tuple-element", "copy-start", "copy-done")
+
+
+def _copy_facts(m: _Module) -> CopyFacts:
+    """The module's copies from the instructions' fields, as the text route's
+    :class:`~xlashape.memory.source_hlo.CopyScanner` finds them: the copies
+    of the entry and of every computation that is not a fusion (or async)
+    body, and the fusions whose body only wraps one copy or transpose."""
+    mp = m.mp
+    facts = CopyFacts()
+    inside = set()          # fusion and async bodies: no instruction there is one of its own
+    for cp in mp.computations:
+        for ip in cp.instructions:
+            op = ip.opcode
+            if op == "fusion" or op.startswith("async-"):
+                inside.update(ip.called_computation_ids)
+    relayouts = {}
+    for cp in mp.computations:
+        if cp.id not in inside:
+            continue
+        copies = [ip for ip in cp.instructions if ip.opcode in ("copy", "transpose")]
+        if len(copies) != 1 or len(cp.instructions) > 64 or any(
+                ip.opcode not in ("parameter", "bitcast") for ip in cp.instructions
+                if ip is not copies[0]):
+            continue
+        c = copies[0]
+        frm = m.by_id.get(c.operand_ids[0]) if len(c.operand_ids) else None
+        relayouts[cp.id] = (c.opcode, m.shape(frm) if frm is not None else None, m.shape(c),
+                            tuple(c.dimensions) if c.opcode == "transpose" else None)
+    entry = m.entry
+    ordered = [cp for cp in mp.computations if cp is not entry and cp.id not in inside]
+    if entry is not None:
+        ordered.insert(0, entry)
+    for cp in ordered:
+        where = None if cp is entry else cp.name
+        for ip in cp.instructions:
+            op = ip.opcode
+            first = m.by_id.get(ip.operand_ids[0]) if len(ip.operand_ids) else None
+            if cp is entry and op in _FORWARD_OPCODES and first is not None:
+                facts.forwards[ip.name] = (first.name, ip.tuple_index
+                                           if op == "get-tuple-element" else None)
+            if op in _COPY_OPCODES:
+                shape = m.shape(ip)
+                if shape is not None:
+                    facts.copies.append(CopyRecord(
+                        ip.name, op, where, shape, first.name if first is not None else None,
+                        m.shape(first) if first is not None else None,
+                        dimensions=tuple(ip.dimensions) if op == "transpose" else None))
+            elif op == "fusion" and len(ip.called_computation_ids):
+                got = relayouts.get(ip.called_computation_ids[0])
+                shape = m.shape(ip)
+                if got is not None and shape is not None:
+                    wop, frm, to, dims = got
+                    facts.copies.append(CopyRecord(
+                        ip.name, "fusion", where, shape, first.name if first is not None else None,
+                        m.shape(first) if first is not None else None, wop, frm, to, dims))
+    return facts
 
 
 def _locations(m: _Module, instructions) -> Dict[str, Location]:
@@ -261,10 +332,23 @@ def _report_spaces(report) -> List[MemorySpaceUsage]:
                              e.total_bytes) for e in report.memory_space_allocation_entries]
 
 
+def _before_record(before, rec: ModuleRecords) -> None:
+    """The header of the module before optimizations (a ``.hlo.pb`` path):
+    the donations jax marked."""
+    if before is None:
+        return
+    try:
+        rec.before = _header(_Module(protos.read_hlo_proto(before).hlo_module), EntryRecord())
+    except (OSError, XlaShapeError, ValueError) as e:
+        rec.warnings.append(f"the module before optimizations ({os.path.basename(before)}) "
+                            f"could not be read: {e}")
+
+
 def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = "",
-                    report=None, optimized: bool = True) -> ModuleRecords:
+                    report=None, optimized: bool = True, before=None) -> ModuleRecords:
     """A module's records from an ``HloProto`` message. ``report``: the
-    memory-usage report's path (text) or ``MemoryUsageReportProto``."""
+    memory-usage report's path (text) or ``MemoryUsageReportProto``;
+    ``before``: the path of the module's ``.hlo.pb`` before optimizations."""
     mp = hlo.hlo_module
     try:
         m = _Module(mp)
@@ -277,6 +361,8 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
     rec.entry = _entry_record(m)
     if rec.entry.instructions == 0 and rec.entry.layout is None:
         raise UnreadableInputError(f"no HLO instructions found in {path or 'the HLO proto'}")
+    rec.copies = _copy_facts(m)
+    _before_record(before, rec)
     if not hlo.HasField("buffer_assignment"):
         rec.warnings.append("the HLO proto holds no buffer assignment (XLA writes one into the "
                             "module after optimizations): figures from its module only")
@@ -293,10 +379,13 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
     return rec
 
 
-def hlo_proto_records(source, reading: Reading, *, key: str = "", report=None) -> ModuleRecords:
-    """The records of a ``.hlo.pb`` / ``.hlo.pb.gz`` (a path or the bytes)."""
+def hlo_proto_records(source, reading: Reading, *, key: str = "", report=None,
+                      before=None) -> ModuleRecords:
+    """The records of a ``.hlo.pb`` / ``.hlo.pb.gz`` (a path or the bytes);
+    ``before``: the ``.hlo.pb`` of the module before optimizations."""
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    return _records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key, report=report)
+    return _records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key, report=report,
+                           before=before)
 
 
 def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> List[ModuleRecords]:
@@ -313,7 +402,9 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
                     rep = os.path.join(os.path.dirname(path), key + MEMORY_REPORT_TXT)
                     report = rep if os.path.isfile(rep) else None
         return [_records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key or "",
-                                report=report)]
+                                report=report,
+                                before=None if path is None else
+                                before_file_of(path, BEFORE_SUFFIXES[1:]))]
     if kind == "memory-report-proto":
         report = protos.read_memory_usage_report(source)
         if path is not None:
@@ -327,7 +418,9 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
                     if problem is None:
                         key = os.path.basename(hlo_pb)[: -len(HLO_PB_SUFFIXES[0])]
                         return [_records_of_hlo(protos.read_hlo_proto(hlo_pb), hlo_pb, reading,
-                                                key=key, report=report)]
+                                                key=key, report=report,
+                                                before=before_file_of(hlo_pb,
+                                                                      BEFORE_SUFFIXES[1:]))]
         rec = ModuleRecords(None, "memory-report", where)
         rec.from_proto = True
         rec.report_allocations = [
