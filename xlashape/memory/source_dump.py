@@ -199,12 +199,18 @@ def dump_records(path: str, reading: Reading) -> List[ModuleRecords]:
     if pbs and (reading.prefer == "proto" or not modules):
         out = []
         done = set()
+        before_text = {dm.hlo_path: dm.before_path for dm in modules if dm.optimized}
         for (root, key), pb in sorted(pbs.items(), key=lambda kv: (_number(kv[0][1]) or 0, kv[1])):
             rep = os.path.join(root, key + MEMORY_REPORT_TXT)
-            out.append(hlo_proto_records(pb, reading, key=key,
-                                         report=rep if os.path.isfile(rep) else None,
-                                         before=befores.get((root, key))))
-            done.add(os.path.join(root, key + "after_optimizations.txt"))
+            text = os.path.join(root, key + "after_optimizations.txt")
+            got = hlo_proto_records(pb, reading, key=key,
+                                    report=rep if os.path.isfile(rep) else None,
+                                    before=befores.get((root, key)))
+            if got.before is None:
+                # no .hlo.pb of the module before optimizations: its text
+                read_before(got, before_text.get(text))
+            out.append(got)
+            done.add(text)
         for dm in modules:
             if dm.hlo_path not in done and dm.optimized:
                 out.append(module_of_dump(dm, reading))

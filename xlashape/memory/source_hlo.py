@@ -175,6 +175,27 @@ _DIMS = re.compile(r"dimensions=\{([\d,\s]*)\}")
 _NAME_CHARS = re.compile(r"%?([\w.\-]+)")
 
 
+def _element_of(name: str, lookup) -> Optional[object]:
+    """The shape of operand ``name`` (``lookup(name)``); XLA:TPU writes an
+    element of a multi-output instruction's result as ``%sort.7#0``."""
+    got = lookup(name)
+    if got is None and "#" in name:
+        base, _, k = name.rpartition("#")
+        whole = lookup(base)
+        if whole is not None and whole.is_tuple and k.isdigit() and int(k) < len(
+                whole.tuple_shapes):
+            got = whole.tuple_shapes[int(k)]
+    return got
+
+
+def _split_element(name: str) -> Tuple[str, Optional[int]]:
+    """``("sort.7", 0)`` for ``sort.7#0``; ``(name, None)`` otherwise."""
+    base, sep, k = name.rpartition("#")
+    if sep and k.isdigit() and base:
+        return base, int(k)
+    return name, None
+
+
 def _header_name(line: str) -> Tuple[str, bool]:
     """(name, is the entry) of a computation's header line."""
     text = line.strip()
@@ -218,22 +239,30 @@ class CopyScanner:
         opcode = ins.opcode
         names = ins.operand_names
         first = names[0] if names else None
+        forwards = self.facts.forwards
+        if first is not None and "#" in first:
+            # an element of a multi-output result: a tuple element of it
+            base, k = _split_element(first)
+            if k is not None:
+                forwards.setdefault(first, (base, k))
         if opcode in _FORWARD_OPCODES and first is not None:
             index = None
             if opcode == "get-tuple-element":
                 text = ins.attribute("index") or ""
                 index = int(text) if text.isdigit() else None
-            self.facts.forwards[ins.name] = (first, index)
+            forwards[ins.name] = (first, index)
         if opcode in _COPY_OPCODES:
             self.facts.copies.append(CopyRecord(ins.name, opcode, None, ins.shape, first,
-                                                shapes.get(first), dimensions=_dimensions(ins)))
+                                                _element_of(first, shapes.get) if first else None,
+                                                dimensions=_dimensions(ins)))
         elif opcode == "fusion" and first is not None:
             for _, callee, _ in _calls_in("fusion", ins.attributes_text):
                 got = self.relayouts.get(callee)
                 if got is not None:
                     op, frm, to, dims = got
-                    self.facts.copies.append(CopyRecord(ins.name, "fusion", None, ins.shape, first,
-                                                        shapes.get(first), op, frm, to, dims))
+                    self.facts.copies.append(CopyRecord(
+                        ins.name, "fusion", None, ins.shape, first,
+                        _element_of(first, shapes.get), op, frm, to, dims))
                 break
 
     # -- the text ----------------------------------------------------------------------
@@ -343,12 +372,15 @@ class CopyScanner:
         first = names[0] if names else None
         operand_shape = None
         if first is not None:
-            d = block.rfind("%" + first + " = ", max(s - 1, 0), start)
-            if d >= 0 and (d == 0 or block[d - 1] in " \n"):
-                de = block.find("\n", d)
-                defined = _instructions_of(block[d:de if de >= 0 else len(block)])
-                if defined and defined[0].name == first:
-                    operand_shape = defined[0].shape
+            def lookup(name):
+                d = block.rfind("%" + name + " = ", max(s - 1, 0), start)
+                if d >= 0 and (d == 0 or block[d - 1] in " \n"):
+                    de = block.find("\n", d)
+                    defined = _instructions_of(block[d:de if de >= 0 else len(block)])
+                    if defined and defined[0].name == name:
+                        return defined[0].shape
+                return None
+            operand_shape = _element_of(first, lookup)
         if callee is None:
             self.pending.append(CopyRecord(ins.name, opcode, self.comp, ins.shape, first,
                                            operand_shape, dimensions=_dimensions(ins)))

@@ -196,19 +196,48 @@ def _copy_facts(m: _Module) -> CopyFacts:
     ordered = [cp for cp in mp.computations if cp is not entry and cp.id not in inside]
     if entry is not None:
         ordered.insert(0, entry)
+    sequences = mp.schedule.sequences if mp.HasField("schedule") else {}
+    roots = {cp.root_id for cp in mp.computations}
+    forwards = facts.forwards
+
+    def operand(ip):
+        """The first operand's name as XLA's text writes it (an element of a
+        multi-output result, a get-tuple-element that is no root, as
+        ``%sort.7#0``) and its message."""
+        if not len(ip.operand_ids):
+            return None, None
+        first = m.by_id.get(ip.operand_ids[0])
+        if first is None:
+            return None, None
+        if first.opcode == "get-tuple-element" and first.id not in roots and \
+                len(first.operand_ids):
+            base = m.by_id.get(first.operand_ids[0])
+            if base is not None:
+                name = f"{base.name}#{first.tuple_index}"
+                forwards.setdefault(name, (base.name, first.tuple_index))
+                return name, first
+        return first.name, first
+
     for cp in ordered:
         where = None if cp is entry else cp.name
-        for ip in cp.instructions:
+        instructions = cp.instructions
+        seq = sequences.get(cp.id) if len(sequences) else None
+        if seq is not None and len(seq.instruction_ids) == len(instructions):
+            by_id = {ip.id: ip for ip in instructions}
+            if all(i in by_id for i in seq.instruction_ids):
+                instructions = [by_id[i] for i in seq.instruction_ids]
+        for ip in instructions:
             op = ip.opcode
-            first = m.by_id.get(ip.operand_ids[0]) if len(ip.operand_ids) else None
-            if cp is entry and op in _FORWARD_OPCODES and first is not None:
-                facts.forwards[ip.name] = (first.name, ip.tuple_index
-                                           if op == "get-tuple-element" else None)
+            if op not in _COPY_OPCODES and op not in _FORWARD_OPCODES and op != "fusion":
+                continue
+            name, first = operand(ip)
+            if cp is entry and op in _FORWARD_OPCODES and name is not None:
+                forwards[ip.name] = (name, ip.tuple_index if op == "get-tuple-element" else None)
             if op in _COPY_OPCODES:
                 shape = m.shape(ip)
                 if shape is not None:
                     facts.copies.append(CopyRecord(
-                        ip.name, op, where, shape, first.name if first is not None else None,
+                        ip.name, op, where, shape, name,
                         m.shape(first) if first is not None else None,
                         dimensions=tuple(ip.dimensions) if op == "transpose" else None))
             elif op == "fusion" and len(ip.called_computation_ids):
@@ -217,7 +246,7 @@ def _copy_facts(m: _Module) -> CopyFacts:
                 if got is not None and shape is not None:
                     wop, frm, to, dims = got
                     facts.copies.append(CopyRecord(
-                        ip.name, "fusion", where, shape, first.name if first is not None else None,
+                        ip.name, "fusion", where, shape, name,
                         m.shape(first) if first is not None else None, wop, frm, to, dims))
     return facts
 
