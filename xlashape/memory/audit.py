@@ -163,12 +163,12 @@ def _donations(rec: ModuleRecords, mm: ModuleMemory, sizes: _Sizes, audit: Modul
         shape = _sub(params[p] if 0 <= p < len(params) else None, index)
         size, unpadded = sizes.of(shape)
         out = aliased.get((p, index))
-        reason = fix = None
+        why = reason = fix = None
         if out is None:
-            reason, fix = _why_unused(p, index, shape, size, unpadded, outputs, taker, dynamic,
-                                      sizes)
+            why, reason, fix = _why_unused(p, index, shape, size, unpadded, outputs, taker,
+                                           dynamic, sizes)
         audit.donations.append(Donation(p, index, shape_text(shape) if shape is not None else None,
-                                        size, out is not None, out, reason, fix, how))
+                                        size, out is not None, out, reason, fix, how, why))
 
 
 def _is_dynamic(shape: Shape) -> bool:
@@ -183,15 +183,16 @@ def _out_text(o: _Output) -> str:
 
 def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int],
                 unpadded: Optional[int], outputs: List[_Output], taker, dynamic: bool,
-                sizes: _Sizes) -> Tuple[str, Optional[str]]:
-    """Why no output reuses parameter ``p``'s buffer at ``index``, and what
+                sizes: _Sizes) -> Tuple[str, str, Optional[str]]:
+    """Why no output reuses parameter ``p``'s buffer at ``index`` (a word of
+    :data:`~xlashape.memory.model.DONATION_WHY`, and a sentence), and what
     would make the donation usable (XLA's rule: see the module docstring)."""
     who = f"parameter {p}" + (_idx(index) if index else "")
     stop = f"or stop donating {who}: nothing in this program can reuse it"
     if shape is None or size is None:
-        return (f"{who} is not in the compiled module's entry layout", None)
+        return "unknown", f"{who} is not in the compiled module's entry layout", None
     if dynamic:
-        return ("the result's shape is dynamic: XLA aliases no donated buffer to it",
+        return ("dynamic", "the result's shape is dynamic: XLA aliases no donated buffer to it",
                 "give the outputs static shapes, " + stop)
     space = memory_space_of(shape)
     mine = [o for o in outputs if o.space == space]
@@ -200,13 +201,14 @@ def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int
     if same:
         free = [o for o in same if o.index not in taker]
         if free:
-            return (f"{_out_text(free[0])} takes the same {b} and reuses no parameter, yet the "
+            return ("unexplained",
+                    f"{_out_text(free[0])} takes the same {b} and reuses no parameter, yet the "
                     "compiled module does not alias them", None)
         took = ", ".join(
             f"output {_idx(o.index)} by parameter {taker[o.index][0]}"
             + (_idx(taker[o.index][1]) if taker[o.index][1] else "") for o in same[:4])
         more = f" and {len(same) - 4} more" if len(same) > 4 else ""
-        return (f"every output of {b} is already taken: {took}{more} (XLA gives each output "
+        return ("taken", f"every output of {b} is already taken: {took}{more} (XLA gives each output "
                 "at most one donated buffer)",
                 f"return one more output of {b} (any type or shape), " + stop)
     if not mine:
@@ -216,7 +218,7 @@ def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int
         if elsewhere:
             text += (f"; {_out_text(elsewhere[0])} has its {b} but is in "
                      f"S({elsewhere[0].space}) ({space_label(elsewhere[0].space)})")
-        return (text, f"return an output of {b} in S({space}) (out_shardings with the "
+        return ("memory-space", text, f"return an output of {b} in S({space}) (out_shardings with the "
                       f"argument's memory kind), " + stop)
     what = f"{who}, {shape_text(shape)}, takes {b}"
     rule = ("XLA reuses a donated buffer only for an output of exactly its byte size, "
@@ -238,19 +240,20 @@ def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int
         else:
             fix = (f"request output {_idx(o.index)} in {who}'s layout {_plain(shape)} "
                    f"({format_text(shape.layout)}), " + stop)
-        return text, fix
+        return "layout", text, fix
     count = [o for o in mine if _elements(o.shape) == _elements(shape)]
     if count:
         o = count[0]
-        text = (f"{what}; {_out_text(o)} has as many elements (jax handed the donation to XLA "
+        text = (f"{what}; {_out_text(o)}, has as many elements (jax handed the donation to XLA "
                 f"for it) but takes {o.size} bytes")
         if o.unpadded is not None and o.unpadded == unpadded:
             text += (f": the same {o.unpadded} bytes of data, padded differently on this chip "
                      f"({format_bytes(size)} against {format_bytes(o.size)})")
         text += f": {rule}"
-        return text, (f"return an output of {b} ({shape_text(shape)} itself, for instance: "
+        why = "padding" if o.unpadded is not None and o.unpadded == unpadded else "size"
+        return why, text, (f"return an output of {b} ({shape_text(shape)} itself, for instance: "
                       f"reshape or convert outside the jitted function), " + stop)
-    return (f"{what}; no output of memory space S({space}) takes as many bytes: {rule}",
+    return ("size", f"{what}; no output of memory space S({space}) takes as many bytes: {rule}",
             f"return an output of {b} (any type or shape), " + stop)
 
 

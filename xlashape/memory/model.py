@@ -40,7 +40,7 @@ __all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomS
            "GpuOomSummary", "ModuleMemory", "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
            "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
            "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION",
-           "Donation", "LayoutCopy", "SpaceMove", "ModuleAudit"]
+           "Donation", "LayoutCopy", "SpaceMove", "ModuleAudit", "DONATION_WHY"]
 
 
 #: the version of the ``--json`` documents and :meth:`MemoryAnalysis.to_json`
@@ -707,6 +707,17 @@ class Timeline(NamedTuple):
 TIMELINE_BUFFERS = 3000
 
 
+#: why no output reuses a donated buffer (:attr:`Donation.why`): ``size`` (no
+#: output of its byte size in its memory space), ``padding`` (an output with
+#: the same data bytes, padded to another size on this chip), ``layout`` (the
+#: same array, in another layout of another size), ``taken`` (every output of
+#: its size reuses another parameter), ``memory-space`` (no output in its
+#: memory space), ``dynamic`` (a dynamic result), ``unexplained`` (an output
+#: fits and is free: not XLA's rule as xlashape knows it), ``unknown``
+DONATION_WHY = ("size", "padding", "layout", "taken", "memory-space", "dynamic", "unexplained",
+                "unknown")
+
+
 def _index_text(index) -> str:
     return "{" + ",".join(map(str, index or ())) + "}"
 
@@ -721,7 +732,9 @@ class Donation(NamedTuple):
     ``output_index``; else ``reason`` (why XLA could not, in terms of the
     program's outputs) and ``fix`` (what would make the donation usable).
     ``marked``: ``"input_output_alias"`` when jax paired it with an output of
-    its own type itself, ``"buffer_donor"`` when it left the choice to XLA."""
+    its own type itself, ``"buffer_donor"`` when it left the choice to XLA;
+    ``why``: the reason as one word of :data:`DONATION_WHY` (``None`` when
+    aliased)."""
 
     parameter: int
     shape_index: Tuple[int, ...]
@@ -732,6 +745,7 @@ class Donation(NamedTuple):
     reason: Optional[str]
     fix: Optional[str]
     marked: str
+    why: Optional[str] = None
 
     @property
     def label(self) -> str:
@@ -743,7 +757,7 @@ class Donation(NamedTuple):
         return {"parameter": self.parameter, "shape_index": list(self.shape_index),
                 "shape": self.shape, "bytes": self.bytes, "aliased": self.aliased,
                 "output_index": None if self.output_index is None else list(self.output_index),
-                "reason": self.reason, "fix": self.fix, "marked": self.marked}
+                "reason": self.reason, "why": self.why, "fix": self.fix, "marked": self.marked}
 
 
 class LayoutCopy(NamedTuple):

@@ -1,0 +1,214 @@
+"""What XLA did with your buffers (issue 27): the audit of every module.
+
+The corpus ``data/audit_corpus`` (``oracle/gen_audit_corpus.py``) holds
+programs compiled by XLA:CPU (jax 0.10.2 and 0.12.0.1) and XLA:TPU v5e
+(compile-only, jax 0.12.0.1 with libtpu 0.0.50.1) whose donations, layout
+copies and host moves are known by construction (each ``truth.json``'s
+``expect``, written from the program: the shapes, the requested layouts, the
+bytes computed by hand); the generator checked them against what jax and XLA
+say (jax's donation warning, ``alias_size_in_bytes``) and recorded every
+``copy-start`` of the compiled text with its memory spaces (``text_moves``,
+read with its own regular expression). Each dump is read both ways, from its
+text files and from its ``.hlo.pb``.
+"""
+
+import collections
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from xlashape import memory
+from xlashape.memory.model import DONATION_WHY
+
+import corpora
+
+AUDIT = corpora.DATA / "audit_corpus"
+VARIANTS = ("cpu_jax010", "cpu_jax012", "tpu_v5e")
+PROGRAMS = sorted(p.parent for v in VARIANTS for p in (AUDIT / v).glob("*/truth.json"))
+
+
+def _id(d):
+    return f"{d.parent.name}/{d.name}"
+
+
+def truth(d):
+    with open(d / "truth.json") as f:
+        return json.load(f)
+
+
+def audited(d, prefer="text", source=None):
+    t = truth(d)
+    result = memory.analyze(str(source or d / "dump"), prefer=prefer)
+    mods = [m for m in result.modules if m.name == "jit_" + t["program"]]
+    assert len(mods) == 1, [m.name for m in result.modules]
+    return t, mods[0]
+
+
+def _layout(shape_text):
+    """The layout of a shape's text without its memory space (as the truth
+    writes it)."""
+    layout = shape_text[shape_text.index("{"):]
+    if "S(" in layout:
+        layout = layout[: layout.index("S(")] + "}"
+    return layout
+
+
+def test_the_corpus_is_there():
+    # the three variants, each with its controls and every kind of case
+    names = {v: {d.name for d in PROGRAMS if d.parent.name == v} for v in VARIANTS}
+    for v in VARIANTS:
+        assert {"donate_aliased", "two_donors_one_output", "donation_dropped_by_jax",
+                "layout_in_2d", "layout_in_3d", "layout_out_2d", "layout_out_3d",
+                "control_elementwise"} <= names[v], v
+    assert {"donate_padded_tpu", "padded_param_relaid_tpu",
+            "host_offload_roundtrip_tpu"} <= names["tpu_v5e"]
+    for d in PROGRAMS:
+        t = truth(d)
+        assert t["versions"]["jax"] == {"cpu_jax010": "0.10.2"}.get(d.parent.name, "0.12.0.1")
+        if d.parent.name == "tpu_v5e":
+            assert t["versions"]["libtpu"].startswith("0.0.50")
+        assert any(f.endswith("before_optimizations.txt") for f in t["dump_files"])
+        assert any(f.endswith("before_optimizations.hlo.pb") for f in t["dump_files"])
+
+
+@pytest.mark.parametrize("prefer", ["text", "proto"])
+@pytest.mark.parametrize("d", PROGRAMS, ids=_id)
+def test_every_donation_xla_sees_and_whether_it_is_reused(d, prefer):
+    t, m = audited(d, prefer)
+    e = t["expect"]
+    a = m.audit
+    assert a.donations_from == "before optimizations"
+    want = [(x["parameter"], tuple(x["shape_index"]), x["aliased"],
+             tuple(x["output_index"]) if x["aliased"] else None, x.get("why"), x["bytes"])
+            for x in e.get("donations", [])]
+    got = [(x.parameter, x.shape_index, x.aliased, x.output_index, x.why, x.bytes)
+           for x in a.donations]
+    assert got == want
+    # a donation jax dropped (its warning) never reached XLA: not in the dump
+    dropped = e.get("dropped_by_jax", [])
+    assert not {x.parameter for x in a.donations} & set(dropped)
+    if dropped:
+        assert any("donated buffers were not usable" in w for w in t["jax_warnings"])
+    # the reused donations are XLA's alias_size_in_bytes
+    assert sum(x.bytes for x in a.donations if x.aliased) == \
+        t["memory_analysis"]["alias_size_in_bytes"] == m.alias_size_in_bytes
+    for x in a.donations:
+        if x.aliased:
+            assert x.reason is None and x.why is None
+        else:
+            assert x.why in DONATION_WHY and x.reason and x.fix
+            assert f"{x.bytes} bytes" in x.reason
+
+
+@pytest.mark.parametrize("prefer", ["text", "proto"])
+@pytest.mark.parametrize("d", PROGRAMS, ids=_id)
+def test_every_layout_copy_a_requested_layout_makes(d, prefer):
+    t, m = audited(d, prefer)
+    e = t["expect"]
+    copies = m.audit.layout_copies
+    made = [c for c in copies if c.made_by is not None]
+    if e.get("control"):
+        assert copies == []
+        return
+    if "layout_copies" not in e:
+        # the point of the program is elsewhere; XLA's own relayouts (made by no
+        # entry layout) may be there
+        return
+    want = sorted((x["made_by"], x["bytes"], x["from_layout"], x["to_layout"])
+                  for x in e["layout_copies"])
+    got = sorted((c.made_by, c.bytes, _layout(c.source), _layout(c.target)) for c in made)
+    assert got == want
+    assert len(copies) == len(want)
+    for c in made:
+        assert c.fix and c.cause and c.requested is True
+        # the fix names the layout to request (or to go back to XLA's default)
+        assert ("drop the requested layout" in c.fix) or "Format(Layout(" in c.fix
+        assert c.live_at_peak in (True, False)
+
+
+@pytest.mark.parametrize("prefer", ["text", "proto"])
+@pytest.mark.parametrize("d", PROGRAMS, ids=_id)
+def test_every_move_between_memory_spaces(d, prefer):
+    t, m = audited(d, prefer)
+    e = t["expect"]
+    moves = m.audit.space_moves
+    got = {(x.instruction, x.from_space, x.to_space) for x in moves if x.done is not None}
+    assert got == {(x["instruction"], x["from_space"], x["to_space"]) for x in t["text_moves"]}
+    if "host_moves" in e:
+        host = collections.Counter((x.kind, x.bytes) for x in m.audit.host_moves)
+        assert host == collections.Counter((x["kind"], x["bytes"]) for x in e["host_moves"])
+    if e.get("control"):
+        assert moves == []
+
+
+@pytest.mark.parametrize("d", [d for d in PROGRAMS if truth(d)["expect"].get("control")], ids=_id)
+def test_controls_report_nothing(d):
+    t, m = audited(d)
+    a = m.audit
+    assert (a.donations, a.layout_copies, a.space_moves) == ([], [], [])
+    assert not a.something_to_say()
+    from xlashape.reporters.text import module_lines
+    assert not any("what XLA did" in line for line in module_lines(m, 5))
+
+
+@pytest.mark.parametrize("d", PROGRAMS, ids=_id)
+def test_from_the_module_text_alone(d):
+    # compiled.as_text(): no module before optimizations, no buffer assignment
+    t, m = audited(d, source=d / "module.hlo")
+    e = t["expect"]
+    a = m.audit
+    assert a.donations_from == "after optimizations"
+    want = sorted((x["parameter"], x["aliased"], x.get("why")) for x in e.get("donations", []))
+    assert sorted((x.parameter, x.aliased, x.why) for x in a.donations) == want
+    if e.get("donations"):
+        assert a.notes and "before optimizations" in a.notes[0]
+    if "layout_copies" in e:
+        assert sorted((c.made_by, c.bytes) for c in a.layout_copies if c.made_by) == \
+            sorted((x["made_by"], x["bytes"]) for x in e["layout_copies"])
+        assert all(c.live_at_peak is None for c in a.layout_copies)   # no peak from text alone
+
+
+def test_the_reasons_in_words():
+    # the sentences a user reads, on the cases of each reason
+    def reason(variant, name):
+        _, m = audited(AUDIT / variant / name)
+        return next(x for x in m.audit.donations if not x.aliased)
+
+    r = reason("cpu_jax010", "donate_no_output_of_that_size")
+    assert "bf16[64,128]{1,0}" in r.reason and "16384 bytes" in r.reason
+    assert "stop donating parameter 0" in r.fix
+    r = reason("cpu_jax012", "two_donors_one_output")
+    assert "output {0} by parameter 0" in r.reason and "already taken" in r.reason
+    r = reason("tpu_v5e", "donate_padded_tpu")
+    assert "12000 bytes of data" in r.reason and "f32[3000]{0:T(1024)}" in r.reason
+    r = reason("tpu_v5e", "donate_other_layout")
+    assert "another layout" in r.reason and "65536 bytes" in r.reason
+    assert "Format(Layout(major_to_minor=(0, 1), tiling=((8, 128),)))" in r.fix
+    _, m = audited(AUDIT / "tpu_v5e" / "padded_param_relaid_tpu")
+    c = m.audit.layout_copies[0]
+    assert c.requested and "{1,0:T(8,128)}" in c.cause
+    assert "XLA's default {0,1:T(1,128)}" in c.fix
+
+
+def test_cli_text_json_and_page(tmp_path):
+    d = AUDIT / "tpu_v5e" / "host_offload_roundtrip_tpu" / "dump"
+    r = subprocess.run([sys.executable, "-m", "xlashape", "memory", str(d)],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "what XLA did with your buffers" in r.stdout
+    assert "to host memory" in r.stdout
+    d = AUDIT / "cpu_jax010" / "two_donors_one_output" / "dump"
+    r = subprocess.run([sys.executable, "-m", "xlashape", "memory", str(d), "--json",
+                        "--html", str(tmp_path / "p.html")],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(r.stdout)
+    audit = doc["modules"][0]["audit"]
+    assert [(x["parameter"], x["aliased"], x["output_index"], x["why"])
+            for x in audit["donations"]] == [(0, True, [0], None), (1, False, None, "taken")]
+    assert set(audit) >= {"donations", "layout_copies", "space_moves"}
+    page = (tmp_path / "p.html").read_text(encoding="utf-8")
+    assert "What XLA did with your buffers" in page and "already taken" in page
