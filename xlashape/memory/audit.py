@@ -188,7 +188,7 @@ def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int
     :data:`~xlashape.memory.model.DONATION_WHY`, and a sentence), and what
     would make the donation usable (XLA's rule: see the module docstring)."""
     who = f"parameter {p}" + (_idx(index) if index else "")
-    stop = f"or stop donating {who}: nothing in this program can reuse it"
+    stop = f"or stop donating {who}: as the program is, no output can reuse it"
     if shape is None or size is None:
         return "unknown", f"{who} is not in the compiled module's entry layout", None
     if dynamic:
@@ -214,13 +214,14 @@ def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int
     if not mine:
         elsewhere = [o for o in outputs if o.size == size]
         text = (f"no output is in memory space S({space}) ({space_label(space)}), where "
-                f"{who} is: XLA reuses a donated buffer only for an output in its own memory space")
+                "the parameter is: XLA reuses a donated buffer only for an output in its own "
+                "memory space")
         if elsewhere:
             text += (f"; {_out_text(elsewhere[0])} has its {b} but is in "
                      f"S({elsewhere[0].space}) ({space_label(elsewhere[0].space)})")
         return ("memory-space", text, f"return an output of {b} in S({space}) (out_shardings with the "
                       f"argument's memory kind), " + stop)
-    what = f"{who}, {shape_text(shape)}, takes {b}"
+    what = f"it takes {b}"
     rule = ("XLA reuses a donated buffer only for an output of exactly its byte size, "
             "padding included, whatever its type or shape")
     twin = [o for o in mine if _no_layout(o.shape) == _no_layout(shape)]
@@ -244,17 +245,26 @@ def _why_unused(p: int, index: Index, shape: Optional[Shape], size: Optional[int
     count = [o for o in mine if _elements(o.shape) == _elements(shape)]
     if count:
         o = count[0]
-        text = (f"{what}; {_out_text(o)}, has as many elements (jax handed the donation to XLA "
-                f"for it) but takes {o.size} bytes")
         if o.unpadded is not None and o.unpadded == unpadded:
-            text += (f": the same {o.unpadded} bytes of data, padded differently on this chip "
-                     f"({format_bytes(size)} against {format_bytes(o.size)})")
-        text += f": {rule}"
-        why = "padding" if o.unpadded is not None and o.unpadded == unpadded else "size"
-        return why, text, (f"return an output of {b} ({shape_text(shape)} itself, for instance: "
-                      f"reshape or convert outside the jitted function), " + stop)
-    return ("size", f"{what}; no output of memory space S({space}) takes as many bytes: {rule}",
+            text = (f"{what}; {_out_text(o)}, holds the same {o.unpadded} bytes of data but "
+                    f"takes {o.size} bytes, padded otherwise on this chip: {rule}")
+            return "padding", text, (
+                f"return output {_idx(o.index)} in the parameter's shape, "
+                f"{_dims_text(shape)} (reshape it outside the jitted function), so that both "
+                f"take {b}, " + stop)
+        text = (f"{what}; {_out_text(o)}, has as many elements (so jax handed the donation to "
+                f"XLA) but takes {o.size} bytes: {rule}")
+        return "size", text, (
+            f"return an output of {b} ({_dims_text(shape)} like the parameter, for instance: "
+            "convert outside the jitted function), " + stop)
+    return ("size", f"{what}; no output in memory space S({space}) takes as many: {rule}",
             f"return an output of {b} (any type or shape), " + stop)
+
+
+def _dims_text(shape: Shape) -> str:
+    """``f32[1000,3]``: a shape's type and dimensions without its layout."""
+    text = shape_text(shape)
+    return text[: text.index("{")] if "{" in text else text
 
 
 def _plain(shape: Shape) -> str:
