@@ -186,7 +186,7 @@ def test_the_reasons_in_words():
     assert "12000 bytes of data" in r.reason and "f32[3000]{0:T(1024)}" in r.reason
     r = reason("tpu_v5e", "donate_other_layout")
     assert "another layout" in r.reason and "65536 bytes" in r.reason
-    assert "Format(Layout(major_to_minor=(0, 1), tiling=((8, 128),)))" in r.fix
+    assert "Format(Layout(major_to_minor=(0,1), tiling=((8,128),)))" in r.fix
     _, m = audited(AUDIT / "tpu_v5e" / "padded_param_relaid_tpu")
     c = m.audit.layout_copies[0]
     assert c.requested and "{1,0:T(8,128)}" in c.cause
@@ -212,3 +212,22 @@ def test_cli_text_json_and_page(tmp_path):
     assert set(audit) >= {"donations", "layout_copies", "space_moves"}
     page = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert "What XLA did with your buffers" in page and "already taken" in page
+
+
+def test_the_readme_shows_what_the_command_prints():
+    # every "what XLA did with your buffers" section of the README's sessions is
+    # the command's own output, line for line
+    import re
+    readme = (corpora.DATA.parent.parent / "README.md").read_text()
+    checked = 0
+    for m in re.finditer(r"^\$ (xlashape memory [^\n]*)\n(.*?)(?=^\$ |^```)", readme, re.M | re.S):
+        shown = m.group(2)
+        if "what XLA did with your buffers:" not in shown:
+            continue
+        argv = m.group(1).split()[1:]
+        r = subprocess.run([sys.executable, "-m", "xlashape"] + argv, capture_output=True,
+                           text=True, timeout=300, cwd=corpora.DATA.parent.parent)
+        section = shown[shown.index("what XLA did"):].split("\n...")[0].split("\nfits:")[0]
+        assert section.strip() in r.stdout, argv
+        checked += 1
+    assert checked >= 3

@@ -400,13 +400,16 @@ def format_text(layout) -> str:
     XLA's ``minor_to_major`` reversed).
 
     >>> format_text(parse_shape("f32[8,128]{0,1:T(8,128)}").layout)
-    'Format(Layout(major_to_minor=(1, 0), tiling=((8, 128),)))'
+    'Format(Layout(major_to_minor=(1,0), tiling=((8,128),)))'
     """
-    m2m = tuple(reversed(tuple(layout.minor_to_major)))
-    args = f"major_to_minor={m2m}"
+    def tup(xs) -> str:       # no spaces: a sentence wraps around it, not inside it
+        xs = list(xs)
+        return "(" + ",".join(map(str, xs)) + ("," if len(xs) == 1 else "") + ")"
+
+    args = f"major_to_minor={tup(reversed(tuple(layout.minor_to_major)))}"
     tiles = tuple(tuple(t.dimensions) for t in layout.tiles)
     if tiles and all(isinstance(d, int) and d > 0 for t in tiles for d in t):
-        args += f", tiling={tiles}"
+        args += f", tiling={tup(tup(t) for t in tiles)}"
     if layout.element_size_in_bits:
         args += f", sub_byte_element_size_in_bits={layout.element_size_in_bits}"
     return f"Format(Layout({args}))"
