@@ -231,3 +231,133 @@ def test_the_readme_shows_what_the_command_prints():
         assert section.strip() in r.stdout, argv
         checked += 1
     assert checked >= 3
+
+
+# -- the one pass: the copies the sources collect ---------------------------------------------
+
+import io  # noqa: E402
+
+from xlashape.hlo_module import EntryBlocks  # noqa: E402
+from xlashape.memory.source_hlo import CopyScanner, read_module_text  # noqa: E402
+
+_TEXTS = sorted({p for p in corpora.DATA.glob("*/*/dump/*after_optimizations.txt")} |
+                {p for p in AUDIT.glob("*/*/module.hlo")})
+
+
+def _facts(text, block=None):
+    warn = lambda w: None  # noqa: E731
+    if block is None:
+        got = read_module_text(text.splitlines(), warn).copies
+    else:
+        got = read_module_text(EntryBlocks(io.StringIO(text), block=block), warn).copies
+    return got.copies, got.forwards
+
+
+@pytest.mark.parametrize("path", _TEXTS, ids=lambda p: str(p.relative_to(corpora.DATA)))
+def test_copies_read_in_blocks_equal_a_reading_by_lines(path):
+    # the scanner sees the text in blocks that cut computations and lines
+    # anywhere, or line by line (as_text()), and finds the same copies
+    text = path.read_text()
+    expected = _facts(text)
+    for block in (64, 4096, 1 << 20):
+        assert _facts(text, block) == expected, block
+
+
+def test_copies_outside_the_entry_and_wrapping_fusions():
+    # a loop body's copy (its operand defined in the body), a fusion whose
+    # body only relayouts (called from the entry and from the loop body), a
+    # fusion body with a copy and more work (not a relayout), a transpose
+    text = """HloModule m, entry_computation_layout={(f32[64,128]{0,1})->f32[64,128]{1,0}}
+
+%wrapped_copy_computation (p: f32[64,128]) -> f32[64,128] {
+  %p = f32[64,128]{0,1} parameter(0)
+  ROOT %copy.1 = f32[64,128]{1,0} copy(%p)
+}
+
+%work (q: f32[64,128]) -> f32[64,128] {
+  %q = f32[64,128]{0,1} parameter(0)
+  %copy.2 = f32[64,128]{1,0} copy(%q)
+  ROOT %n = f32[64,128]{1,0} negate(%copy.2)
+}
+
+%body (t: (f32[64,128])) -> (f32[64,128]) {
+  %t = (f32[64,128]{0,1}) parameter(0)
+  %g = f32[64,128]{0,1} get-tuple-element(%t), index=0
+  %c = f32[64,128]{1,0} copy(%g)
+  %w = f32[64,128]{1,0} fusion(%g), kind=kLoop, calls=%wrapped_copy_computation
+  %tr = f32[128,64]{1,0} transpose(%c), dimensions={1,0}
+  ROOT %r = (f32[64,128]{0,1}) tuple(%g)
+}
+
+ENTRY %main (a: f32[64,128]) -> f32[64,128] {
+  %a = f32[64,128]{0,1} parameter(0)
+  %x = f32[64,128]{1,0} fusion(%a), kind=kLoop, calls=%work
+  %b = f32[64,128]{0,1} bitcast(%a)
+  ROOT %y = f32[64,128]{1,0} fusion(%b), kind=kLoop, calls=%wrapped_copy_computation
+}
+"""
+    for block in (None, 40, 1 << 20):
+        copies, forwards = _facts(text, block)
+        got = {(c.name, c.opcode, c.computation, str(c.operand_shape), c.wrapped) for c in copies}
+        assert got == {
+            ("y", "fusion", None, "f32[64,128]{0,1}", "copy"),
+            ("c", "copy", "body", "f32[64,128]{0,1}", None),
+            ("w", "fusion", "body", "f32[64,128]{0,1}", "copy"),
+            ("tr", "transpose", "body", "f32[64,128]{1,0}", None)}, block
+        assert forwards == {"b": ("a", None)}
+    # the audit: the entry's relayout traced to parameter 0 through the
+    # bitcast; the loop body's copies made by no entry layout
+    m = memory.analyze(text).modules[0]
+    made = {c.instruction: c.made_by for c in m.audit.layout_copies}
+    assert made == {"y": "parameter 0", "c": None, "w": None, "tr": None}
+    assert m.audit.layout_copies[0].bytes == 32768
+
+
+def test_the_proto_route_finds_what_the_text_route_finds():
+    # every module of the corpora with a .hlo.pb: the same audit from its fields
+    checked = 0
+    for dump in sorted(corpora.DATA.glob("*/*/dump")) + sorted(AUDIT.glob("*/*/dump")):
+        if not list(dump.glob("*after_optimizations.hlo.pb")):
+            continue
+        text = memory.analyze(str(dump)).modules
+        proto = memory.analyze(str(dump), prefer="proto").modules
+        for a, b in zip(text, proto):
+            ja, jb = a.audit.to_json(), b.audit.to_json()
+            ja["notes"] = jb["notes"] = None
+            assert ja == jb, (str(dump), a.name)
+            checked += 1
+    assert checked > 100
+
+
+def test_the_dump_files_are_each_opened_once(tmp_path):
+    # the module before optimizations is read too, for its header, once
+    from test_memory_reads import _opens
+    d = AUDIT / "cpu_jax012" / "two_donors_one_output" / "dump"
+    for extra in ([], ["--proto"]):
+        counts = _opens([d], ["memory", str(d), "--json", "--html", str(tmp_path / "p.html")]
+                        + extra)
+        names = {os.path.basename(p) for p in counts}
+        assert any(n.endswith("before_optimizations" + (".hlo.pb" if extra else ".txt"))
+                   for n in names), names
+        assert {p: n for p, n in counts.items() if n > 1} == {}
+
+
+def test_memory_diff_reads_the_audit():
+    # donations lost with why, layout copies added, from each side's audit
+    def diff(a, b):
+        r = subprocess.run([sys.executable, "-m", "xlashape", "memory", "diff", str(a / "dump"),
+                            str(b / "dump"), "--json"], capture_output=True, text=True,
+                           timeout=300)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    v = AUDIT / "cpu_jax010"
+    doc = diff(v / "donate_aliased", v / "donate_no_output_of_that_size")
+    assert [(x["parameter_number"], x["bytes"]) for x in doc["donations_lost"]] == [(0, 32768)]
+    assert "16384 bytes" in doc["donations_lost"][0]["reason"]
+    doc = diff(v / "control_elementwise", v / "layout_in_2d")
+    assert [(x["label"], x["size_in_bytes"]) for x in doc["copies_added"]] == \
+        [("wrapped_copy", 32768)]
+    assert doc["copies_removed"] == []
+    doc = diff(v / "layout_in_2d", v / "layout_in_2d")
+    assert doc["copies_added"] == doc["copies_removed"] == doc["donations_lost"] == []

@@ -231,6 +231,9 @@ class CopyScanner:
         self.entry = False
         self.body = []          # the open computation's text, while it is small
         self.body_len = 0
+        # where the open computation's text is (not the entry's): (block, start,
+        # end), the blocks themselves (no copy), to find a copy's operand
+        self.pieces = []
         self.lines = []         # feed_line's lines not yet fed
 
     # -- the entry, from the reader ------------------------------------------------
@@ -331,6 +334,8 @@ class CopyScanner:
     def _segment(self, block: str, s: int, e: int) -> None:
         """Text ``block[s:e]`` of the open computation."""
         find = block.find
+        if not self.entry:
+            self.pieces.append((block, s, e))
         k = find("calls=", s, e)
         while k >= 0:
             m = _NAME_CHARS.match(block, k + 6)
@@ -373,12 +378,17 @@ class CopyScanner:
         operand_shape = None
         if first is not None:
             def lookup(name):
-                d = block.rfind("%" + name + " = ", max(s - 1, 0), start)
-                if d >= 0 and (d == 0 or block[d - 1] in " \n"):
-                    de = block.find("\n", d)
-                    defined = _instructions_of(block[d:de if de >= 0 else len(block)])
-                    if defined and defined[0].name == name:
-                        return defined[0].shape
+                # the definition is earlier in the same computation: in this
+                # block before the hit's line, or in the computation's earlier blocks
+                key = "%" + name + " = "
+                for b, ps, pe in reversed(self.pieces):
+                    limit = start if b is block and ps <= start <= pe else pe
+                    d = b.rfind(key, ps, limit)
+                    if d >= 0 and (d == 0 or b[d - 1] in " \n"):
+                        de = b.find("\n", d)
+                        defined = _instructions_of(b[d:de if de >= 0 else len(b)])
+                        if defined and defined[0].name == name:
+                            return defined[0].shape
                 return None
             operand_shape = _element_of(first, lookup)
         if callee is None:
@@ -407,6 +417,7 @@ class CopyScanner:
         self.entry = False
         self.body = []
         self.body_len = 0
+        self.pieces = []
 
     def result(self) -> CopyFacts:
         """The copies: the entry's, then those of other computations that are
