@@ -43,7 +43,7 @@ from ..shape import Shape
 from ..sizes import (HOST_MEMORY_SPACE, Chip, SizeCache, buffers_of, chip_of, logical_size,
                      memory_space_of, shape_text, tuple_table_size)
 from ..tiling import format_bytes
-from .figures import STATS_FIELDS
+from .figures import STATS_FIELDS, TEXT_FIELDS
 from .model import (TIMELINE_BUFFERS, Allocation, GpuOomSummary, ModuleMemory, OomSummary,
                     Timeline, TimelineBuffer, ValueInfo)
 from .audit import audit_module
@@ -55,9 +55,6 @@ __all__ = ["Options", "account"]
 
 _TPU = "tpu"
 
-#: the figures the module text determines, in this order
-_TEXT_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                "host_argument_size_in_bytes", "host_output_size_in_bytes")
 
 
 class Options:
@@ -169,7 +166,7 @@ class _EntryFigures:
 
     def __init__(self):
         self.platform: Optional[str] = None
-        self.figures: Dict[str, int] = {k: 0 for k in _TEXT_FIELDS + ("host_alias_size_in_bytes",)}
+        self.figures: Dict[str, int] = {k: 0 for k in TEXT_FIELDS}
         self.allocations: List[Allocation] = []
         self.spaces: Dict[int, List[int]] = {}
         self.notes: List[str] = []
@@ -315,7 +312,7 @@ def _check_text_figures(mm: ModuleMemory, entry: EntryRecord, opts: Options) -> 
     """The module text's figures, with the tuple tables the buffer
     assignment showed, must agree with the buffer assignment's."""
     again = _entry_figures(entry, opts, mm.chip, opts.platform)
-    for k in _TEXT_FIELDS:
+    for k in TEXT_FIELDS:
         if again.figures[k] != getattr(mm, k):
             mm.warnings.append(f"{k}: {getattr(mm, k)} in the buffer assignment, "
                                f"{again.figures[k]} from the module text")
@@ -620,7 +617,7 @@ def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
         for k in ("temp_size_in_bytes", "host_temp_size_in_bytes"):
             if ma.get(k) is not None:
                 setattr(mm, k, ma[k])
-    for k in _TEXT_FIELDS:
+    for k in TEXT_FIELDS:
         theirs = ma.get(k)
         if theirs is not None and theirs != getattr(mm, k):
             mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the module text gives "
@@ -779,7 +776,7 @@ def _gpu_oom(rec: ModuleRecords) -> ModuleMemory:
     mm.platform = "gpu"
     mm.memory_limit_bytes = r.memory_limit_bytes
     mm.memory_used_bytes = r.used_bytes
-    for k in _TEXT_FIELDS + ("host_alias_size_in_bytes",):
+    for k in TEXT_FIELDS:
         setattr(mm, k, None)
     what = ("XLA's autotuner ran out of memory while trying configurations (the program "
             "itself may fit)" if r.origin == "autotuner"

@@ -36,7 +36,7 @@ import io
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..memory.figures import PEAK_FIELDS
+from ..memory.figures import PEAK_FIELDS, SHOWN_FIELDS
 from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label
 from ..tiling import format_bytes
 from ..safe_text import printable
@@ -53,8 +53,6 @@ MAX_BARS = 40
 #: columns of a heap chart (each the highest of its positions)
 CHART_COLUMNS = 480
 
-_STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-          "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes")
 
 
 
@@ -628,7 +626,7 @@ def _module_section(m, out: List[str], verdict) -> None:
                    f'of parameters, outputs and constants (live for the whole program) + '
                    f'{esc(_b(total - fixed))} of temporaries{esc(at)}.{esc(why)}</div>')
     out.append('<div class="cards">')
-    for k in _STATS:
+    for k in SHOWN_FIELDS:
         out.append(_card(k, getattr(m, k, None), m.reasons.get(k)))
     if m.source == "oom":
         out.append(_card("memory_used_bytes", m.memory_used_bytes))
