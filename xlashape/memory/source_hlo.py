@@ -16,9 +16,8 @@ import re
 from typing import Callable, Iterable, Iterator, NamedTuple, Optional, Tuple
 
 from ..errors import UnreadableInputError, XlaShapeError
-from ..hlo_module import (HloReader, HloWarning, TextBlocks, _calls_in, open_text,
-                          parse_buffer_donor, parse_entry_computation_layout, parse_hlo_module,
-                          parse_input_output_alias)
+from ..hlo_module import (HloReader, HloWarning, TextBlocks, open_text, parse_buffer_donor,
+                          parse_hlo_module, parse_input_output_alias)
 from ..live_range import LocationScanner, parse_instruction_text
 from ..xla_dump import before_file_of
 from .records import CopyFacts, CopyRecord, EntryRecord, ModuleRecords
@@ -196,6 +195,48 @@ def _split_element(name: str) -> Tuple[str, Optional[int]]:
     return name, None
 
 
+def _header_line(block: str, h: int):
+    """(start, end) of the line of ``block`` whose "{" is at ``h`` when it is
+    a computation header as XLA prints one (at column 0, ending with "{";
+    not ``HloModule``, no "=" before its parameters), else None."""
+    start = block.rfind("\n", 0, h) + 1
+    line = block[start:h + 1]
+    c = line[:1]
+    if (c == "%" or c.isalpha()) and not line.startswith("HloModule") and (
+            line.startswith("ENTRY") or "=" not in line.split("(", 1)[0]):
+        return start, h + 1
+    return None
+
+
+def _header_before(block: str, k: int):
+    """(start, end) of the last computation header line of ``block`` before
+    position ``k`` (``k = len(block)``: the block's last line counts), or None."""
+    n = len(block)
+    end = k
+    if k >= n and block.endswith("{"):
+        got = _header_line(block, n - 1)
+        if got is not None:
+            return got
+        end = n - 1
+    while True:
+        h = block.rfind("{\n", 0, end)
+        if h < 0:
+            return None
+        got = _header_line(block, h)
+        if got is not None:
+            return got
+        end = h + 1
+
+
+def _close_at(block: str, pos: int) -> Optional[int]:
+    """Where the line that closes the computation open at ``pos`` starts (a
+    line starting with "}"), or None when it is not in ``block``."""
+    if block.startswith("}", pos):
+        return pos
+    k = block.find("\n}", pos)
+    return None if k < 0 else k + 1
+
+
 def _header_name(line: str) -> Tuple[str, bool]:
     """(name, is the entry) of a computation's header line."""
     text = line.strip()
@@ -213,27 +254,27 @@ class CopyScanner:
     scanner is) and the entry's parsed instructions
     (:meth:`entry_instruction`, from the reader of the same pass).
 
-    From the text it finds, cheaply (``str.find`` for the opcodes and for
-    ``calls=``): the fusion bodies (``calls=`` callees: a copy inside one is
-    not an instruction of its own), the small fusion bodies whose only work
-    is one ``copy`` or ``transpose`` (parameters and bitcasts besides: XLA:CPU
-    wraps a relayout so), and the copies of the computations other than the
-    entry (loop bodies, branches), each parsed alone with its operand's shape
-    when its definition is in the same block of text. The entry's are taken
-    from the reader, with every operand's shape."""
+    A block costs a few ``str.find`` calls unless it holds a copy: the
+    ``calls=`` callees (fusion and async bodies: a copy inside one is not an
+    instruction of its own), and the four copy opcodes. Only a line holding
+    one is parsed, with the line defining its operand (searched backwards in
+    its computation, whose blocks are kept by reference until it closes);
+    a small computation holding a copy or transpose is parsed whole when it
+    closes, to tell whether it is a fusion body that only relayouts (one
+    ``copy`` or ``transpose``, parameters and bitcasts besides: XLA:CPU wraps
+    a relayout so). The entry's copies come from the reader, with every
+    operand's shape. XLA prints a computation before its callers, so a
+    relayout body is known before the fusions that call it are read."""
 
     def __init__(self):
         self.facts = CopyFacts()
         self.relayouts = {}     # fusion body name -> (opcode, from Shape, to Shape, dimensions)
         self.called = set()     # computations named by calls= (fusion and async bodies)
         self.pending = []       # CopyRecord of computations other than the entry
-        self.comp = None        # the open computation's name
-        self.entry = False
-        self.body = []          # the open computation's text, while it is small
-        self.body_len = 0
-        # where the open computation's text is (not the entry's): (block, start,
-        # end), the blocks themselves (no copy), to find a copy's operand
-        self.pieces = []
+        # the computation open at the end of the last block: (name, is the
+        # entry, its text so far as (block, start, end) references, holds a
+        # copy or transpose), or None
+        self.open = None
         self.lines = []         # feed_line's lines not yet fed
 
     # -- the entry, from the reader ------------------------------------------------
@@ -258,15 +299,16 @@ class CopyScanner:
             self.facts.copies.append(CopyRecord(ins.name, opcode, None, ins.shape, first,
                                                 _element_of(first, shapes.get) if first else None,
                                                 dimensions=_dimensions(ins)))
-        elif opcode == "fusion" and first is not None:
-            for _, callee, _ in _calls_in("fusion", ins.attributes_text):
-                got = self.relayouts.get(callee)
-                if got is not None:
-                    op, frm, to, dims = got
-                    self.facts.copies.append(CopyRecord(
-                        ins.name, "fusion", None, ins.shape, first,
-                        _element_of(first, shapes.get), op, frm, to, dims))
-                break
+        elif opcode == "fusion" and first is not None and self.relayouts:
+            attrs = ins.attributes_text
+            k = attrs.find("calls=")
+            m = _NAME_CHARS.match(attrs, k + 6) if k >= 0 else None
+            got = self.relayouts.get(m.group(1)) if m else None
+            if got is not None:
+                op, frm, to, dims = got
+                self.facts.copies.append(CopyRecord(
+                    ins.name, "fusion", None, ins.shape, first,
+                    _element_of(first, shapes.get), op, frm, to, dims))
 
     # -- the text ----------------------------------------------------------------------
 
@@ -282,86 +324,94 @@ class CopyScanner:
             self.feed_block(block)
 
     def feed_block(self, block: str) -> None:
-        n = len(block)
-        pos = 0
-        while pos <= n:
-            if self.comp is None:
-                found = self._header(block, pos)
-                if found is None:
-                    return
-                start, end = found
-                self.comp, self.entry = _header_name(block[start:end])
-                self.body = [block[start:end]] if not self.entry else []
-                self.body_len = end - start
-                pos = end + 1
-                continue
-            if block.startswith("}", pos):
-                close = pos
-            else:
-                close = block.find("\n}", pos)
-                if close >= 0:
-                    close += 1
-            end = n if close < 0 else close
-            self._segment(block, pos, end)
-            if close < 0:
-                return
-            self._finish()
-            nl = block.find("\n", close)
-            pos = n + 1 if nl < 0 else nl + 1
-
-    @staticmethod
-    def _header(block: str, pos: int):
-        """(start, end) of the next computation header line at or after
-        ``pos`` (a line at column 0 that ends with "{"), or None."""
-        n = len(block)
-        k = pos
-        while True:
-            k = block.find("{\n", k)
-            end = k + 1 if k >= 0 else (n if block.endswith("{") and n > pos else -1)
-            if end < 0:
-                return None
-            start = block.rfind("\n", 0, end - 1) + 1
-            if start >= pos:
-                line = block[start:end]
-                c = line[:1]
-                if (c == "%" or c.isalpha()) and not line.startswith("HloModule") and (
-                        line.startswith("ENTRY") or "=" not in line.split("(", 1)[0]):
-                    return start, end
-            if k < 0:
-                return None
-            k += 2
-
-    def _segment(self, block: str, s: int, e: int) -> None:
-        """Text ``block[s:e]`` of the open computation."""
         find = block.find
-        if not self.entry:
-            self.pieces.append((block, s, e))
-        k = find("calls=", s, e)
+        hits = []
+        for hit in _COPY_HITS:
+            k = find(hit)
+            while k >= 0:
+                hits.append(k)
+                k = find(hit, k + len(hit))
+        # the computations met in this block (by where their text starts in
+        # it), each [name, is the entry, earlier pieces, start, holds a copy or
+        # transpose, where its closing "}" is or None]
+        met: dict = {}
+        if self.open is not None and self.open[3]:
+            self._comp_of(block, 0, met)       # it may close here
+        hits.sort()
+        for k in hits:
+            c = self._comp_of(block, k, met)
+            if c is not None and not c[1]:
+                self._hit(block, c, k, None)
+                if block.startswith((" copy(", " transpose("), k):
+                    c[4] = True
+        # the relayout bodies closing here, before the calls= that name them
+        for c in met.values():
+            if c[4] and c[5] is not None:
+                self._finish(block, c)
+        k = find("calls=")
         while k >= 0:
             m = _NAME_CHARS.match(block, k + 6)
             if m:
                 callee = m.group(1)
                 self.called.add(callee)
-                if not self.entry and callee in self.relayouts:
-                    self._hit(block, s, k, callee)
-            k = find("calls=", k + 6, e)
-        if self.entry:
-            return
-        for hit in _COPY_HITS:
-            k = find(hit, s, e)
-            while k >= 0:
-                self._hit(block, s, k, None)
-                k = find(hit, k + len(hit), e)
-        if self.body is not None:
-            self.body_len += e - s
-            if self.body_len > _SMALL_BODY:
-                self.body = None
-            else:
-                self.body.append(block[s:e])
+                if callee in self.relayouts:
+                    c = self._comp_of(block, k, met)
+                    if c is not None and not c[1]:
+                        self._hit(block, c, k, callee)
+            k = find("calls=", k + 6)
+        self._carry(block, met)
 
-    def _hit(self, block: str, s: int, k: int, callee: Optional[str]) -> None:
+    def _comp_of(self, block: str, k: int, met: dict):
+        """The computation holding position ``k`` of ``block`` (see
+        :meth:`feed_block`), or None outside any."""
+        found = _header_before(block, k)
+        if found is None:
+            # before any header of this block: the computation carried over
+            if self.open is None or (k > 0 and _close_at(block, 0) is not None
+                                     and _close_at(block, 0) < k):
+                return None
+            c = met.get(0)
+            if c is None:
+                name, entry, pieces, copies = self.open
+                c = met[0] = [name, entry, pieces, 0, copies, _close_at(block, 0)]
+            return c
+        start, end = found
+        body = min(end + 1, len(block))
+        c = met.get(body)
+        if c is None:
+            close = _close_at(block, end)
+            name, entry = _header_name(block[start:end])
+            c = met[body] = [name, entry, [], body, False, close]
+        if c[5] is not None and k >= c[5]:
+            return None
+        return c
+
+    def _carry(self, block: str, met: dict) -> None:
+        """The computation open at the block's end, for the next block."""
+        n = len(block)
+        found = _header_before(block, n)
+        if found is None:
+            if self.open is None or _close_at(block, 0) is not None:
+                self.open = None
+                return
+            name, entry, pieces, copies = self.open
+            c = met.get(0)
+            copies = copies or (c is not None and c[4])
+            self.open = (name, entry, pieces if entry else pieces + [(block, 0, n)], copies)
+            return
+        start, end = found
+        if _close_at(block, end) is not None:
+            self.open = None
+            return
+        body = min(end + 1, n)
+        c = met.get(body)
+        name, entry = (c[0], c[1]) if c is not None else _header_name(block[start:end])
+        self.open = (name, entry, [] if entry else [(block, body, n)],
+                     c is not None and c[4])
+
+    def _hit(self, block: str, comp, k: int, callee: Optional[str]) -> None:
         """A copy (or a fusion calling a relayout body, ``callee``) on the
-        line of ``block`` holding position ``k``, in the open computation."""
+        line of ``block`` holding position ``k``, in computation ``comp``."""
         start = block.rfind("\n", 0, k) + 1
         end = block.find("\n", k)
         got = _instructions_of(block[start:end if end >= 0 else len(block)])
@@ -377,13 +427,13 @@ class CopyScanner:
         first = names[0] if names else None
         operand_shape = None
         if first is not None:
+            where = comp[2] + [(block, comp[3], start)]
+
             def lookup(name):
-                # the definition is earlier in the same computation: in this
-                # block before the hit's line, or in the computation's earlier blocks
+                # the definition is earlier in the same computation
                 key = "%" + name + " = "
-                for b, ps, pe in reversed(self.pieces):
-                    limit = start if b is block and ps <= start <= pe else pe
-                    d = b.rfind(key, ps, limit)
+                for b, ps, pe in reversed(where):
+                    d = b.rfind(key, ps, pe)
                     if d >= 0 and (d == 0 or b[d - 1] in " \n"):
                         de = b.find("\n", d)
                         defined = _instructions_of(b[d:de if de >= 0 else len(b)])
@@ -392,32 +442,30 @@ class CopyScanner:
                 return None
             operand_shape = _element_of(first, lookup)
         if callee is None:
-            self.pending.append(CopyRecord(ins.name, opcode, self.comp, ins.shape, first,
+            self.pending.append(CopyRecord(ins.name, opcode, comp[0], ins.shape, first,
                                            operand_shape, dimensions=_dimensions(ins)))
         else:
             op, frm, to, dims = self.relayouts[callee]
-            self.pending.append(CopyRecord(ins.name, "fusion", self.comp, ins.shape, first,
+            self.pending.append(CopyRecord(ins.name, "fusion", comp[0], ins.shape, first,
                                            operand_shape, op, frm, to, dims))
 
-    def _finish(self) -> None:
-        """The open computation closed: is it a body that only relayouts?"""
-        body = self.body
-        if body is not None and not self.entry and any(
-                h in piece for piece in body for h in (" copy(", " transpose(")):
-            inner = _instructions_of("\n".join(body) + "\n}")
-            shapes = {i.name: i.shape for i in inner}
-            copies = [i for i in inner if i.opcode in ("copy", "transpose")]
-            if len(copies) == 1 and all(i.opcode in _RELAYOUT_COMPANIONS for i in inner
-                                        if i is not copies[0]):
-                c = copies[0]
-                names = c.operand_names
-                frm = shapes.get(names[0]) if names else None
-                self.relayouts[self.comp] = (c.opcode, frm, c.shape, _dimensions(c))
-        self.comp = None
-        self.entry = False
-        self.body = []
-        self.body_len = 0
-        self.pieces = []
+    def _finish(self, block: str, comp) -> None:
+        """A computation holding a copy or transpose closed in ``block``: is
+        it a small body that only relayouts?"""
+        name, entry, pieces, start, _, close = comp
+        size = close - start + sum(pe - ps for _, ps, pe in pieces)
+        if entry or size > _SMALL_BODY:
+            return
+        text = "\n".join([b[ps:pe] for b, ps, pe in pieces] + [block[start:close]])
+        inner = _instructions_of(text)
+        shapes = {i.name: i.shape for i in inner}
+        copies = [i for i in inner if i.opcode in ("copy", "transpose")]
+        if len(copies) == 1 and all(i.opcode in _RELAYOUT_COMPANIONS for i in inner
+                                    if i is not copies[0]):
+            c = copies[0]
+            names = c.operand_names
+            frm = shapes.get(names[0]) if names else None
+            self.relayouts[name] = (c.opcode, frm, c.shape, _dimensions(c))
 
     def result(self) -> CopyFacts:
         """The copies: the entry's, then those of other computations that are
@@ -564,8 +612,8 @@ def read_before(rec: ModuleRecords, path: Optional[str]) -> None:
 
 
 def read_module_header(lines, where: Optional[str] = None) -> Optional[EntryRecord]:
-    """The header of a module (its ``HloModule`` line: the entry computation
-    layout, ``input_output_alias`` and ``buffer_donor``) as an
+    """The header of a module (its ``HloModule`` line: ``input_output_alias``
+    and ``buffer_donor``, and every attribute's text) as an
     :class:`~xlashape.memory.records.EntryRecord` without instructions: what
     the audit needs of the module before optimizations, where jax marks its
     donations. Reads ``lines`` (an open file, or any iterable of lines) only
@@ -583,13 +631,6 @@ def read_module_header(lines, where: Optional[str] = None) -> Optional[EntryReco
                 rec.donors = parse_buffer_donor(attrs.get("buffer_donor", ""))
             except (ValueError, XlaShapeError):  # pragma: no cover - the patterns cannot fail
                 pass
-            ecl = attrs.get("entry_computation_layout")
-            if ecl:
-                try:
-                    got = parse_entry_computation_layout(ecl)
-                    rec.layout = (got.parameters, got.result)
-                except XlaShapeError:
-                    rec.layout = None
             return rec
         if count > 64:
             return None

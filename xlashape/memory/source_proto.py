@@ -170,33 +170,60 @@ def _copy_facts(m: _Module) -> CopyFacts:
     """The module's copies from the instructions' fields, as the text route's
     :class:`~xlashape.memory.source_hlo.CopyScanner` finds them: the copies
     of the entry and of every computation that is not a fusion (or async)
-    body, and the fusions whose body only wraps one copy or transpose."""
+    body, and the fusions whose body only wraps one copy or transpose. One
+    pass over the instructions; the fusions are looked at again only when
+    such a body exists."""
     mp = m.mp
     facts = CopyFacts()
+    entry = m.entry
     inside = set()          # fusion and async bodies: no instruction there is one of its own
+    found: Dict[int, list] = {}       # computation id -> its copy instructions
+    candidates: Dict[int, object] = {}   # a body of one copy/transpose, parameters and bitcasts
+    entry_forwards = []
     for cp in mp.computations:
+        here = []
+        alone = True
+        count = 0
+        is_entry = cp is entry
         for ip in cp.instructions:
             op = ip.opcode
             if op == "fusion" or op.startswith("async-"):
                 inside.update(ip.called_computation_ids)
+                alone = False
+            elif op in _COPY_OPCODES:
+                here.append(ip)
+                if op == "copy" or op == "transpose":
+                    count += 1
+                else:
+                    alone = False
+                if is_entry and op in _FORWARD_OPCODES:
+                    entry_forwards.append(ip)
+            elif op == "bitcast" or op == "get-tuple-element":
+                if is_entry:
+                    entry_forwards.append(ip)
+                if op != "bitcast":
+                    alone = False
+            elif op != "parameter":
+                alone = False
+        if here:
+            found[cp.id] = here
+        if alone and count == 1:
+            candidates[cp.id] = here[0]
     relayouts = {}
-    for cp in mp.computations:
-        if cp.id not in inside:
+    for cid, c in candidates.items():
+        if cid not in inside:
             continue
-        copies = [ip for ip in cp.instructions if ip.opcode in ("copy", "transpose")]
-        if len(copies) != 1 or len(cp.instructions) > 64 or any(
-                ip.opcode not in ("parameter", "bitcast") for ip in cp.instructions
-                if ip is not copies[0]):
-            continue
-        c = copies[0]
         frm = m.by_id.get(c.operand_ids[0]) if len(c.operand_ids) else None
-        relayouts[cp.id] = (c.opcode, m.shape(frm) if frm is not None else None, m.shape(c),
-                            tuple(c.dimensions) if c.opcode == "transpose" else None)
-    entry = m.entry
-    ordered = [cp for cp in mp.computations if cp is not entry and cp.id not in inside]
-    if entry is not None:
-        ordered.insert(0, entry)
-    sequences = mp.schedule.sequences if mp.HasField("schedule") else {}
+        relayouts[cid] = (c.opcode, m.shape(frm) if frm is not None else None, m.shape(c),
+                          tuple(c.dimensions) if c.opcode == "transpose" else None)
+    if relayouts:
+        for cp in mp.computations:
+            if cp.id in inside:
+                continue
+            for ip in cp.instructions:
+                if ip.opcode == "fusion" and len(ip.called_computation_ids) and \
+                        ip.called_computation_ids[0] in relayouts:
+                    found.setdefault(cp.id, []).append(ip)
     roots = {cp.root_id for cp in mp.computations}
     forwards = facts.forwards
 
@@ -218,36 +245,38 @@ def _copy_facts(m: _Module) -> CopyFacts:
                 return name, first
         return first.name, first
 
+    for ip in entry_forwards:
+        name, _ = operand(ip)
+        if name is not None:
+            op = ip.opcode
+            forwards[ip.name] = (name, ip.tuple_index if op == "get-tuple-element" else None)
+    sequences = mp.schedule.sequences if mp.HasField("schedule") else {}
+    ordered = [cp for cp in mp.computations if cp.id in found and cp.id not in inside]
+    ordered.sort(key=lambda cp: cp is not entry)
     for cp in ordered:
         where = None if cp is entry else cp.name
-        instructions = cp.instructions
+        instructions = found[cp.id]
         seq = sequences.get(cp.id) if len(sequences) else None
-        if seq is not None and len(seq.instruction_ids) == len(instructions):
-            by_id = {ip.id: ip for ip in instructions}
-            if all(i in by_id for i in seq.instruction_ids):
-                instructions = [by_id[i] for i in seq.instruction_ids]
+        if seq is not None:
+            # program order, as the text prints a scheduled module
+            position = {iid: i for i, iid in enumerate(seq.instruction_ids)}
+            instructions.sort(key=lambda ip: position.get(ip.id, -1))
         for ip in instructions:
             op = ip.opcode
-            if op not in _COPY_OPCODES and op not in _FORWARD_OPCODES and op != "fusion":
-                continue
             name, first = operand(ip)
-            if cp is entry and op in _FORWARD_OPCODES and name is not None:
-                forwards[ip.name] = (name, ip.tuple_index if op == "get-tuple-element" else None)
-            if op in _COPY_OPCODES:
-                shape = m.shape(ip)
-                if shape is not None:
-                    facts.copies.append(CopyRecord(
-                        ip.name, op, where, shape, name,
-                        m.shape(first) if first is not None else None,
-                        dimensions=tuple(ip.dimensions) if op == "transpose" else None))
-            elif op == "fusion" and len(ip.called_computation_ids):
-                got = relayouts.get(ip.called_computation_ids[0])
-                shape = m.shape(ip)
-                if got is not None and shape is not None:
-                    wop, frm, to, dims = got
-                    facts.copies.append(CopyRecord(
-                        ip.name, "fusion", where, shape, name,
-                        m.shape(first) if first is not None else None, wop, frm, to, dims))
+            shape = m.shape(ip)
+            if shape is None:
+                continue
+            if op == "fusion":
+                wop, frm, to, dims = relayouts[ip.called_computation_ids[0]]
+                facts.copies.append(CopyRecord(
+                    ip.name, "fusion", where, shape, name,
+                    m.shape(first) if first is not None else None, wop, frm, to, dims))
+            else:
+                facts.copies.append(CopyRecord(
+                    ip.name, op, where, shape, name,
+                    m.shape(first) if first is not None else None,
+                    dimensions=tuple(ip.dimensions) if op == "transpose" else None))
     return facts
 
 
