@@ -361,3 +361,20 @@ def test_memory_diff_reads_the_audit():
     assert doc["copies_removed"] == []
     doc = diff(v / "layout_in_2d", v / "layout_in_2d")
     assert doc["copies_added"] == doc["copies_removed"] == doc["donations_lost"] == []
+
+
+def test_the_proto_routes_two_ways_to_find_copies_agree():
+    # the schedule's way (every optimized module) and the scan of every
+    # computation (a module without a schedule) find the same copies
+    from xlashape import protos
+    from xlashape.memory.source_proto import _Module, _copy_facts, _copy_facts_scan
+    checked = 0
+    for pb in sorted(corpora.DATA.rglob("*after_optimizations.hlo.pb")):
+        m = _Module(protos.read_hlo_proto(str(pb)).hlo_module)
+        if not m.mp.HasField("schedule"):
+            continue
+        a, b = _copy_facts(m), _copy_facts_scan(m)
+        assert sorted(map(repr, a.copies)) == sorted(map(repr, b.copies)), pb
+        assert a.forwards == b.forwards, pb
+        checked += 1
+    assert checked > 100

@@ -16,8 +16,8 @@ import re
 from typing import Callable, Iterable, Iterator, NamedTuple, Optional, Tuple
 
 from ..errors import UnreadableInputError, XlaShapeError
-from ..hlo_module import (HloReader, HloWarning, TextBlocks, open_text, parse_buffer_donor,
-                          parse_hlo_module, parse_input_output_alias)
+from ..hlo_module import (HloReader, HloWarning, TextBlocks, _match_close, open_text,
+                          parse_buffer_donor, parse_hlo_module, parse_input_output_alias)
 from ..live_range import LocationScanner, parse_instruction_text
 from ..xla_dump import before_file_of
 from .records import CopyFacts, CopyRecord, EntryRecord, ModuleRecords
@@ -102,7 +102,7 @@ class _Entry:
         copies = self.copies
         if copies is not None:
             self.shapes[ins.name] = ins.shape
-            if opcode in _COPY_WATCH:
+            if opcode in _COPY_WATCH and (opcode != "fusion" or copies.relayouts):
                 copies.entry_instruction(ins, self.shapes)
 
 
@@ -144,7 +144,8 @@ _KEEP = 1 << 16
 # -- copies ---------------------------------------------------------------------------
 
 _COPY_OPCODES = ("copy", "transpose", "copy-start", "copy-done")
-_COPY_HITS = tuple(f" {op}(" for op in _COPY_OPCODES)
+#: what follows " copy" in a copy's line: the opcode's end
+_COPY_TAILS = ("(", "-start(", "-done(")
 #: what the entry's instructions pass on without computing
 _FORWARD_OPCODES = ("bitcast", "get-tuple-element", "copy-start", "copy-done")
 _COPY_WATCH = frozenset(_COPY_OPCODES + _FORWARD_OPCODES + ("fusion",))
@@ -269,8 +270,9 @@ class CopyScanner:
     def __init__(self):
         self.facts = CopyFacts()
         self.relayouts = {}     # fusion body name -> (opcode, from Shape, to Shape, dimensions)
-        self.called = set()     # computations named by calls= (fusion and async bodies)
+        self.called = set()     # those of pending_comps named by calls= (fusion, async bodies)
         self.pending = []       # CopyRecord of computations other than the entry
+        self.pending_comps = set()
         # the computation open at the end of the last block: (name, is the
         # entry, its text so far as (block, start, end) references, holds a
         # copy or transpose), or None
@@ -326,11 +328,15 @@ class CopyScanner:
     def feed_block(self, block: str) -> None:
         find = block.find
         hits = []
-        for hit in _COPY_HITS:
-            k = find(hit)
-            while k >= 0:
+        k = find(" copy")
+        while k >= 0:
+            if block.startswith(_COPY_TAILS, k + 5):
                 hits.append(k)
-                k = find(hit, k + len(hit))
+            k = find(" copy", k + 5)
+        k = find(" transpose(")
+        while k >= 0:
+            hits.append(k)
+            k = find(" transpose(", k + 11)
         # the computations met in this block (by where their text starts in
         # it), each [name, is the entry, earlier pieces, start, holds a copy or
         # transpose, where its closing "}" is or None]
@@ -348,17 +354,23 @@ class CopyScanner:
         for c in met.values():
             if c[4] and c[5] is not None:
                 self._finish(block, c)
-        k = find("calls=")
-        while k >= 0:
-            m = _NAME_CHARS.match(block, k + 6)
-            if m:
-                callee = m.group(1)
-                self.called.add(callee)
-                if callee in self.relayouts:
-                    c = self._comp_of(block, k, met)
-                    if c is not None and not c[1]:
-                        self._hit(block, c, k, callee)
-            k = find("calls=", k + 6)
+        # the fusion (and async) bodies among the computations that matter:
+        # those holding a copy, and the relayout bodies (XLA prints a
+        # computation before its callers, so both are known by now)
+        if self.pending_comps or self.relayouts:
+            watched, relayouts = self.pending_comps, self.relayouts
+            k = find("calls=")
+            while k >= 0:
+                m = _NAME_CHARS.match(block, k + 6)
+                if m:
+                    callee = m.group(1)
+                    if callee in watched:
+                        self.called.add(callee)
+                    if callee in relayouts:
+                        c = self._comp_of(block, k, met)
+                        if c is not None and not c[1]:
+                            self._hit(block, c, k, callee)
+                k = find("calls=", k + 6)
         self._carry(block, met)
 
     def _comp_of(self, block: str, k: int, met: dict):
@@ -441,6 +453,7 @@ class CopyScanner:
                             return defined[0].shape
                 return None
             operand_shape = _element_of(first, lookup)
+        self.pending_comps.add(comp[0])
         if callee is None:
             self.pending.append(CopyRecord(ins.name, opcode, comp[0], ins.shape, first,
                                            operand_shape, dimensions=_dimensions(ins)))
@@ -611,27 +624,32 @@ def read_before(rec: ModuleRecords, path: Optional[str]) -> None:
                             f"not be read: {e}")
 
 
+_DONATION_ATTRS = re.compile(r"[\s,](input_output_alias|buffer_donor)=\{")
+
+
 def read_module_header(lines, where: Optional[str] = None) -> Optional[EntryRecord]:
-    """The header of a module (its ``HloModule`` line: ``input_output_alias``
-    and ``buffer_donor``, and every attribute's text) as an
-    :class:`~xlashape.memory.records.EntryRecord` without instructions: what
-    the audit needs of the module before optimizations, where jax marks its
-    donations. Reads ``lines`` (an open file, or any iterable of lines) only
-    up to that line; ``None`` when it is not among the first lines."""
+    """The donations a module's header marks (its ``HloModule`` line's
+    ``input_output_alias`` and ``buffer_donor``, parsed, and their text in
+    ``attributes``) as an :class:`~xlashape.memory.records.EntryRecord`
+    without instructions: what the audit needs of the module before
+    optimizations, where jax marks its donations. Reads ``lines`` (an open
+    file, or any iterable of lines) only up to that line, and of the line
+    only those two attributes (the entry layout before them may be long);
+    ``None`` when it is not among the first lines."""
     for count, line in enumerate(lines):
         if line.startswith("HloModule"):
-            reader = HloReader(lambda w: None, call_kinds={}, streaming=True)
-            for _ in reader.read([line.rstrip("\n")]):
-                pass
-            attrs = reader.module_attributes
             rec = EntryRecord()
-            rec.attributes = dict(attrs)
+            for m in _DONATION_ATTRS.finditer(line):
+                end = _match_close(line, m.end() - 1)
+                if end > 0:
+                    rec.attributes[m.group(1)] = line[m.end() - 1:end]
             try:
-                rec.aliases = parse_input_output_alias(attrs.get("input_output_alias", ""))
-                rec.donors = parse_buffer_donor(attrs.get("buffer_donor", ""))
+                rec.aliases = parse_input_output_alias(rec.attributes.get("input_output_alias", ""))
+                rec.donors = parse_buffer_donor(rec.attributes.get("buffer_donor", ""))
             except (ValueError, XlaShapeError):  # pragma: no cover - the patterns cannot fail
                 pass
             return rec
         if count > 64:
             return None
+    return None
     return None

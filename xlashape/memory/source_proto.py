@@ -170,11 +170,152 @@ def _copy_facts(m: _Module) -> CopyFacts:
     """The module's copies from the instructions' fields, as the text route's
     :class:`~xlashape.memory.source_hlo.CopyScanner` finds them: the copies
     of the entry and of every computation that is not a fusion (or async)
-    body, and the fusions whose body only wraps one copy or transpose. One
-    pass over the instructions; the fusions are looked at again only when
-    such a body exists."""
+    body, and the fusions whose body only wraps one copy or transpose.
+
+    A scheduled module (every optimized one) is read from the instructions
+    already indexed by id and the schedule, which lists the instructions of
+    every computation that is not a fusion or async body: one opcode per
+    instruction, a fusion's body looked at only when a copy lies in some
+    fusion body (a relayout body's root is the copy, or a bitcast of it).
+    Else every computation is scanned (:func:`_copy_facts_scan`)."""
     mp = m.mp
+    sequences = mp.schedule.sequences if mp.HasField("schedule") else None
+    if not sequences:
+        return _copy_facts_scan(m)
+    where: Dict[int, int] = {}      # instruction id -> its (scheduled) computation's id
+    for cid, seq in sequences.items():
+        where.update(dict.fromkeys(seq.instruction_ids, cid))
+    entry = m.entry
+    entry_id = entry.id if entry is not None else None
+    by_id = m.by_id
+    copies, fusions, forwards_of = [], [], []
+    in_bodies = set()          # copy/transpose instructions of fusion (or other unscheduled) bodies
+    for i, ip in by_id.items():
+        op = ip.opcode
+        if op in _COPY_OPCODES:
+            if i in where:
+                copies.append(ip)
+                if op in _FORWARD_OPCODES and where[i] == entry_id:
+                    forwards_of.append(ip)
+            elif op == "copy" or op == "transpose":
+                in_bodies.add(i)
+        elif op == "fusion":
+            if i in where:
+                fusions.append(ip)
+        elif (op == "bitcast" or op == "get-tuple-element") and where.get(i, -1) == entry_id:
+            forwards_of.append(ip)
+    relayouts = {}
+    if in_bodies and fusions:
+        comps = {cp.id: cp for cp in mp.computations}
+        for ip in fusions:
+            if not len(ip.called_computation_ids):
+                continue
+            cid = ip.called_computation_ids[0]
+            if cid in relayouts:
+                continue
+            cp = comps.get(cid)
+            if cp is None:
+                continue
+            root = by_id.get(cp.root_id)
+            if root is not None and root.opcode == "bitcast" and len(root.operand_ids):
+                root = by_id.get(root.operand_ids[0])
+            if root is None or root.id not in in_bodies:
+                continue
+            got = _relayout_body(m, cp)
+            if got is not None:
+                relayouts[cid] = got
+        if relayouts:
+            copies += [ip for ip in fusions if len(ip.called_computation_ids) and
+                       ip.called_computation_ids[0] in relayouts]
+    names = {}
+    if any(where[ip.id] != entry_id for ip in copies):
+        names = {cp.id: cp.name for cp in mp.computations}
+    found: Dict[int, list] = {}
+    for ip in copies:
+        found.setdefault(where[ip.id], []).append(ip)
+    return _copy_records(m, found, relayouts, forwards_of, names, sequences)
+
+
+def _relayout_body(m: _Module, cp):
+    """``(opcode, from, to, dimensions)`` when a fusion body only wraps one
+    copy or transpose (parameters and bitcasts besides), else None."""
+    if len(cp.instructions) > 64:
+        return None
+    copies = [ip for ip in cp.instructions if ip.opcode in ("copy", "transpose")]
+    if len(copies) != 1 or any(ip.opcode not in ("parameter", "bitcast")
+                               for ip in cp.instructions if ip is not copies[0]):
+        return None
+    c = copies[0]
+    frm = m.by_id.get(c.operand_ids[0]) if len(c.operand_ids) else None
+    return (c.opcode, m.shape(frm) if frm is not None else None, m.shape(c),
+            tuple(c.dimensions) if c.opcode == "transpose" else None)
+
+
+def _copy_records(m: _Module, found: Dict[int, list], relayouts: dict, forwards_of: list,
+                  names: Dict[int, str], sequences) -> CopyFacts:
+    """The records of the copies ``found`` per computation id (in program
+    order when scheduled), and the entry's forwards."""
     facts = CopyFacts()
+    mp = m.mp
+    entry = m.entry
+    roots = {cp.root_id for cp in mp.computations} if found or forwards_of else set()
+    forwards = facts.forwards
+
+    def operand(ip):
+        """The first operand's name as XLA's text writes it (an element of a
+        multi-output result, a get-tuple-element that is no root, as
+        ``%sort.7#0``) and its message."""
+        if not len(ip.operand_ids):
+            return None, None
+        first = m.by_id.get(ip.operand_ids[0])
+        if first is None:
+            return None, None
+        if first.opcode == "get-tuple-element" and first.id not in roots and \
+                len(first.operand_ids):
+            base = m.by_id.get(first.operand_ids[0])
+            if base is not None:
+                name = f"{base.name}#{first.tuple_index}"
+                forwards.setdefault(name, (base.name, first.tuple_index))
+                return name, first
+        return first.name, first
+
+    for ip in forwards_of:
+        name, _ = operand(ip)
+        if name is not None:
+            op = ip.opcode
+            forwards[ip.name] = (name, ip.tuple_index if op == "get-tuple-element" else None)
+    entry_id = entry.id if entry is not None else None
+    for cid in sorted(found, key=lambda c: c != entry_id):
+        where = None if cid == entry_id else names.get(cid)
+        instructions = found[cid]
+        seq = sequences.get(cid) if sequences else None
+        if seq is not None:
+            # program order, as the text prints a scheduled module
+            position = {iid: i for i, iid in enumerate(seq.instruction_ids)}
+            instructions.sort(key=lambda ip: position.get(ip.id, -1))
+        for ip in instructions:
+            op = ip.opcode
+            name, first = operand(ip)
+            shape = m.shape(ip)
+            if shape is None:
+                continue
+            if op == "fusion":
+                wop, frm, to, dims = relayouts[ip.called_computation_ids[0]]
+                facts.copies.append(CopyRecord(
+                    ip.name, "fusion", where, shape, name,
+                    m.shape(first) if first is not None else None, wop, frm, to, dims))
+            else:
+                facts.copies.append(CopyRecord(
+                    ip.name, op, where, shape, name,
+                    m.shape(first) if first is not None else None,
+                    dimensions=tuple(ip.dimensions) if op == "transpose" else None))
+    return facts
+
+
+def _copy_facts_scan(m: _Module) -> CopyFacts:
+    """:func:`_copy_facts` of a module without a schedule: every
+    computation's instructions scanned once."""
+    mp = m.mp
     entry = m.entry
     inside = set()          # fusion and async bodies: no instruction there is one of its own
     found: Dict[int, list] = {}       # computation id -> its copy instructions
@@ -224,60 +365,9 @@ def _copy_facts(m: _Module) -> CopyFacts:
                 if ip.opcode == "fusion" and len(ip.called_computation_ids) and \
                         ip.called_computation_ids[0] in relayouts:
                     found.setdefault(cp.id, []).append(ip)
-    roots = {cp.root_id for cp in mp.computations}
-    forwards = facts.forwards
-
-    def operand(ip):
-        """The first operand's name as XLA's text writes it (an element of a
-        multi-output result, a get-tuple-element that is no root, as
-        ``%sort.7#0``) and its message."""
-        if not len(ip.operand_ids):
-            return None, None
-        first = m.by_id.get(ip.operand_ids[0])
-        if first is None:
-            return None, None
-        if first.opcode == "get-tuple-element" and first.id not in roots and \
-                len(first.operand_ids):
-            base = m.by_id.get(first.operand_ids[0])
-            if base is not None:
-                name = f"{base.name}#{first.tuple_index}"
-                forwards.setdefault(name, (base.name, first.tuple_index))
-                return name, first
-        return first.name, first
-
-    for ip in entry_forwards:
-        name, _ = operand(ip)
-        if name is not None:
-            op = ip.opcode
-            forwards[ip.name] = (name, ip.tuple_index if op == "get-tuple-element" else None)
-    sequences = mp.schedule.sequences if mp.HasField("schedule") else {}
-    ordered = [cp for cp in mp.computations if cp.id in found and cp.id not in inside]
-    ordered.sort(key=lambda cp: cp is not entry)
-    for cp in ordered:
-        where = None if cp is entry else cp.name
-        instructions = found[cp.id]
-        seq = sequences.get(cp.id) if len(sequences) else None
-        if seq is not None:
-            # program order, as the text prints a scheduled module
-            position = {iid: i for i, iid in enumerate(seq.instruction_ids)}
-            instructions.sort(key=lambda ip: position.get(ip.id, -1))
-        for ip in instructions:
-            op = ip.opcode
-            name, first = operand(ip)
-            shape = m.shape(ip)
-            if shape is None:
-                continue
-            if op == "fusion":
-                wop, frm, to, dims = relayouts[ip.called_computation_ids[0]]
-                facts.copies.append(CopyRecord(
-                    ip.name, "fusion", where, shape, name,
-                    m.shape(first) if first is not None else None, wop, frm, to, dims))
-            else:
-                facts.copies.append(CopyRecord(
-                    ip.name, op, where, shape, name,
-                    m.shape(first) if first is not None else None,
-                    dimensions=tuple(ip.dimensions) if op == "transpose" else None))
-    return facts
+    names = {cp.id: cp.name for cp in mp.computations}
+    found = {cid: ips for cid, ips in found.items() if cid not in inside}
+    return _copy_records(m, found, relayouts, entry_forwards, names, None)
 
 
 def _locations(m: _Module, instructions) -> Dict[str, Location]:
