@@ -567,6 +567,10 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
                        f'<td>{esc(c.made_by or "-")}</td><td>{esc(why)}</td></tr>')
         out.append("</tbody></table>")
     if a.space_moves:
+        host = a.host_moves
+        out.append(f'<div class="note">{len(a.space_moves):,} move'
+                   f'{"s" if len(a.space_moves) != 1 else ""} between memory spaces'
+                   + (f', {len(host):,} to or from host memory' if host else '') + '</div>')
         out.append('<table class="sortable"><thead><tr><th>move</th><th>bytes</th><th>from</th>'
                    '<th>to</th><th>what</th><th>moved</th></tr></thead><tbody>')
         for mv in a.space_moves[:limit]:
