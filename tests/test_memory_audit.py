@@ -378,3 +378,35 @@ def test_the_proto_routes_two_ways_to_find_copies_agree():
         assert a.forwards == b.forwards, pb
         checked += 1
     assert checked > 100
+
+
+def test_a_transpose_fix_makes_it_a_bitcast():
+    # XLA:GPU transposes the convolution's filter (a parameter in jax's
+    # default layout) and solve's result: the layout the fix asks for makes
+    # the transpose move no element (ShapeUtil::TransposeIsBitcast)
+    from xlashape import parse_shape
+    from xlashape.shape_util import transpose_is_bitcast
+    seen = 0
+    for name in ("dev_conv3x3_f16", "dev_solve"):
+        m = memory.analyze(str(corpora.DATA / "gpu_corpus" / name / "dump")).modules[0]
+        for c in m.audit.layout_copies:
+            if c.fix is None or c.opcode != "fusion":
+                continue
+            want = c.fix.split(" in layout ")[1].split(" ")[0]
+            src, dst = parse_shape(c.source), parse_shape(c.target)
+            dims = next(r.dimensions for r in _records(m, name) if r.name == c.instruction)
+            if c.made_by.startswith("parameter"):
+                src = parse_shape(c.source.split("{")[0] + want)
+            else:
+                dst = parse_shape(c.target.split("{")[0] + want)
+            assert not transpose_is_bitcast(parse_shape(c.source), parse_shape(c.target), dims)
+            assert transpose_is_bitcast(src, dst, dims), (name, c.instruction, want)
+            seen += 1
+    assert seen == 3
+
+
+def _records(m, name):
+    from xlashape.memory.source_hlo import read_module_text
+    path = next((corpora.DATA / "gpu_corpus" / name / "dump").glob("*after_optimizations.txt"))
+    with open(path) as f:
+        return read_module_text(f, lambda w: None).copies.copies
