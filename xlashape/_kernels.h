@@ -248,6 +248,21 @@ static inline void xs_zip(char* d, const char* const* rows, int64_t ss, int64_t 
             xs_elem(d + (j * k + q) * isz, rows[q] + j * ss, isz);
 }
 
+#if defined(XS_SSE2) && defined(__GNUC__) && defined(__x86_64__)
+/* AVX2, where the processor has it: the kernels that use it are compiled
+   for it separately (target attribute), the rest of the module is not. */
+#define XS_AVX2 1
+XS_INTERNAL extern int xs_avx2_state;     /* -1: not asked yet */
+static inline int xs_has_avx2(void) {
+    if (xs_avx2_state < 0)
+        xs_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return xs_avx2_state;
+}
+/* xs_unzip_direct's 1-byte, 4-row case with AVX2: the columns done (a
+   multiple of 32, the rest left to the caller). */
+XS_INTERNAL int64_t xs_unzip4_u8_avx2(char* const* rows, const char* s, int64_t n);
+#endif
+
 /* The inverse of xs_zip: rows[q][j] = s[j*k + q] (rows' elements ds
    bytes apart), plain stores. */
 static inline void xs_unzip_direct(char* const* rows, int64_t ds, const char* s,
@@ -256,6 +271,10 @@ static inline void xs_unzip_direct(char* const* rows, int64_t ds, const char* s,
     int q;
 #ifdef XS_SSE2
     const int nt = 0;
+#ifdef XS_AVX2
+    if (ds == 1 && isz == 1 && k == 4 && n >= 32 && xs_has_avx2())
+        j = xs_unzip4_u8_avx2(rows, s, n);
+#endif
     if (ds == isz && isz == 2 && k == 2) {
         char *r0 = rows[0], *r1 = rows[1];
         for (; j + 8 <= n; j += 8) {
