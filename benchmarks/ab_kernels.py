@@ -70,6 +70,9 @@ WORKER = textwrap.dedent(r"""
         "unpack_s8_4096": lambda: unpack(4096, np.int8, "{1,0:T(8,128)(4,1)}"),
         "unpack_s8_8192": lambda: unpack(8192, np.int8, "{1,0:T(8,128)(4,1)}"),
         "unpack_f32_4096": lambda: unpack(4096, np.float32, "{1,0:T(8,128)}"),
+        "unpack_f32_8192": lambda: unpack(8192, np.float32, "{1,0:T(8,128)}"),
+        "unpack_bf16_8192": lambda: unpack(8192, xs.PrimitiveType.BF16.dtype,
+                                           "{1,0:T(8,128)(2,1)}"),
     }
     ours, lim, clock, check, keep = CASES[case]()
     ours()
@@ -84,7 +87,7 @@ WORKER = textwrap.dedent(r"""
 """)
 
 CASES = ["relayout8192", "relayout8200", "unpack_s8_4096"]
-ALL_CASES = CASES + ["unpack_s8_8192", "unpack_f32_4096"]
+ALL_CASES = CASES + ["unpack_s8_8192", "unpack_f32_4096", "unpack_f32_8192", "unpack_bf16_8192"]
 
 
 def start(path, case, reps, cpu):

@@ -98,6 +98,30 @@ int64_t xs_unzip4_u8_avx2(char* const* rows, const char* s, int64_t n) {
     }
     return j;
 }
+/* Two rows of 2-byte elements interleaved (s[2j + q] = row q's element j),
+   16 columns (64 bytes) at a time: a byte shuffle puts each 16-byte lane's
+   four elements of row 0 before its four of row 1, 64-bit unpacks gather
+   each row's halves, a qword permutation puts them in column order. */
+__attribute__((target("avx2")))
+int64_t xs_unzip2_u16_avx2(char* const* rows, const char* s, int64_t n) {
+    const __m256i by_row = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11,
+                                            14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7,
+                                            10, 11, 14, 15);
+    char *r0 = rows[0], *r1 = rows[1];
+    int64_t j;
+    for (j = 0; j + 16 <= n; j += 16) {
+        const char* p = s + 4 * j;
+        /* x: columns 0-3 | 4-7, y: 8-11 | 12-15, each lane row 0's four then row 1's */
+        __m256i x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)p), by_row);
+        __m256i y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)(p + 32)), by_row);
+        /* unpacks: columns 0-3, 8-11 | 4-7, 12-15 of one row; qwords 0, 2, 1, 3 in order */
+        _mm256_storeu_si256((__m256i*)(r0 + 2 * j),
+                            _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(x, y), 0xD8));
+        _mm256_storeu_si256((__m256i*)(r1 + 2 * j),
+                            _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(x, y), 0xD8));
+    }
+    return j;
+}
 /* Rows i0 .. i0+7 of a 4-byte block, columns 0 .. nc8-1 (nc8 a multiple
    of 8), into buf as xs_transpose does: 8x8 sub-blocks, each as two
    8-row by 4-column halves (row q's and row q+4's four elements share

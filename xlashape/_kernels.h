@@ -258,9 +258,10 @@ static inline int xs_has_avx2(void) {
         xs_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0;
     return xs_avx2_state;
 }
-/* xs_unzip_direct's 1-byte, 4-row case with AVX2: the columns done (a
-   multiple of 32, the rest left to the caller). */
+/* xs_unzip_direct's 1-byte 4-row and 2-byte 2-row cases with AVX2: the
+   columns done (a multiple of 32 or 16, the rest left to the caller). */
 XS_INTERNAL int64_t xs_unzip4_u8_avx2(char* const* rows, const char* s, int64_t n);
+XS_INTERNAL int64_t xs_unzip2_u16_avx2(char* const* rows, const char* s, int64_t n);
 #endif
 
 /* The inverse of xs_zip: rows[q][j] = s[j*k + q] (rows' elements ds
@@ -274,6 +275,8 @@ static inline void xs_unzip_direct(char* const* rows, int64_t ds, const char* s,
 #ifdef XS_AVX2
     if (ds == 1 && isz == 1 && k == 4 && n >= 32 && xs_has_avx2())
         j = xs_unzip4_u8_avx2(rows, s, n);
+    else if (ds == 2 && isz == 2 && k == 2 && n >= 16 && xs_has_avx2())
+        j = xs_unzip2_u16_avx2(rows, s, n);
 #endif
     if (ds == isz && isz == 2 && k == 2) {
         char *r0 = rows[0], *r1 = rows[1];
