@@ -3,7 +3,8 @@
    _kernels.pxi, which decides what to copy where (see the comment at its
    top). Built into the xlashape._core extension by setup.py, with
    -Wall -Wextra. x86-64 gets SSE2 (always there) and, where the processor
-   has it, AVX2 for one transpose; elsewhere the same results in plain C.
+   has it, AVX2 for one transpose and two unzips (run-time check); elsewhere
+   the same results in plain C.
 
    Declared for Cython in _core.pxd. The helpers that the Cython loops call
    once per run (copies, interleaving) are static inline here, so that they
