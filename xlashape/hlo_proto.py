@@ -34,6 +34,8 @@ it from its parsed form).
 from __future__ import annotations
 
 import gc
+import json
+import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
@@ -93,7 +95,7 @@ class HloProtoModule(HloModule):
         reads back into the same computations, instructions, shapes,
         operands, calls and metadata (header attributes, ``ENTRY``,
         ``ROOT``; operands without their shapes)."""
-        out = ["HloModule " + (self.name or "m")
+        out = ["HloModule " + _module_name(self.name or "m")
                + "".join(f", {k}={v}" for k, v in self.attributes.items()), ""]
         for comp in self.computations:
             head = ("ENTRY " if comp.is_entry else "") + "%" + comp.name
@@ -103,7 +105,8 @@ class HloProtoModule(HloModule):
             for ins in comp.instructions:
                 attrs = ins.attributes_text
                 out.append(f"  {'ROOT ' if ins.is_root else ''}%{ins.name} = {ins.shape} "
-                           f"{ins.opcode}({ins.operands_text})" + (", " + attrs if attrs else ""))
+                           f"{_token(ins.opcode)}({ins.operands_text})"
+                           + (", " + attrs if attrs else ""))
             out.append("}")
             out.append("")
         return "\n".join(out)
@@ -170,11 +173,79 @@ def _at(names, one_based: int) -> str:
     return names[one_based - 1] if 0 < one_based <= len(names) else ""
 
 
+# What a quoted string escapes, as XLA's CEscape does: the backslash, the
+# quote, and every character that is not printable ASCII and could end a line
+# for a reader (str.splitlines ends lines at \v, \f, \x1c-\x1e, \x85,
+# U+2028, U+2029 too): control characters as \n, \r, \t or octal, the
+# others as the octal of their UTF-8 bytes.
+_ESCAPED = re.compile(r'[\\"\x00-\x1f\x7f\x85\u2028\u2029]')
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m) -> str:
+    c = m.group()
+    got = _ESCAPES.get(c)
+    return got if got is not None else "".join(f"\\{b:03o}" for b in c.encode("utf-8"))
+
+
 def _q(text: str) -> str:
-    """A string as XLA's text quotes it (CEscape-like: backslash, quote, newline)."""
-    if "\\" in text or '"' in text or "\n" in text:
-        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return '"' + text + '"'
+    """A string as XLA's text quotes it (CEscape-like: backslash, quote,
+    control characters), on one line whatever it holds."""
+    return '"' + _ESCAPED.sub(_escape, text) + '"'
+
+
+# A name as XLA's HLO lexer reads one (and the text reader, after "%"):
+# NameUniquer::GetSanitizedName makes every name XLA gives one of these.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.\-]")
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+
+
+def _sanitized(name: str) -> str:
+    """``name`` as XLA's ``NameUniquer::GetSanitizedName`` makes it: a first
+    character that is not a letter or ``_`` becomes ``_``, every other
+    character outside ``[A-Za-z0-9_.-]`` becomes ``_`` (one per character
+    here, one per UTF-8 byte there); an empty name is ``_``."""
+    out = _NOT_NAME_CHAR.sub("_", name) or "_"
+    return out if out[0] in _NAME_FIRST else "_" + out[1:]
+
+
+def _renames(names: List[str]) -> Dict[str, str]:
+    """``{name: new name}`` for each of ``names`` that the HLO text could not
+    hold as one name (a newline, a space, a quote, a leading digit, ...; XLA's
+    own names never do): sanitized as XLA does and made unique among
+    ``names`` with a ``.N`` suffix, as XLA's NameUniquer would. Empty (one
+    search over all the names at once) when every name is fine."""
+    joined = "\n".join(names)
+    if (joined.count("\n") == len(names) - 1
+            and _NOT_NAME_CHAR.search(joined.replace("\n", "")) is None
+            and all(n[:1] in _NAME_FIRST for n in names)):
+        return {}
+    taken = set(names)
+    out: Dict[str, str] = {}
+    for name in names:
+        if name in out or _NAME.match(name):
+            continue
+        base = new = _sanitized(name)
+        k = 0
+        while new in taken:
+            k += 1
+            new = f"{base}.{k}"
+        taken.add(new)
+        out[name] = new
+    return out
+
+
+def _token(text: str) -> str:
+    """An opcode, fusion kind or comparison direction as printed: characters
+    that could not be part of one (a newline, a parenthesis, ...) as ``_``."""
+    return _NOT_NAME_CHAR.sub("_", text)
+
+
+def _module_name(name: str) -> str:
+    """The module's name as the ``HloModule`` line can hold it: whitespace
+    (line breaks included) and commas as ``_``."""
+    return re.sub(r"[\s,]", "_", name) or "m"
 
 
 # OpMetadata fields in the order XLA's text prints them (field number -> rank),
@@ -255,11 +326,11 @@ def _attributes_text(inst, opcode: str, called) -> str:
     elif dims or opcode in _ALWAYS_DIMENSIONS:
         parts.append("dimensions={" + ",".join(map(str, dims or ())) + "}")
     if 11 in f:
-        parts.append(f"kind={f[11]}")
+        parts.append(f"kind={_token(f[11])}")
     if called:
         parts.extend(_called_text(opcode, called))
     if 63 in f:
-        parts.append(f"direction={f[63]}")
+        parts.append(f"direction={_token(f[63])}")
     if 28 in f:
         parts.append(f"custom_call_target={_q(f[28])}")
     if 65 in f:
@@ -278,8 +349,21 @@ def _attributes_text(inst, opcode: str, called) -> str:
             cfg = raw.decode("utf-8")
         except UnicodeDecodeError:
             cfg = raw.decode("latin-1")
-        parts.append("backend_config=" + (cfg if cfg.startswith("{") else _q(cfg)))
+        parts.append("backend_config=" + (cfg if _is_json_object(cfg) else _q(cfg)))
     return ", ".join(parts)
+
+
+def _is_json_object(text: str) -> bool:
+    """XLA prints a ``backend_config`` that starts with ``{`` as it is (its
+    JSON), any other quoted: as it is here only if it is a JSON object on one
+    line, so that no brace, quote or line break of a malformed one can run
+    into the next instructions."""
+    if not text.startswith("{") or _ESCAPED.search(text.replace('"', "").replace("\\", "")):
+        return False
+    try:
+        return isinstance(json.loads(text), dict)
+    except (ValueError, RecursionError):
+        return False
 
 
 def _index_text(index) -> str:
@@ -345,9 +429,12 @@ def _module_from_proto(proto) -> HloProtoModule:
             cache[key] = got
         return got
 
+    # names the HLO text can hold (to_text, and memory's proto route, read
+    # the module through it): XLA's own always are; others are sanitized
+    comp_renames = _renames([cp.name for cp in mp.computations])
     comp_names: Dict[int, str] = {}
     for ci, cp in enumerate(mp.computations):
-        comp_names[cp.id] = cp.name
+        comp_names[cp.id] = comp_renames.get(cp.name, cp.name)
     entry_id = mp.entry_computation_id
     if entry_id not in comp_names:
         by_name = [cp.id for cp in mp.computations if cp.name == mp.entry_computation_name]
@@ -367,6 +454,9 @@ def _module_from_proto(proto) -> HloProtoModule:
     for ci, cp in enumerate(mp.computations):
         for ii, ip in enumerate(cp.instructions):
             inst_names[ip.id] = ip.name
+    renames = _renames(list(inst_names.values()))
+    if renames:
+        inst_names = {k: renames.get(v, v) for k, v in inst_names.items()}
     module.instruction_ids = inst_names
 
     kinds: Dict[str, set] = {}
@@ -377,14 +467,14 @@ def _module_from_proto(proto) -> HloProtoModule:
         if cp.HasField("program_shape"):
             ps = cp.program_shape
             params, result = _program_shape(ps, f"{where}.program_shape", shape)
-            names = list(ps.parameter_names)
+            names = [_sanitized(n) if not _NAME.match(n) else n for n in ps.parameter_names]
             signature = "(" + ", ".join(
                 f"{names[i] if i < len(names) else f'p{i}'}: {p.human_string()}"
                 for i, p in enumerate(params)) + f") -> {result.human_string()}"
-        comp = Computation(cp.name, is_entry, signature, 0)
-        computations[cp.name] = comp
+        cname = comp_renames.get(cp.name, cp.name)
+        comp = Computation(cname, is_entry, signature, 0)
+        computations[cname] = comp
         root_id = cp.root_id
-        cname = cp.name
         append = comp.instructions.append
         for ii, ip in enumerate(cp.instructions):
             # (an instruction without a shape has element type 0 there: refused)
@@ -419,7 +509,10 @@ def _module_from_proto(proto) -> HloProtoModule:
                     elif key == "to_apply":
                         module.applied_computations.add(callee)
                     kinds.setdefault(callee, set()).add(call_kind(opcode, key))
-            ins = ProtoInstruction(cname, ip.name, s, opcode, is_root=ip.id == root_id,
+            name = ip.name
+            if renames:
+                name = renames.get(name, name)
+            ins = ProtoInstruction(cname, name, s, opcode, is_root=ip.id == root_id,
                                    line=0, operands_text=operands_text, attributes_text=None,
                                    comp=comp)
             ins._ip = ip

@@ -46,7 +46,6 @@ says; the tuple's table of two pointers takes 512 bytes on TPU.)
 
 from __future__ import annotations
 
-import gzip
 import heapq
 import io
 import os
@@ -54,7 +53,9 @@ import pathlib
 import re
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
-from .errors import HloParseError, ShapeTypeError, ShapeValueError, UnreadableInputError, XlaShapeError
+from ._files import open_gzip
+from .errors import (HloParseError, ProtoDecodeError, ShapeTypeError, ShapeValueError,
+                     UnreadableInputError, XlaShapeError)
 from .hlo_module import (
     EntryBlocks,
     HloReader,
@@ -74,8 +75,9 @@ from .oom_report import parse_size as _parse_report_size
 from .shape_util import byte_size_of
 from .padding import advice
 from .tiling import format_bytes, physical_size_in_bytes
-from .xla_dump import (BufferAllocation, BufferValue, DumpModule, MemorySpaceUsage, _number,
-                       find_dump_modules, iter_buffer_assignment, read_memory_usage_report)
+from .xla_dump import (BufferAllocation, BufferValue, DumpModule, DumpWarning, MemorySpaceUsage,
+                       _number, _unreadable, find_dump_modules, iter_buffer_assignment,
+                       read_memory_usage_report)
 from .hlo_proto import module_from_proto
 from .layout import memory_space_name
 from .oom_report import buffers_of_request, distinct_reports
@@ -761,7 +763,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         return _analyze_jax(source, ctx)
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
+        sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", maybe_proto=True)
+        found = _proto_kind(data) if sniffed == "proto" else None
+        if found is not None:
+            return _analyze_proto(found[0], found[1], None, ctx)
         if sniffed in _PROTO_KINDS:
             return _analyze_proto(sniffed, data, None, ctx)
         source, kind = _decode(data, "the given bytes"), "text"   # bytes are never a path
@@ -805,13 +810,13 @@ def _decode(data: bytes, what: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = None
-                ) -> Optional[str]:
+def _sniff_kind(head, name: str = "", maybe_proto: bool = False) -> Optional[str]:
     """The kind of input whose first bytes (or text) are ``head``: ``hlo``,
     ``oom``, ``buffer-assignment``, ``memory-report`` (text), ``hlo-proto``,
     ``buffer-assignment-proto``, ``memory-report-proto`` (XLA's protobufs,
-    told by the file ``name`` or, failing that, by parsing ``whole()``, the
-    whole input), or ``None``."""
+    told by the file ``name``), ``proto`` (bytes that neither the name nor
+    the text tells, when ``maybe_proto``: :func:`_proto_kind` reads which
+    message), or ``None``."""
     if isinstance(head, (bytes, bytearray)):
         base = name[: -len(".gz")] if name.endswith(".gz") else name
         binary = b"\0" in head or base.endswith(".pb")
@@ -825,7 +830,7 @@ def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = Non
             return "memory-report-proto"
         if base.endswith("buffer-assignment.pb") or base.endswith("buffer_assignment.pb"):
             return "buffer-assignment-proto"
-        return _proto_kind(whole()) if whole is not None else None
+        return "proto" if maybe_proto else None
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -846,24 +851,18 @@ def _analyze_file(path: str, ctx: _Context) -> MemoryAnalysis:
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if path.endswith(".gz"):
-
-        try:
-            with gzip.open(path, "rb") as f:
-                raw = f.read(_SNIFF_BYTES)
-        except (OSError, EOFError) as e:
-            raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
+        with open_gzip(path) as f:           # a corrupt stream: UnreadableInputError
+            raw = f.read(_SNIFF_BYTES)
     if not raw.strip():
         raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
                                    "directory or a TPU out-of-memory report")
 
-    def whole() -> bytes:
-        if path.endswith(".gz"):
-            with gzip.open(path, "rb") as f:
-                return f.read()
-        with open(path, "rb") as f:
-            return f.read()
-
-    kind = _sniff_kind(raw, os.path.basename(path), whole)
+    kind = _sniff_kind(raw, os.path.basename(path), maybe_proto=True)
+    if kind == "proto":
+        found = _proto_kind(path)            # read and parsed once
+        if found is not None:
+            return _analyze_proto(found[0], found[1], path, ctx)
+        kind = None
     if kind in _PROTO_KINDS:
         return _analyze_proto(kind, path, path, ctx)
     head = _decode(raw, path)
@@ -1203,22 +1202,29 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 # -- dumps -------------------------------------------------------------------------
 
 
-def _dump_protos(path: str) -> Dict[Tuple[str, str], str]:
+def _dump_protos(path: str, ctx: _Context) -> Dict[Tuple[str, str], str]:
     """The ``*after_optimizations.hlo.pb`` (or ``.gz``) files of a dump
-    directory: ``{(directory, key): path}``."""
+    directory: ``{(directory, key): path}``. A file that cannot be read as
+    one (a FIFO, a device, a dangling or looping link) is left out with a
+    :class:`~xlashape.xla_dump.DumpWarning`, as the text files are."""
     found: Dict[Tuple[str, str], str] = {}
     for root, dirs, files in os.walk(path):
         dirs.sort()
         for name in sorted(files):
             for suffix in _HLO_PB_SUFFIXES:
                 if name.endswith(suffix):
-                    found.setdefault((root, name[: -len(suffix)]), os.path.join(root, name))
+                    pb = os.path.join(root, name)
+                    problem = _unreadable(pb)
+                    if problem is not None:
+                        ctx.warn(DumpWarning(pb, problem))
+                    else:
+                        found.setdefault((root, name[: -len(suffix)]), pb)
     return found
 
 
 def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
     modules = find_dump_modules(path, on_warning=ctx.warn)
-    pbs = _dump_protos(path)
+    pbs = _dump_protos(path, ctx)
     if pbs and (ctx.prefer == "proto" or not modules):
         # the proto route: each module's .hlo.pb, the text files for the
         # modules that have none
@@ -1244,9 +1250,12 @@ def _analyze_dump_dir(path: str, ctx: _Context) -> MemoryAnalysis:
         if empty:
             raise UnreadableInputError(f"{path} is an empty directory: expected an XLA dump "
                                        "(XLA_FLAGS=--xla_dump_to=DIR writes one)")
+        skipped = [w for w in ctx.warnings if isinstance(w, DumpWarning)]
         raise UnreadableInputError(
             f"no XLA modules in {path}: a dump directory holds files named "
-            "module_NNNN.NAME...after_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR writes them)")
+            "module_NNNN.NAME...after_optimizations.txt (XLA_FLAGS=--xla_dump_to=DIR writes them)"
+            + "".join(f"; {w.path} was {w.message}" for w in skipped[:3])
+            + (f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""))
     result = MemoryAnalysis("dump", path)
     for dm in modules:
         result.modules.append(_module_from_dump(dm, ctx))
@@ -1668,29 +1677,19 @@ _PROTO_KINDS = ("hlo-proto", "buffer-assignment-proto", "memory-report-proto")
 _HLO_PB_SUFFIXES = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.gz")
 
 
-def _proto_kind(data: bytes) -> Optional[str]:
-    """Which of XLA's messages ``data`` (the whole, gunzipped) parses as, with
-    the field that message cannot be without; ``None`` if none."""
+def _proto_kind(source) -> Optional[Tuple[str, object]]:
+    """Which of XLA's messages ``source`` (a path or bytes) holds, and the
+    message, read and parsed once (:func:`xlashape.protos.read_xla_proto`);
+    ``None`` if none. A gzip file past the decompression limit, or a corrupt
+    one, raises ``UnreadableInputError``."""
     try:
-        comps = protos.read_hlo_proto(data).hlo_module.computations
-        # protobuf keeps fields of the wrong wire type as unknown ones, so
-        # other messages can parse as a module: require instructions with opcodes
-        if len(comps) and all(len(c.instructions) and all(i.opcode for i in c.instructions)
-                              for c in comps):
-            return "hlo-proto"
-    except XlaShapeError:
-        pass
-    try:
-        if len(protos.read_buffer_assignment(data).buffer_allocations):
-            return "buffer-assignment-proto"
-    except XlaShapeError:
-        pass
-    try:
-        if len(protos.read_memory_usage_report(data).memory_space_allocation_entries):
-            return "memory-report-proto"
-    except XlaShapeError:
-        pass
-    return None
+        msg = protos.read_xla_proto(source)
+    except ProtoDecodeError:
+        return None
+    kind = ("hlo-proto" if isinstance(msg, protos.HloProto) else
+            "buffer-assignment-proto" if isinstance(msg, protos.BufferAssignmentProto) else
+            "memory-report-proto")
+    return kind, msg
 
 
 def _proto_allocations(ba, module, platform) -> Callable[[], Iterator[BufferAllocation]]:
@@ -1720,7 +1719,7 @@ def _proto_allocations(ba, module, platform) -> Callable[[], Iterator[BufferAllo
         shape = whole = shapes.get(name)
         try:
             for i in index:
-                shape = shape.tuple_shapes[i] if shape is not None else None
+                shape = shape.tuple_shapes[i] if shape is not None and i >= 0 else None
         except (IndexError, AttributeError):
             shape = None
         text = ""
@@ -1773,6 +1772,9 @@ def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = ""
         module = module_from_proto(hlo)
     except XlaShapeError as e:
         raise UnreadableInputError(f"{path or 'the HLO proto'}: {e}") from None
+    protos.check_sizes(hlo, path or "the HLO proto")
+    if report is not None and not isinstance(report, str):
+        protos.check_sizes(report, path or "the memory-usage report")
     lines = module.to_text().splitlines()
     mm = _module_from_lines(lines, ctx, "dump", path)
     mm.optimized = optimized
@@ -1833,7 +1835,11 @@ def _analyze_proto(kind: str, source, path: Optional[str], ctx: _Context) -> Mem
             if stem.endswith("-memory-usage-report.pb"):
                 hlo_pb = os.path.join(os.path.dirname(path),
                                       stem[: -len("-memory-usage-report.pb")] + ".hlo.pb")
-                if os.path.exists(hlo_pb) and hlo_pb.endswith(_HLO_PB_SUFFIXES[0]):
+                beside = os.path.lexists(hlo_pb) and hlo_pb.endswith(_HLO_PB_SUFFIXES[0])
+                problem = _unreadable(hlo_pb) if beside else None
+                if problem is not None:         # a FIFO, a dangling link: the report alone
+                    ctx.warn(DumpWarning(hlo_pb, problem))
+                elif beside:
                     key = os.path.basename(hlo_pb)[: -len(_HLO_PB_SUFFIXES[0])]
                     mm = _module_from_proto(protos.read_hlo_proto(hlo_pb), hlo_pb, ctx, key=key,
                                             report=protos.read_memory_usage_report(source))
@@ -1846,6 +1852,7 @@ def _analyze_proto(kind: str, source, path: Optional[str], ctx: _Context) -> Mem
         ba = protos.read_buffer_assignment(source)
         if not len(ba.buffer_allocations):
             raise UnreadableInputError(f"{where}: a BufferAssignmentProto without allocations")
+        protos.check_sizes(ba, where)
         mm = ModuleMemory(None, "dump", path)
         mm.platform = ctx.platform
         mm.from_proto = True
@@ -1887,6 +1894,7 @@ def _module_from_memory_report(report, where: str, ctx: _Context) -> ModuleMemor
     """A ``*-memory-usage-report.pb`` alone: its memory spaces' totals and
     allocations by size; which allocation is an argument, an output or a
     temporary it does not say."""
+    protos.check_sizes(report, where)
     mm = ModuleMemory(None, "memory-report", where)
     mm.platform = ctx.platform
     mm.from_proto = True
@@ -1926,7 +1934,7 @@ def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnaly
         if sp is None:
             return lb.size
         for i in lb.defined_at.shape_index:
-            if i >= len(sp.tuple_shapes):
+            if not 0 <= i < len(sp.tuple_shapes):     # never from the end
                 return lb.size
             sp = sp.tuple_shapes[i]
         if len(sp.tuple_shapes):
@@ -1953,7 +1961,7 @@ def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnaly
             whole = shape = by_name.get(name)
             try:
                 for i in loc.shape_index:
-                    shape = shape.tuple_shapes[i] if shape is not None else None
+                    shape = shape.tuple_shapes[i] if shape is not None and i >= 0 else None
             except (IndexError, AttributeError):
                 shape = None
             label = name + ("{" + ",".join(map(str, loc.shape_index)) + "}"

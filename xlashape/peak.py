@@ -57,6 +57,7 @@ from .errors import ShapeValueError
 from .hlo_module import open_text
 from .live_range import (LiveRanges, Location, read_live_ranges, read_locations,
                          read_value_operands, reads)
+from .protos import check_sizes
 from .xla_dump import iter_buffer_assignment
 
 __all__ = ["PeakBuffer", "PeakAnalysis", "analyze_peak", "peak_of_dump", "category", "VERIFIED",
@@ -721,6 +722,7 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
     live at that event; ``describe(logical buffer proto) -> (instruction,
     label, shape text)`` names them (default: the instruction from the
     module's ids, no shape)."""
+    check_sizes(hlo, "the HLO proto")     # no negative size or shape index
     pa = PeakAnalysis(platform)
     pa.time_axis = "trace events"
     ba = hlo.buffer_assignment
