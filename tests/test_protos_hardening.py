@@ -521,12 +521,13 @@ INJECTED = "\nROOT %injected = f32[] constant(0)\n}\nENTRY %evil () -> f32[] {"
 
 
 def _instructions(module):
-    return [(i.computation, i.name, i.opcode) for i in module.instructions()]
+    return [(i.computation, i.name, i.opcode, tuple(i.called_computations))
+            for i in module.instructions()]
 
 
 @pytest.mark.parametrize("where", ["instruction", "operand", "computation", "parameter_name",
                                    "module", "opcode", "fusion_kind", "metadata",
-                                   "backend_config", "many"])
+                                   "backend_config", "backend_config_attributes", "many"])
 def test_names_that_are_not_hlo_names_cannot_inject_lines(where):
     hlo = _fori()
     mp = hlo.hlo_module
@@ -552,6 +553,9 @@ def test_names_that_are_not_hlo_names_cannot_inject_lines(where):
         fusion.metadata.op_name = "a\u2028b\rc\x85d\x0be" + INJECTED
     elif where == "backend_config":
         fusion.backend_config = ('{"a": 1,' + INJECTED + "}").encode()
+    elif where == "backend_config_attributes":
+        # one line, but more than one attribute value: not printed as it is
+        fusion.backend_config = ('{"a": 1}, calls=%' + mp.computations[0].name + ", x={").encode()
     else:
         # distinct names that sanitize into the same one stay distinct ("a b0",
         # "a_b0", "a\nb0"); a quote, a brace, a leading digit, non-ASCII
@@ -573,10 +577,10 @@ def test_names_that_are_not_hlo_names_cannot_inject_lines(where):
         assert len(back.warnings) == 1
     else:
         assert got == orig and not back.warnings
-        assert len({n for _, n, _ in got}) == len(got)          # names stay unique
+        assert len({n for _, n, _, _ in got}) == len(got)       # names stay unique
     if where in ("instruction", "operand", "many"):
         assert all(set(n) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                 "0123456789_.-") for _, n, _ in got)
+                                 "0123456789_.-") for _, n, _, _ in got)
     # memory's proto route reads the module through this text: the same figures
     ours = memory.analyze(hlo.SerializeToString(), platform="gpu").modules[0]
     ref = memory.analyze(str(FORI_PB)).modules[0]

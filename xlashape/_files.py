@@ -143,7 +143,7 @@ def open_gzip(path, mode: str = "rb", *, encoding: Optional[str] = None,
 #: Bytes of compressed input given to zlib at a time by :func:`gunzip`, and the
 #: most it asks zlib for at a time (zlib's output is a new bytes object each
 #: time, so asking for all that is left under the limit would hold it twice).
-_IN_CHUNK = 1 << 20
+_IN_CHUNK = 64 << 10
 _OUT_CHUNK = 8 << 20
 
 

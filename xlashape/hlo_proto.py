@@ -29,12 +29,19 @@ that newer XLA leaves out of its text (the get-tuple-elements it prints as
 shardings and the other undeclared fields are not in ``attributes``;
 ``backend_config`` is the string the compiler stored (XLA's text re-prints
 it from its parsed form).
+
+Names that HLO text cannot hold as one name (a newline, a space, a quote, a
+leading digit: never in a module XLA wrote, whose names its NameUniquer
+sanitizes) are sanitized the same way (``_`` for each such character) and
+made unique with a ``.N`` suffix, in the model and so in its text; quoted
+strings escape every character that could end a line, so that
+:meth:`HloProtoModule.to_text` reads back as the same instructions whatever
+the proto holds.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -191,6 +198,8 @@ def _escape(m) -> str:
 def _q(text: str) -> str:
     """A string as XLA's text quotes it (CEscape-like: backslash, quote,
     control characters), on one line whatever it holds."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'          # (isprintable: no line break of any kind)
     return '"' + _ESCAPED.sub(_escape, text) + '"'
 
 
@@ -199,6 +208,10 @@ def _q(text: str) -> str:
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 _NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.\-]")
 _NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# over names joined by "\n": a character no name has, a line (a name) that
+# does not start as one (an empty one too)
+_NOT_NAME_CHAR_OR_NL = re.compile(r"[^A-Za-z0-9_.\-\n]")
+_BAD_FIRST_CHAR = re.compile(r"\n(?![A-Za-z_])")
 
 
 def _sanitized(name: str) -> str:
@@ -217,9 +230,8 @@ def _renames(names: List[str]) -> Dict[str, str]:
     ``names`` with a ``.N`` suffix, as XLA's NameUniquer would. Empty (one
     search over all the names at once) when every name is fine."""
     joined = "\n".join(names)
-    if (joined.count("\n") == len(names) - 1
-            and _NOT_NAME_CHAR.search(joined.replace("\n", "")) is None
-            and all(n[:1] in _NAME_FIRST for n in names)):
+    if (joined.count("\n") == len(names) - 1 and _NOT_NAME_CHAR_OR_NL.search(joined) is None
+            and joined[:1] in _NAME_FIRST and _BAD_FIRST_CHAR.search(joined) is None):
         return {}
     taken = set(names)
     out: Dict[str, str] = {}
@@ -239,7 +251,15 @@ def _renames(names: List[str]) -> Dict[str, str]:
 def _token(text: str) -> str:
     """An opcode, fusion kind or comparison direction as printed: characters
     that could not be part of one (a newline, a parenthesis, ...) as ``_``."""
-    return _NOT_NAME_CHAR.sub("_", text)
+    got = _TOKENS.get(text)
+    if got is None:
+        got = _NOT_NAME_CHAR.sub("_", text)
+        if len(_TOKENS) < 4096:          # a few dozen opcodes and kinds
+            _TOKENS[text] = got
+    return got
+
+
+_TOKENS: Dict[str, str] = {}
 
 
 def _module_name(name: str) -> str:
@@ -349,21 +369,34 @@ def _attributes_text(inst, opcode: str, called) -> str:
             cfg = raw.decode("utf-8")
         except UnicodeDecodeError:
             cfg = raw.decode("latin-1")
-        parts.append("backend_config=" + (cfg if _is_json_object(cfg) else _q(cfg)))
+        parts.append("backend_config=" + (cfg if _prints_raw(cfg) else _q(cfg)))
     return ", ".join(parts)
 
 
-def _is_json_object(text: str) -> bool:
-    """XLA prints a ``backend_config`` that starts with ``{`` as it is (its
-    JSON), any other quoted: as it is here only if it is a JSON object on one
-    line, so that no brace, quote or line break of a malformed one can run
-    into the next instructions."""
-    if not text.startswith("{") or _ESCAPED.search(text.replace('"', "").replace("\\", "")):
+_CONFIG_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[{}()\[\]]")
+_INNERMOST = re.compile(r"\{[^{}()\[\]]*\}|\([^{}()\[\]]*\)|\[[^{}()\[\]]*\]")
+
+
+def _prints_raw(config: str) -> bool:
+    """Whether a ``backend_config`` can be printed as it is. XLA prints one
+    that starts with ``{`` as it is (JSON, or an MLIR attribute dictionary
+    such as ``{mode = 83 : ui8}``), any other quoted: here only one that is a
+    single bracketed value on one line (its strings closed, its brackets
+    matched, the first closing at the end, no comment), so that no quote,
+    bracket or line break of a malformed one can run into the attributes or
+    lines after it; any other is quoted."""
+    if not (config.startswith("{") and config.endswith("}")) or not config.isprintable():
         return False
-    try:
-        return isinstance(json.loads(text), dict)
-    except (ValueError, RecursionError):
+    rest = _CONFIG_STRING.sub("", config)
+    if '"' in rest or "/*" in rest or "*/" in rest:
         return False
+    # inside the outer braces, matched brackets removed from the innermost
+    # out (one pass per level of nesting) leave none
+    inner, before = rest[1:-1], None
+    while inner != before:
+        before, inner = inner, _INNERMOST.sub("", inner)
+    return _BRACKET.search(inner) is None
 
 
 def _index_text(index) -> str:

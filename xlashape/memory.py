@@ -1796,7 +1796,7 @@ def _module_from_proto(hlo, path: Optional[str], ctx: _Context, *, key: str = ""
     if report is not None and not isinstance(report, str):
         _check_report(bm, _report_spaces(report))
     if ctx.peak:
-        bm.peak = _peak_of_proto(hlo, module, bm.platform, bm.chip)
+        bm.peak = _peak_of_proto(hlo, module, bm.platform, bm.chip, check=False)  # checked above
         bm.peak.schedule = None
         if bm.peak.live_at_peak:
             # op paths and source lines, from the module text made above
@@ -1873,7 +1873,7 @@ def _analyze_proto(kind: str, source, path: Optional[str], ctx: _Context) -> Mem
         if ctx.peak:
             hlo = protos.HloProto()
             hlo.buffer_assignment.CopyFrom(ba)
-            pa = peak_from_hlo_proto(hlo, bm.platform)
+            pa = peak_from_hlo_proto(hlo, bm.platform, check=False)   # checked above
             for k in ("peak_memory_in_bytes", "peak_unpadded_heap_bytes"):
                 if k == "peak_memory_in_bytes" and bm.platform == "cpu":
                     continue  # XLA:CPU: the whole-program buffers alone
@@ -1917,7 +1917,8 @@ def _module_from_memory_report(report, where: str, ctx: _Context) -> ModuleMemor
     return mm
 
 
-def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnalysis:
+def _peak_of_proto(hlo, module, platform: Optional[str], chip=None, *, check: bool = True
+                   ) -> PeakAnalysis:
     """:func:`~xlashape.peak.peak_from_hlo_proto` with unpadded sizes from
     xlashape's size model of each logical buffer's shape (``module``: the
     :class:`~xlashape.hlo_proto.HloProtoModule`, or ``None`` to read the
@@ -1973,7 +1974,7 @@ def _peak_of_proto(hlo, module, platform: Optional[str], chip=None) -> PeakAnaly
                     text = texts[id(shape)] = str(shape)
             return name, label, text
 
-    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded, describe=describe)
+    return peak_from_hlo_proto(hlo, platform, unpadded=unpadded, describe=describe, check=check)
 
 
 # -- out-of-memory reports -----------------------------------------------------------

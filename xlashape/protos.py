@@ -29,7 +29,21 @@ a ``ShapeValueError``, naming what failed):
   ``memory_analysis().serialized_buffer_assignment_proto`` bytes.
 - :func:`read_memory_usage_report`: a ``MemoryUsageReportProto`` from a
   ``*-memory-usage-report.pb`` file or bytes.
+- :func:`read_xla_proto`: whichever of the three a file or bytes holds.
 - :func:`parse_message`: any message class here from bytes.
+
+A path is read once, into one buffer, and bytes given are not copied; which
+message (an ``HloProto`` or a bare module, ...) comes from the first fields of
+the wire format, so XLA's files are parsed once. Anything but a regular file
+(a FIFO, whose ``open`` would wait forever; a device) is refused before it is
+opened. Gzip input is unpacked piece by piece up to a limit,
+:data:`MAX_DECOMPRESSED_BYTES` (256 MiB) unless ``max_decompressed_bytes=``
+or the environment variable ``XLASHAPE_MAX_DECOMPRESSED_BYTES`` says
+otherwise: a gzip "bomb" costs about the limit, then raises
+``UnreadableInputError`` saying how to raise it; a corrupt or cut-off
+stream raises ``UnreadableInputError`` naming the file. :func:`check_sizes`
+refuses the negative sizes, offsets and shape indices no XLA writes (the
+memory accounting calls it before it counts).
 """
 
 from __future__ import annotations
@@ -892,6 +906,15 @@ def check_sizes(msg, what: str) -> None:
                                "negative (a malformed file: XLA writes none)")
 
     if isinstance(msg, BufferAssignmentProto):
+        # all at once (XLA's files pass); the loops below only name the field
+        lbs, allocs = msg.logical_buffers, msg.buffer_allocations
+        if min((min([lb.size for lb in lbs], default=0),
+                min([k for lb in lbs for k in lb.defined_at.shape_index], default=0),
+                min([k for al in msg.buffer_aliases for k in al.location.shape_index], default=0),
+                min([a.size for a in allocs], default=0),
+                min([v for a in allocs for x in a.assigned for v in (x.size, x.offset)],
+                    default=0))) >= 0:
+            return
         for i, lb in enumerate(msg.logical_buffers):
             if lb.size < 0:
                 bad(f"logical_buffers[{i}].size", lb.size)
