@@ -190,28 +190,65 @@ def _bomb(path, prefix, fill, total):
     return path
 
 
+def _nested(inner: bytes, *tags: int) -> bytes:
+    """``inner`` wrapped in length-delimited fields, innermost tag first."""
+    for tag in tags:
+        inner = bytes([tag]) + _varint(len(inner)) + inner
+    return inner
+
+
+def _dense(mib=16):
+    """HloProto bytes that protobuf parses into many times their size: empty
+    computations, empty instructions, instructions of 11 bytes (``mib`` MiB
+    of each), and packed numbers (a field of ``4 * mib`` MiB of zeros, 8 bytes
+    each in memory)."""
+    size = mib << 20
+    out = []
+    for name, fill, wrap in (("computations", b"\x1a\x00", (0x0A,)),
+                             ("instructions", b"\x12\x00", (0x1A, 0x0A)),
+                             ("abs", b"\x12\x09\x12\x03abs\x1a\x02\x10\x0b", (0x1A, 0x0A))):
+        out.append((name, _nested(fill * (size // len(fill)), *wrap)))
+    out.append(("packed", _nested(b"\x72" + _varint(4 * size) + bytes(4 * size), 0x12, 0x1A, 0x0A)))
+    return out
+
+
+def _small_bombs(tmp_path):
+    """gzip inputs that unpack to less than the limit (8 to 32 MiB, from 8 to
+    33 KB) but that protobuf would parse into gigabytes (:func:`_dense`)."""
+    out = []
+    for name, data in _dense(8):
+        path = tmp_path / f"{name}.hlo.pb.gz"
+        path.write_bytes(gzip.compress(data, 9))
+        out.append(path)
+    return out
+
+
 _BOMB_CHILD = r"""
-import json, resource, sys
-from xlashape import hlo_proto, memory, protos
+import json, os, resource, sys
+from xlashape import memory, protos
 from xlashape.errors import UnreadableInputError
 def vm():
     with open("/proc/self/status") as fh:
         return next(int(l.split()[1]) * 1024 for l in fh if l.startswith("VmSize:"))
 limit = vm() + (512 << 20)                  # what it has, plus 512 MiB
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-out = []
+out = {}
 for path in sys.argv[1:]:
     data = open(path, "rb").read()
     for source in (path, data):
-        for read in (protos.read_hlo_proto, hlo_proto.read_hlo_proto_module, memory.analyze):
+        for read in (protos.read_hlo_proto, memory.analyze):
+            key = " ".join((os.path.basename(path), read.__name__, type(source).__name__))
             try:
                 read(source)
-                out.append("read")
+                out[key] = "read"
             except UnreadableInputError as e:
-                out.append("limit" if "decompresses to more than 268435456 bytes" in str(e)
-                           and "XLASHAPE_MAX_DECOMPRESSED_BYTES" in str(e) else str(e)[:200])
+                msg = str(e)
+                out[key] = ("limit" if "decompresses to more than 268435456 bytes" in msg
+                            and "XLASHAPE_MAX_DECOMPRESSED_BYTES" in msg else
+                            "parse" if "would take more than 268435456 bytes of memory" in msg
+                            and "XLASHAPE_MAX_DECOMPRESSED_BYTES" in msg else msg[:200])
             except BaseException as e:
-                out.append(type(e).__name__ + ": " + str(e)[:200])
+                out[key] = type(e).__name__ + ": " + str(e)[:200]
 print(json.dumps(out))
 """
 
@@ -230,9 +267,123 @@ def test_a_gzip_bomb_stops_at_the_limit_within_512_mib(tmp_path):
         _bomb(tmp_path / "empties.hlo.pb.gz", real + b"\x0a" + _varint(gib), b"\x1a\x00", gib),
     ]
     assert all(b.stat().st_size < 1.1e6 for b in bombs)
-    p = _child(_BOMB_CHILD, *bombs, timeout=300)
+    small = _small_bombs(tmp_path)
+    assert all(b.stat().st_size < 40e3 for b in small)
+    p = _child(_BOMB_CHILD, *bombs, *small, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
-    assert json.loads(p.stdout.splitlines()[-1]) == ["limit"] * 18
+    got = json.loads(p.stdout.splitlines()[-1])
+    assert len(got) == 28
+    for key, outcome in got.items():
+        if key.split()[0] in ("zeros.hlo.pb.gz", "field.hlo.pb.gz", "empties.hlo.pb.gz"):
+            assert outcome == "limit", key
+        elif key.endswith("analyze bytes"):
+            # bare bytes are read as whichever message they parse as cheaply:
+            # the small instructions are unknown fields of a memory-usage
+            # report (their bytes, once)
+            assert outcome in ("parse", "read"), (key, outcome)
+        else:
+            assert outcome == "parse", (key, outcome)
+
+
+def _big_module(copies=400):
+    """A real module's computations repeated with fresh ids and names (what
+    a large module looks like to protobuf, about 4.6 MB), as an HloProto."""
+    hlo = _fori()
+    mp = hlo.hlo_module
+    comps = list(mp.computations)
+    for k in range(1, copies):
+        for c in comps:
+            new = mp.computations.add()
+            new.CopyFrom(c)
+            new.name = f"{c.name}.copy{k}"
+            new.id = c.id + 1000 * k
+            for ins in new.instructions:
+                ins.name = f"{ins.name}.copy{k}"
+                ins.id += 1000000 * k
+                ins.operand_ids[:] = [o + 1000000 * k for o in ins.operand_ids]
+            new.root_id += 1000000 * k
+            new.instructions[-1].ClearField("called_computation_ids")
+    hlo.ClearField("buffer_assignment")
+    return hlo
+
+
+def test_a_parse_estimate_lets_real_modules_through(tmp_path):
+    hlo = _big_module()
+    data = hlo.SerializeToString()
+    gz = tmp_path / "big.hlo.pb.gz"
+    gz.write_bytes(gzip.compress(data, 9))
+    ratio = len(data) / gz.stat().st_size
+    # big enough to be estimated (no message of that size is small enough
+    # to skip it), compressed like XLA's modules
+    assert len(data) * protos._MOST_PER_BYTE > protos.MAX_DECOMPRESSED_BYTES and 5 < ratio < 40
+    assert len(protos.read_hlo_proto(str(gz)).hlo_module.computations) == 4000
+    assert len(protos.read_hlo_proto(gz.read_bytes()).hlo_module.computations) == 4000
+    # 4 MiB of a real proto's bytes that do not compress: read too
+    pad = random.Random(1).randbytes(4 << 20)
+    raw = FORI_PB.read_bytes() + _varint(99 << 3 | 2) + _varint(len(pad)) + pad
+    assert protos.read_hlo_proto(gzip.compress(raw)).hlo_module.name == "jit_dev_fori_cumulative"
+
+
+_RSS_CHILD = r"""
+import json, resource, sys
+from xlashape import protos
+data = open(sys.argv[1], "rb").read()
+cost, _ = protos._parse_cost(data, protos.HloProto.DESCRIPTOR, 1 << 62)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+msg = protos.HloProto()
+msg.ParseFromString(data)
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps([cost, (after - before) * 1024, len(data)]))
+"""
+
+
+def test_the_parse_estimate_is_from_above(tmp_path):
+    # what protobuf's parse takes (the child's peak resident memory) is at
+    # most the estimate, on a real module and on the small bombs
+    path = tmp_path / "big.hlo.pb"
+    path.write_bytes(_big_module().SerializeToString())
+    paths = [path]
+    for name, data in _dense(2):
+        paths.append(tmp_path / f"{name}.hlo.pb")
+        paths[-1].write_bytes(data)
+    for p in paths:
+        out = _child(_RSS_CHILD, p)
+        assert out.returncode == 0, out.stderr[-2000:]
+        cost, grew, size = json.loads(out.stdout.splitlines()[-1])
+        if p.name.startswith("big") or grew > (8 << 20):
+            assert cost is not None and grew <= cost, (p.name, grew, cost)
+        assert cost <= size * protos._MOST_PER_BYTE
+
+
+def test_the_parse_estimate_reads_the_wire_format_as_protobuf_does():
+    # on every real proto: well-formed, and from 1 to 40 bytes per byte (a buffer
+    # assignment of small logical buffers is the most: about 16)
+    for path in sorted(DATA.rglob("*.pb")) + sorted(DATA.rglob("*.hlo.pb.gz")):
+        data = path.read_bytes()
+        if path.name.endswith(".gz"):
+            data = gzip.decompress(data)
+        msg = protos.read_xla_proto(data)
+        cls = type(msg)
+        if cls is protos.HloProto and protos._starts_like_bare_module(data):
+            cls = protos.HloModuleProto
+        cost, why = protos._parse_cost(data, cls.DESCRIPTOR, 1 << 62)
+        assert cost is not None, (path.name, why)
+        assert len(data) <= cost <= 40 * len(data) + 1000, (path.name, cost / len(data))
+    # what protobuf refuses, the estimate calls malformed too
+    for bad, why in ((b"\x0a\x05ab", "runs past its end"), (b"\x08", "number cut off"),
+                     (b"\x0b\x0c", "a group"), (b"\x80", "tag cut off"),
+                     (b"\x0a\x80", "length cut off"), (b"\x09\x00", "fixed-size")):
+        cost, got = protos._parse_cost(bad, protos.HloProto.DESCRIPTOR, 1 << 62)
+        assert cost is None and why in got, (bad, got)
+    deep = b"\x10\x0b"
+    for depth in range(101):
+        deep = b"\x22" + _varint(len(deep)) + deep
+    assert protos._parse_cost(deep, protos.ShapeProto.DESCRIPTOR, 1 << 62)[0] is None
+    with pytest.raises(Exception):
+        protos.ShapeProto().ParseFromString(deep)
+    # it stops once past what it was asked to count to
+    cost, _ = protos._parse_cost(b"\x1a\x00" * 100000, protos.HloModuleProto.DESCRIPTOR, 10000)
+    assert 10000 < cost < 11000
 
 
 def test_the_decompression_limit_names_itself_and_can_be_raised(tmp_path, monkeypatch):

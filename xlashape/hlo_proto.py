@@ -443,6 +443,19 @@ def module_from_proto(proto) -> HloProtoModule:
             gc.enable()
 
 
+def _require_unique(names: List[str], where: str) -> None:
+    """Refuse a name given twice (:class:`ProtoDecodeError` naming ``where``,
+    formatted with the name's index ``i``)."""
+    if len(set(names)) == len(names):
+        return
+    seen = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ProtoDecodeError(where.format(i=i) + f": {name!r} is given twice (XLA's "
+                                   "names are unique in a module)")
+        seen.add(name)
+
+
 def _module_from_proto(proto) -> HloProtoModule:
     if isinstance(proto, _pb.HloModuleProto):
         wrapped = _pb.HloProto()
@@ -462,9 +475,24 @@ def _module_from_proto(proto) -> HloProtoModule:
             cache[key] = got
         return got
 
+    # What XLA's HloModule::CreateFromProto checks too: no computation
+    # without instructions (one has a root), computation ids and names
+    # unique. (Besides the sense: each empty computation costs 2 bytes of
+    # file and hundreds of bytes of model, a way to blow memory up.)
+    names = []
+    comp_ids: Dict[int, int] = {}
+    for ci, cp in enumerate(mp.computations):
+        if not len(cp.instructions):
+            raise ProtoDecodeError(f"HloModuleProto.computations[{ci}] ({cp.name!r}): a "
+                                   "computation without instructions")
+        if comp_ids.setdefault(cp.id, ci) != ci:
+            raise ProtoDecodeError(f"HloModuleProto.computations[{ci}].id: {cp.id} is also "
+                                   f"the id of computations[{comp_ids[cp.id]}]")
+        names.append(cp.name)
+    _require_unique(names, "HloModuleProto.computations[{i}].name")
     # names the HLO text can hold (to_text, and memory's proto route, read
     # the module through it): XLA's own always are; others are sanitized
-    comp_renames = _renames([cp.name for cp in mp.computations])
+    comp_renames = _renames(names)
     comp_names: Dict[int, str] = {}
     for ci, cp in enumerate(mp.computations):
         comp_names[cp.id] = comp_renames.get(cp.name, cp.name)
@@ -484,9 +512,21 @@ def _module_from_proto(proto) -> HloProtoModule:
     # across computations only through called computations, but ids are
     # module-wide).
     inst_names: Dict[int, str] = {}
+    count = 0
     for ci, cp in enumerate(mp.computations):
         for ii, ip in enumerate(cp.instructions):
             inst_names[ip.id] = ip.name
+        count += len(cp.instructions)
+    if len(inst_names) != count:          # ids are module-wide and unique in XLA
+        seen: Dict[int, str] = {}
+        for ci, cp in enumerate(mp.computations):
+            for ii, ip in enumerate(cp.instructions):
+                where = f"HloModuleProto.computations[{ci}].instructions[{ii}]"
+                if seen.setdefault(ip.id, where) != where:
+                    raise ProtoDecodeError(f"{where}.id: {ip.id} is also the id of "
+                                           f"{seen[ip.id]}")
+    _require_unique([ip.name for cp in mp.computations for ip in cp.instructions],
+                    "HloModuleProto: the name of instruction {i} (counted over the module)")
     renames = _renames(list(inst_names.values()))
     if renames:
         inst_names = {k: renames.get(v, v) for k, v in inst_names.items()}
@@ -518,6 +558,9 @@ def _module_from_proto(proto) -> HloProtoModule:
             opcode = ip.opcode
             if opcode == "parameter":
                 operands_text = str(ip.parameter_number)
+            elif not opcode:                    # XLA writes none
+                raise ProtoDecodeError(f"{where}.instructions[{ii}]: an instruction without "
+                                       "an opcode")
             else:
                 try:
                     operands_text = ", ".join(["%" + inst_names[oid] for oid in ip.operand_ids])

@@ -40,8 +40,12 @@ opened. Gzip input is unpacked piece by piece up to a limit,
 :data:`MAX_DECOMPRESSED_BYTES` (256 MiB) unless ``max_decompressed_bytes=``
 or the environment variable ``XLASHAPE_MAX_DECOMPRESSED_BYTES`` says
 otherwise: a gzip "bomb" costs about the limit, then raises
-``UnreadableInputError`` saying how to raise it; a corrupt or cut-off
-stream raises ``UnreadableInputError`` naming the file. :func:`check_sizes`
+``UnreadableInputError`` saying how to raise it; and what protobuf's parse of
+gzip input would take is estimated from the wire format first, and refused
+over the larger of the limit and :data:`PARSE_BYTES_PER_COMPRESSED_BYTE`
+times the compressed size (16 KB of gzip can unpack to 16 MiB of empty
+messages that would take gigabytes to parse). A corrupt or cut-off stream
+raises ``UnreadableInputError`` naming the file. :func:`check_sizes`
 refuses the negative sizes, offsets and shape indices no XLA writes (the
 memory accounting calls it before it counts).
 """
@@ -586,12 +590,15 @@ def parse_message(cls, data: BytesLike, what: Optional[str] = None):
     return msg
 
 
-def _parse_into(msg, data: BytesLike, what: str) -> None:
+def _parse_into(msg, data: BytesLike, what: str, budget: Optional["_Budget"] = None) -> None:
     """``msg.ParseFromString(data)`` (no copy of ``data``), with protobuf's
-    errors as :class:`ProtoDecodeError`."""
+    errors as :class:`ProtoDecodeError`; for gzip input (``budget``), only
+    if what the parse would take (:func:`_parse_cost`) fits."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise UnreadableInputError(
             f"{what}: expected bytes, got {type(data).__name__}")
+    if budget is not None:
+        budget.check(msg.DESCRIPTOR, data, what)
     try:
         try:
             msg.ParseFromString(data)
@@ -613,9 +620,12 @@ def _parse_into(msg, data: BytesLike, what: str) -> None:
         ) from None
 
 
-def _load_bytes(source: Source, what: str, limit: Optional[int] = None) -> Tuple[BytesLike, str]:
+def _load_bytes(source: Source, what: str, limit: Optional[int] = None
+                ) -> Tuple[BytesLike, str, Optional["_Budget"]]:
     """The bytes of *source* (a path or bytes), gunzipped if gzip (at most
-    ``max_decompressed_bytes(limit)`` of them); and a label naming it.
+    ``max_decompressed_bytes(limit)`` of them); a label naming it; and, for
+    gzip input, the :class:`_Budget` its parse must fit in (``None`` for
+    bytes that were not compressed: they cost what they weigh).
 
     A path is read once, into one buffer: anything but a regular file (a
     FIFO, whose ``open`` would wait forever; a device; a directory) is
@@ -624,8 +634,8 @@ def _load_bytes(source: Source, what: str, limit: Optional[int] = None) -> Tuple
         label = what
         if bytes(source[:2]) == GZIP_MAGIC:
             n = max_decompressed_bytes(limit)
-            return gunzip(source, n, label, hint=_limit_hint(n)), label
-        return source, label
+            return gunzip(source, n, label, hint=_limit_hint(n)), label, _Budget(n, len(source))
+        return source, label, None
     if not isinstance(source, (str, os.PathLike)):
         raise UnreadableInputError(
             f"{what}: expected a path or bytes, got {type(source).__name__}")
@@ -643,11 +653,180 @@ def _load_bytes(source: Source, what: str, limit: Optional[int] = None) -> Tuple
             head = fh.read(2)
             if head != GZIP_MAGIC:
                 fh.seek(0)
-                return fh.readall(), label       # one buffer of the file's size
+                return fh.readall(), label, None      # one buffer of the file's size
+            size = os.fstat(fh.fileno()).st_size
         except OSError as e:
             raise UnreadableInputError(f"{label}: cannot read: {e}") from None
         n = max_decompressed_bytes(limit)
-        return gunzip(fh, n, label, first=head, hint=_limit_hint(n)), label
+        return gunzip(fh, n, label, first=head, hint=_limit_hint(n)), label, _Budget(n, size)
+
+
+#: What protobuf's parse may take for gzip input, per byte of the compressed
+#: input, beyond :func:`max_decompressed_bytes`: XLA's modules take about 7
+#: bytes per byte of message and compress 3-11 times (the largest product
+#: measured: 66), so 256 leaves them room, and a gzip input of 1 MB that
+#: unpacks to 256 MiB of empty messages (protobuf: hundreds of bytes each,
+#: for 2 bytes of input) is refused before it is parsed.
+PARSE_BYTES_PER_COMPRESSED_BYTE = 256
+
+
+class _Budget:
+    """The memory a parse of gzip input may take: the larger of the limit and
+    :data:`PARSE_BYTES_PER_COMPRESSED_BYTE` times the compressed size;
+    :meth:`check` estimates a parse from the wire format (:func:`_parse_cost`)
+    and refuses one over it, before protobuf allocates anything."""
+
+    def __init__(self, limit: int, compressed: int):
+        self.limit = limit
+        self.compressed = compressed
+        self.bytes = max(limit, PARSE_BYTES_PER_COMPRESSED_BYTE * compressed)
+
+    def check(self, descriptor, data: BytesLike, what: str) -> None:
+        if len(data) * _MOST_PER_BYTE <= self.bytes:
+            return                   # no message of that size can take more
+        cost, where = _parse_cost(data, descriptor, self.bytes)
+        if cost is None:
+            raise ProtoDecodeError(f"{what}: not a valid {descriptor.full_name} "
+                                   f"({len(data)} bytes): {where}")
+        if cost > self.bytes:
+            raise UnreadableInputError(
+                f"{what}: parsing its {len(data)} bytes (unpacked from {self.compressed}) as "
+                f"{descriptor.full_name} would take more than {self.bytes} bytes of memory, "
+                f"the limit for this gzip input (the larger of {self.limit} and "
+                f"{PARSE_BYTES_PER_COMPRESSED_BYTE} times its compressed size): a gzip bomb?"
+                + _limit_hint(self.limit))
+
+
+# The memory protobuf's parse takes, as the estimate counts it: a message
+# its fixed part (_message_cost) plus a pointer if repeated; a repeated
+# number 16 bytes (8, in an array that may be twice the size it holds); a
+# string, bytes or unknown field its bytes.
+_REPEATED_NUMBER = 16
+_POINTER = 16
+# protobuf's (upb's) limit on nested messages
+_MAX_DEPTH = 100
+
+
+def _message_cost(descriptor) -> int:
+    return 24 + 16 * len(descriptor.fields)
+
+
+_TABLES: dict = {}
+
+
+def _fields_of(descriptor) -> dict:
+    """``{field number: (kind, repeated)}`` of a message, kind ``None``
+    (string, bytes), ``0`` (a number) or ``(cost, fields)`` of a message;
+    built once per message type."""
+    got = _TABLES.get(descriptor.full_name)
+    if got is not None:
+        return got
+    fields: dict = {}
+    _TABLES[descriptor.full_name] = fields
+    for f in descriptor.fields:
+        if f.type == f.TYPE_MESSAGE:
+            kind = (_message_cost(f.message_type), _fields_of(f.message_type))
+        elif f.type in (f.TYPE_STRING, f.TYPE_BYTES):
+            kind = None
+        else:
+            kind = 0
+        fields[f.number] = (kind, _is_repeated(f))
+    return fields
+
+
+def _most_per_byte() -> int:
+    """The most the estimate counts per byte of input: a repeated message of
+    the costliest type in 2 bytes (its tag and a zero length)."""
+    costs = [_message_cost(d) for d in _POOL.FindFileByName(
+        "xlashape/hlo_subset.proto").message_types_by_name.values()]
+    return max(max(costs) + _POINTER, 2 * _REPEATED_NUMBER) // 2 + 1
+
+
+def _parse_cost(data: BytesLike, descriptor, stop: int) -> Tuple[Optional[int], str]:
+    """An estimate (from above: about 1.5 times what XLA's messages take) of
+    the memory protobuf's parse of ``data`` as ``descriptor`` takes, read from
+    the wire format (nothing parsed), counting messages, repeated numbers and
+    bytes; it stops once past ``stop``. ``(None, why)`` for bytes that are no
+    such message (a cut-off field, a group, a bad wire type)."""
+    total = _message_cost(descriptor)
+    stack: list = []
+    i, end, fields = 0, len(data), _fields_of(descriptor)
+    while True:
+        if i >= end:
+            if not stack:
+                return total, ""
+            i, end, fields = stack.pop()
+            continue
+        start = i
+        b = data[i]
+        i += 1
+        tag = b & 0x7F
+        shift = 7
+        while b & 0x80:
+            if i >= end or shift > 63:
+                return None, f"a tag cut off at byte {start}"
+            b = data[i]
+            i += 1
+            tag |= (b & 0x7F) << shift
+            shift += 7
+        wire = tag & 7
+        if wire == 2:
+            if i >= end:
+                return None, f"a length cut off at byte {i}"
+            b = data[i]
+            i += 1
+            n = b & 0x7F
+            shift = 7
+            while b & 0x80:
+                if i >= end or shift > 63:
+                    return None, f"a length cut off at byte {i}"
+                b = data[i]
+                i += 1
+                n |= (b & 0x7F) << shift
+                shift += 7
+            j = i + n
+            if j > end:
+                return None, f"a field of {n} bytes at byte {start} runs past its end"
+            f = fields.get(tag >> 3)
+            kind = f[0] if f is not None else None
+            if kind is None:              # a string, bytes, an unknown field
+                total += n
+                i = j
+            elif kind == 0:               # packed numbers: at most one per byte
+                total += _REPEATED_NUMBER * n
+                i = j
+            else:
+                total += kind[0] + (_POINTER if f[1] else 0)
+                if n:
+                    if len(stack) >= _MAX_DEPTH:
+                        return None, (f"messages nested deeper than protobuf reads "
+                                      f"({_MAX_DEPTH}) at byte {start}")
+                    stack.append((j, end, fields))
+                    end, fields = j, kind[1]
+                else:
+                    i = j
+            if total > stop:
+                return total, ""
+        elif wire == 0:
+            while True:
+                if i >= end:
+                    return None, f"a number cut off at byte {i}"
+                b = data[i]
+                i += 1
+                if not b & 0x80:
+                    break
+            f = fields.get(tag >> 3)
+            if f is not None and f[1]:
+                total += _REPEATED_NUMBER
+                if total > stop:
+                    return total, ""
+        elif wire == 1 or wire == 5:
+            i += 8 if wire == 1 else 4
+            if i > end:
+                return None, f"a fixed-size field cut off at byte {start}"
+        else:
+            return None, (f"wire type {wire} at byte {start} (a group, which XLA's messages "
+                          "do not have, or no wire type)")
 
 
 def _require_nonempty(data: BytesLike, label: str, kind: str) -> None:
@@ -676,19 +855,19 @@ def read_hlo_proto(source, *, max_decompressed_bytes: Optional[int] = None):
     """
     if isinstance(source, HloProto):
         return source
-    data, label = _load_bytes(source, "HLO proto", max_decompressed_bytes)
-    return _hlo_from_bytes(data, label)
+    data, label, budget = _load_bytes(source, "HLO proto", max_decompressed_bytes)
+    return _hlo_from_bytes(data, label, budget)
 
 
-def _hlo_from_bytes(data: BytesLike, label: str):
+def _hlo_from_bytes(data: BytesLike, label: str, budget: Optional["_Budget"] = None):
     _require_nonempty(data, label, "xla.HloProto")
-    error: Optional[UnreadableInputError] = None
+    error: Optional[ProtoDecodeError] = None
     for bare in ((True, False) if _starts_like_bare_module(data) else (False, True)):
         out = HloProto()
         try:
             # a bare module parsed in place, as field 1 of the HloProto
-            _parse_into(out.hlo_module if bare else out, data, label)
-        except UnreadableInputError as e:
+            _parse_into(out.hlo_module if bare else out, data, label, budget)
+        except ProtoDecodeError as e:        # (over the budget: raised as it is)
             if not bare:
                 error = e
             continue
@@ -832,20 +1011,21 @@ def read_xla_proto(source, *, max_decompressed_bytes: Optional[int] = None):
     fields of the wire format, so XLA's own files are parsed once. Bytes
     that are none of the three raise :class:`ProtoDecodeError`.
     """
-    data, label = _load_bytes(source, "protobuf", max_decompressed_bytes)
+    data, label, budget = _load_bytes(source, "protobuf", max_decompressed_bytes)
     _require_nonempty(data, label, "XLA protobuf")
     for cls in _likely_classes(data):
         try:
             if cls is HloProto:
-                msg = _hlo_from_bytes(data, label)
+                msg = _hlo_from_bytes(data, label, budget)
                 if _holds_a_module(msg):
                     return msg
             else:
-                msg = parse_message(cls, data, label)
+                msg = cls()
+                _parse_into(msg, data, label, budget)
                 if len(msg.buffer_allocations if cls is BufferAssignmentProto
                        else msg.memory_space_allocation_entries):
                     return msg
-        except UnreadableInputError:
+        except ProtoDecodeError:
             pass
         msg = None
     raise ProtoDecodeError(
@@ -868,9 +1048,11 @@ def read_buffer_assignment(source, *, max_decompressed_bytes: Optional[int] = No
     """
     if isinstance(source, BufferAssignmentProto):
         return source
-    data, label = _load_bytes(source, "buffer assignment proto", max_decompressed_bytes)
+    data, label, budget = _load_bytes(source, "buffer assignment proto", max_decompressed_bytes)
     _require_nonempty(data, label, "xla.BufferAssignmentProto")
-    return parse_message(BufferAssignmentProto, data, label)
+    msg = BufferAssignmentProto()
+    _parse_into(msg, data, label, budget)
+    return msg
 
 
 def read_memory_usage_report(source, *, max_decompressed_bytes: Optional[int] = None):
@@ -879,9 +1061,12 @@ def read_memory_usage_report(source, *, max_decompressed_bytes: Optional[int] = 
     bytes; such a message is returned as it is."""
     if isinstance(source, MemoryUsageReportProto):
         return source
-    data, label = _load_bytes(source, "memory usage report proto", max_decompressed_bytes)
+    data, label, budget = _load_bytes(source, "memory usage report proto",
+                                      max_decompressed_bytes)
     _require_nonempty(data, label, "xla.MemoryUsageReportProto")
-    return parse_message(MemoryUsageReportProto, data, label)
+    msg = MemoryUsageReportProto()
+    _parse_into(msg, data, label, budget)
+    return msg
 
 
 def check_sizes(msg, what: str) -> None:
@@ -989,3 +1174,6 @@ def _unknown_numbers(msg) -> List[int]:
     except ImportError:  # protobuf < 4.22: the message method
         return [f.field_number for f in msg.UnknownFields()]
     return [f.field_number for f in UnknownFieldSet(msg)]
+
+
+_MOST_PER_BYTE = _most_per_byte()

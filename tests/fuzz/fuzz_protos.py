@@ -17,6 +17,10 @@ goes to every reader that takes bytes:
   instruction or computation that the module does not have)
 - ``memory.analyze`` on the bytes (the proto route: which message it is,
   then the figures, allocations and peak), with no negative figure
+- ``protos._parse_cost`` (the estimate of a parse that gzip input must pass
+  before protobuf parses it) against protobuf: bytes it calls malformed
+  must be bytes protobuf refuses too (a group, which XLA's messages never
+  have, excepted)
 - ``Shape.from_proto`` (then ``str``, ``hash``, ``to_proto``, its memory
   footprint through the tiling model, ``validate_shape``),
   ``Layout.from_proto``, ``shape_proto.ProgramShape.from_proto``
@@ -297,6 +301,18 @@ def check(data):
             if negative:
                 raise AssertionError(f"negative figures: {negative[:5]}")
 
+    def parse_cost(data):
+        for cls in (protos.HloProto, protos.HloModuleProto, protos.BufferAssignmentProto,
+                    protos.MemoryUsageReportProto, protos.ShapeProto):
+            cost, why = protos._parse_cost(data, cls.DESCRIPTOR, 1 << 62)
+            if cost is not None or "a group" in why:
+                continue
+            try:
+                cls().ParseFromString(data)
+            except Exception:  # noqa: BLE001 - protobuf refuses it too
+                continue
+            raise AssertionError(f"_parse_cost: {why}, but protobuf reads it as {cls.__name__}")
+
     targets = (
         ("read_hlo_proto", protos.read_hlo_proto, None),
         ("read_buffer_assignment", protos.read_buffer_assignment, None),
@@ -306,6 +322,7 @@ def check(data):
         ("Layout.from_proto", Layout.from_proto, lambda lay: (str(lay), lay.to_proto())),
         ("ProgramShape.from_proto", ProgramShape.from_proto, lambda p: (str(p), p.to_proto())),
         ("memory.analyze", memory.analyze, analysis_use),
+        ("_parse_cost", parse_cost, None),
     )
     failures = []
     for name, fn, use in targets:
