@@ -525,9 +525,10 @@ def _module_from_proto(proto) -> HloProtoModule:
                 if seen.setdefault(ip.id, where) != where:
                     raise ProtoDecodeError(f"{where}.id: {ip.id} is also the id of "
                                            f"{seen[ip.id]}")
-    _require_unique([ip.name for cp in mp.computations for ip in cp.instructions],
-                    "HloModuleProto: the name of instruction {i} (counted over the module)")
-    renames = _renames(list(inst_names.values()))
+    all_names = list(inst_names.values())       # (one per instruction, the ids being unique)
+    _require_unique(all_names, "HloModuleProto: the name of instruction {i} (counted over the "
+                    "module)")
+    renames = _renames(all_names)
     if renames:
         inst_names = {k: renames.get(v, v) for k, v in inst_names.items()}
     module.instruction_ids = inst_names
