@@ -716,8 +716,11 @@ _TABLES: dict = {}
 
 def _fields_of(descriptor) -> dict:
     """``{field number: (kind, repeated)}`` of a message, kind ``None``
-    (string, bytes), ``0`` (a number) or ``(cost, fields)`` of a message;
-    built once per message type."""
+    (string, bytes), ``0`` (a number) or ``(cost, fields, per_byte)`` of a
+    message, ``per_byte`` ``None`` if it holds messages, else the most its
+    content can take per byte (so that the estimate need not read it: 1 for
+    strings, numbers kept in the message and unknown fields, 17 if it has a
+    repeated field); built once per message type."""
     got = _TABLES.get(descriptor.full_name)
     if got is not None:
         return got
@@ -725,7 +728,10 @@ def _fields_of(descriptor) -> dict:
     _TABLES[descriptor.full_name] = fields
     for f in descriptor.fields:
         if f.type == f.TYPE_MESSAGE:
-            kind = (_message_cost(f.message_type), _fields_of(f.message_type))
+            sub = f.message_type
+            per_byte = (None if any(g.type == g.TYPE_MESSAGE for g in sub.fields) else
+                        _REPEATED_NUMBER + 1 if any(_is_repeated(g) for g in sub.fields) else 1)
+            kind = (_message_cost(sub), _fields_of(sub), per_byte)
         elif f.type in (f.TYPE_STRING, f.TYPE_BYTES):
             kind = None
         else:
@@ -739,7 +745,7 @@ def _most_per_byte() -> int:
     the costliest type in 2 bytes (its tag and a zero length)."""
     costs = [_message_cost(d) for d in _POOL.FindFileByName(
         "xlashape/hlo_subset.proto").message_types_by_name.values()]
-    return max(max(costs) + _POINTER, 2 * _REPEATED_NUMBER) // 2 + 1
+    return max(max(costs) + _POINTER, 2 * (_REPEATED_NUMBER + 1)) // 2 + 1
 
 
 def _parse_cost(data: BytesLike, descriptor, stop: int) -> Tuple[Optional[int], str]:
@@ -790,10 +796,13 @@ def _parse_cost(data: BytesLike, descriptor, stop: int) -> Tuple[Optional[int], 
             f = fields.get(tag >> 3)
             kind = f[0] if f is not None else None
             if kind is None:              # a string, bytes, an unknown field
-                total += n
+                total += n + (_POINTER if f is not None and f[1] else 0)
                 i = j
             elif kind == 0:               # packed numbers: at most one per byte
                 total += _REPEATED_NUMBER * n
+                i = j
+            elif kind[2] is not None:     # a message of numbers and strings alone
+                total += kind[0] + (_POINTER if f[1] else 0) + kind[2] * n
                 i = j
             else:
                 total += kind[0] + (_POINTER if f[1] else 0)
