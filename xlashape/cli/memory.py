@@ -18,7 +18,7 @@ import sys
 import time
 
 from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, int64,
-                      relabel, renamed, spool_stdin, warn)
+                      relabel, renamed, spool_stdin, terminal_width, warn)
 from ._output import write_lines
 from ._sizes import fmt_bytes
 from ..devices import lookup, usable_bytes
@@ -226,7 +226,8 @@ def run(args) -> int:
             for piece in memory_document(modules, verdicts):
                 sys.stdout.write(piece)
         else:
-            write_lines(report_lines(result, modules, display, args.top, verdicts))
+            write_lines(report_lines(result, modules, display, args.top, verdicts,
+                                     width=terminal_width()))
         if most is not None:
             over = [(m, module_peak(m)) for m in modules]
             over = [(m, p) for m, p in over if p is not None and p[0] > most]

@@ -535,6 +535,12 @@ def _oom_section(m, out: List[str]) -> None:
         out.append(f'<div class="verdict nofit">{esc(o.memory_space)}: needs {esc(_b(o.used))} of '
                    f'{esc(_b(o.limit))}{esc(ex)}</div>')
     out.append(f'<div class="note">{esc(o.note)}</div>')
+    advice = getattr(o, "advice", ())
+    if advice:
+        out.append('<div class="note"><b>What to do:</b><ul>'
+                   + "".join(f"<li>{esc(a)}</li>" for a in advice) + "</ul></div>")
+    for n in m.notes:
+        out.append(f'<div class="note">{esc(n)}</div>')
 
 
 def _module_section(m, out: List[str], verdict) -> None:
