@@ -377,7 +377,9 @@ def test_cli_json_carries_peak_and_verdict():
     assert m["peak"]["peak_memory_in_bytes"] == 4194560
     assert m["verdict"] == {"peak_bytes": 4194560, "limit_bytes": 4194560,
                             "peak_name": "peak_memory_in_bytes", "limit_name": "--limit 4194560",
-                            "fits": True, "margin_bytes": 0}
+                            "limit_basis": None, "device_platform": None, "module_platform": "gpu",
+                            "report_excess_bytes": None, "report_limit_bytes": None,
+                            "fits": True, "margin_bytes": 0, "platform_mismatch": False}
     assert m["peak"]["live_at_peak"][0]["size"] == 1048576
 
 

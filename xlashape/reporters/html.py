@@ -317,14 +317,9 @@ def _card(key: str, value, why: Optional[str] = None) -> str:
 def _verdict_html(v) -> str:
     if v is None:
         return ""
-    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
-    if v.fits:
-        text = (f"fits: peak {_b(v.peak_bytes)}{what} of {_b(v.limit_bytes)} "
-                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
-        return f'<div class="verdict fits">{esc(text)}</div>'
-    text = (f"does not fit by {_b(-v.margin_bytes)}: peak {_b(v.peak_bytes)}{what} of "
-            f"{_b(v.limit_bytes)} on {v.limit_name}")
-    return f'<div class="verdict nofit">{esc(text)}</div>'
+    first, *rest = v.lines()
+    return (f'<div class="verdict {"fits" if v.fits else "nofit"}">{esc(first)}</div>'
+            + "".join(f'<div class="note">{esc(x.strip())}</div>' for x in rest))
 
 
 def _space_name(color: int) -> str:

@@ -15,11 +15,11 @@ from typing import List, Optional
 
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
-from ..tiling import format_bytes
+from ..tiling import format_bytes, format_bytes_apart
 from .tables import Table
 
-__all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "diff_lines", "fmt_bytes",
-           "common_op_prefix"]
+__all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
+           "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix"]
 
 
 def fmt_bytes(n: Optional[int], _cache: dict = {}) -> str:  # noqa: B006 - a deliberate cache
@@ -103,7 +103,7 @@ def report_lines(result, modules, display: str, top: int, verdicts=None,
             out.extend(module_lines(m, top, width))
         v = (verdicts or {}).get(id(m))
         if v is not None:
-            out.append(verdict_line(v))
+            out.extend(v.lines())
     return out
 
 
@@ -124,12 +124,32 @@ def _earlier_report(m) -> str:
 
 
 def verdict_line(v) -> str:
-    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
-    if v.fits:
-        return (f"fits: peak {fmt_bytes(v.peak_bytes)}{what} of {fmt_bytes(v.limit_bytes)} "
-                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
-    return (f"does not fit by {fmt_bytes(-v.margin_bytes)}: peak {fmt_bytes(v.peak_bytes)}{what} "
-            f"of {fmt_bytes(v.limit_bytes)} on {v.limit_name}")
+    """The verdict's first line (:meth:`~xlashape.memory.Verdict.lines`)."""
+    return v.lines()[0]
+
+
+def max_peak_line(name, peak: int, peak_name: str, most: int, most_text: str) -> str:
+    """``--max-peak``'s failure: the peak (with its bytes) and the limit as
+    given, with its bytes too where it prints as the peak does."""
+    limit = most_text
+    if fmt_bytes(most) == fmt_bytes(peak) and most_text.strip() != str(most):
+        limit += f" ({most} bytes)"
+    return f"{name or '?'}: peak {fmt_bytes(peak)} ({peak_name} {peak} bytes) exceeds --max-peak {limit}"
+
+
+def growth_line(name: str, x: int, y: int, limit_text: str, limit_bytes: Optional[int]) -> str:
+    """``--max-growth``'s failure for figure ``name`` (``x`` -> ``y``
+    bytes); ``limit_bytes`` for a size limit (its bytes are shown when the
+    growth prints as it does)."""
+    grew = y - x
+    shown = fmt_bytes(grew)
+    limit = limit_text
+    if limit_bytes is not None:
+        shown, b = format_bytes_apart(grew, limit_bytes)
+        if b != fmt_bytes(limit_bytes):
+            limit = f"{limit_text} ({limit_bytes} bytes)"
+    return (f"{name} grew by {shown} ({x} -> {y} bytes"
+            + (f", {100 * grew / x:+.1f}%" if x else "") + f"), more than --max-growth {limit}")
 
 
 def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
@@ -512,7 +532,8 @@ def oom_lines(m, top: int) -> List[str]:
     out = [f"out-of-memory report{'' if not m.name else ' for module ' + m.name}"
            f" ({'detailed' if o.form == 'detailed' else 'the two-line exception'})"]
     if o.used is not None and o.limit is not None:
-        out.append(f"  {o.memory_space}: needs {fmt_bytes(o.used)} of {fmt_bytes(o.limit)}"
+        used, limit = format_bytes_apart(o.used, o.limit)
+        out.append(f"  {o.memory_space}: needs {used} of {limit}"
                    + (f": {fmt_bytes(o.excess)} too much" if o.excess is not None else ""))
     bits = []
     for label, v in (("arguments", m.argument_size_in_bytes), ("outputs", m.output_size_in_bytes),
