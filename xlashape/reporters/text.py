@@ -314,14 +314,18 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
 
 def _second_lines(shape: str, op: str, source: str, room: int) -> List[str]:
     """``shape  op path  source`` in ``room`` characters; where that does
-    not fit, ``shape  source`` and the op path on a line of its own (cut on
-    the left only if it is longer than a whole line: its end names the
-    operation)."""
+    not fit, the shape on a line of its own and ``op path  source`` under it
+    (the op path with the line that made it), each on its own line if even
+    that does not fit; cut only a line longer than ``room`` (the op path on
+    the left: its end names the operation)."""
     text = "  ".join(x for x in (shape, op, source) if x)
-    if len(text) <= room or not op:
-        return [_clip(text, room)] if text else []
-    first = "  ".join(x for x in (shape, source) if x)
-    return ([_clip(first, room)] if first else []) + [_clip_left(op, room)]
+    if len(text) <= room:
+        return [text] if text else []
+    out = [_clip(shape, room)] if shape else []
+    rest = "  ".join(x for x in (op, source) if x)
+    if len(rest) <= room:
+        return out + ([rest] if rest else [])
+    return out + [_clip_left(x, room) for x in (op, source) if x]
 
 
 def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
