@@ -109,7 +109,8 @@ class Verdict(NamedTuple):
                        f"it was compiled for a device with that memory, not "
                        f"{format_bytes(self.limit_bytes)})")
         if self.platform_mismatch:
-            out.append(f"warning: {self.limit_name} is a {self.device_platform.upper()}, and "
+            device = self.limit_name.split(" (", 1)[0]
+            out.append(f"warning: {device} is a {self.device_platform.upper()}, and "
                        f"this input was compiled for {self.module_platform.upper()}: its layouts "
                        "and sizes there would not be these (judged anyway: --force-device)")
         return out

@@ -10,6 +10,7 @@ they open no file and compute no figure; the command prints what they return
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from typing import List, Optional
 
@@ -315,9 +316,9 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
 def _second_lines(shape: str, op: str, source: str, room: int) -> List[str]:
     """``shape  op path  source`` in ``room`` characters; where that does
     not fit, the shape on a line of its own and ``op path  source`` under it
-    (the op path with the line that made it), each on its own line if even
-    that does not fit; cut only a line longer than ``room`` (the op path on
-    the left: its end names the operation)."""
+    (the op path with the line that made it), each on lines of its own if
+    even that does not fit: an op path longer than a line goes on over the
+    next ones, broken after a ``/``, so that it is never cut."""
     text = "  ".join(x for x in (shape, op, source) if x)
     if len(text) <= room:
         return [text] if text else []
@@ -325,7 +326,29 @@ def _second_lines(shape: str, op: str, source: str, room: int) -> List[str]:
     rest = "  ".join(x for x in (op, source) if x)
     if len(rest) <= room:
         return out + ([rest] if rest else [])
-    return out + [_clip_left(x, room) for x in (op, source) if x]
+    if op:
+        out.extend(_wrap_path(op, room))
+    if source:
+        out.append(_clip_left(source, room))
+    return out
+
+
+def _wrap_path(op: str, room: int) -> List[str]:
+    """An op path over lines of ``room`` characters, each broken after a
+    ``/`` (the lines after the first indented by two); a name longer than a
+    line is cut on the left."""
+    parts = re.findall(r"[^/]*/|[^/]+$", op)
+    lines: List[str] = []
+    line = ""
+    for part in parts:
+        width = room - (2 if lines else 0)
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    if line:
+        lines.append(line)
+    return [_clip_left(lines[0], room)] + ["  " + _clip_left(x, room - 2) for x in lines[1:]]
 
 
 def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
