@@ -1,4 +1,6 @@
-"""The README's two first commands are what a newcomer and CI run."""
+"""The README's two first commands are what a newcomer and CI run; its
+sessions (``$ xlashape ...`` and what follows) are what the commands print,
+byte for byte."""
 
 import pathlib
 import re
@@ -104,7 +106,8 @@ def test_the_readme_has_memory_sessions():
     assert any("oom" in c for c in commands if c.startswith("xlashape memory "))
 
 
-@pytest.mark.parametrize("command,shown,status", _sessions(), ids=lambda x: str(x)[:60])
+@pytest.mark.parametrize("command,shown,status",
+                         [pytest.param(*s, id=s[0][len("xlashape "):][:70]) for s in _sessions()])
 def test_each_readme_session_is_what_the_command_prints(command, shown, status):
     code, lines = _run_as_shown(command)
     assert lines == shown
