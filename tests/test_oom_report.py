@@ -480,3 +480,17 @@ def test_hlo_on_the_autotuner_error_says_what_it_is():
     from cli_util import one_error_line
     r = one_error_line("hlo", AUTOTUNE / "autotuner_oom.log.txt")
     assert "autotuner" in r.stderr and "256.02GiB" in r.stderr and "--dump" not in r.stderr
+
+
+def test_gpu_autotuner_oom_on_the_page(tmp_path):
+    import html
+    from cli_util import ok
+    path = AUTOTUNE / "autotuner_oom.log.txt"
+    exp = _autotune_expected(path.read_text())
+    page = tmp_path / "r.html"
+    ok("memory", path, "--html", page)
+    shown = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())).split())
+    assert "libtpu" not in shown and "lists the allocations the compiler could not place" not in shown
+    for (name, shape), n in zip(exp["names"], exp["logged_failures"]):
+        assert f"{name} {shape} (256.00G): {n} configurations failed" in shown
+    assert "--xla_gpu_autotune_level" in shown and "XLA_PYTHON_CLIENT_MEM_FRACTION" in shown

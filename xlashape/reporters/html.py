@@ -521,15 +521,25 @@ def _padding_section(m, out: List[str]) -> None:
 
 def _oom_section(m, out: List[str]) -> None:
     o = m.oom
-    out.append('<div class="note"><b>No heap over program order:</b> an out-of-memory report '
-               'lists the allocations the compiler could not place, not the schedule, so there is '
-               'no program order to draw. The dump of the same program (XLA_FLAGS='
-               '--xla_dump_to=DIR) has it: <code>xlashape memory DIR --html</code>.</div>')
+    what = ("an XLA:GPU out-of-memory error says what could not be allocated"
+            if o.form == "gpu" else
+            "an out-of-memory report lists the allocations the compiler could not place")
+    out.append(f'<div class="note"><b>No heap over program order:</b> {what}, not the '
+               'schedule, so there is no program order to draw. The dump of the same program '
+               '(XLA_FLAGS=--xla_dump_to=DIR) has it: <code>xlashape memory DIR --html</code>.'
+               '</div>')
     if o.used is not None and o.limit is not None:
         ex = f": {_b(o.excess)} too much" if o.excess is not None else ""
         out.append(f'<div class="verdict nofit">{esc(o.memory_space)}: needs {esc(_b(o.used))} of '
                    f'{esc(_b(o.limit))}{esc(ex)}</div>')
     out.append(f'<div class="note">{esc(o.note)}</div>')
+    at = getattr(o, "autotune", None)
+    if at is not None and at.failed:
+        out.append('<div class="note"><b>Instructions the autotuner could not configure:</b><ul>'
+                   + "".join(f"<li><code>{esc(f.name)}</code> <code>{esc(f.shape or '?')}</code>"
+                             f" ({esc(_b(f.size_in_bytes))}): {f.configs_failed} configurations "
+                             f"failed, {f.out_of_memory} out of memory</li>" for f in at.failed)
+                   + "</ul></div>")
     advice = getattr(o, "advice", ())
     if advice:
         out.append('<div class="note"><b>What to do:</b><ul>'
