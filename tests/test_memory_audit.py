@@ -199,7 +199,7 @@ def test_cli_text_json_and_page(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "what XLA did with your buffers" in r.stdout
-    assert "to host memory" in r.stdout
+    assert "sin.1 S(0) -> S(5) host memory" in r.stdout
     d = AUDIT / "cpu_jax010" / "two_donors_one_output" / "dump"
     r = subprocess.run([sys.executable, "-m", "xlashape", "memory", str(d), "--json",
                         "--html", str(tmp_path / "p.html")],
@@ -212,25 +212,6 @@ def test_cli_text_json_and_page(tmp_path):
     assert set(audit) >= {"donations", "layout_copies", "space_moves"}
     page = (tmp_path / "p.html").read_text(encoding="utf-8")
     assert "What XLA did with your buffers" in page and "already taken" in page
-
-
-def test_the_readme_shows_what_the_command_prints():
-    # every "what XLA did with your buffers" section of the README's sessions is
-    # the command's own output, line for line
-    import re
-    readme = (corpora.DATA.parent.parent / "README.md").read_text()
-    checked = 0
-    for m in re.finditer(r"^\$ (xlashape memory [^\n]*)\n(.*?)(?=^\$ |^```)", readme, re.M | re.S):
-        shown = m.group(2)
-        if "what XLA did with your buffers:" not in shown:
-            continue
-        argv = m.group(1).split()[1:]
-        r = subprocess.run([sys.executable, "-m", "xlashape"] + argv, capture_output=True,
-                           text=True, timeout=300, cwd=corpora.DATA.parent.parent)
-        section = shown[shown.index("what XLA did"):].split("\n...")[0].split("\nfits:")[0]
-        assert section.strip() in r.stdout, argv
-        checked += 1
-    assert checked >= 3
 
 
 # -- the one pass: the copies the sources collect ---------------------------------------------
