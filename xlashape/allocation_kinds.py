@@ -29,7 +29,8 @@ A TPU out-of-memory report lists allocations by its own types:
 from typing import Optional
 
 __all__ = ["PARAMETER", "OUTPUT", "TEMPORARY", "THREAD_LOCAL", "CONSTANT", "OTHER", "KINDS",
-           "OOM_REPORT_KINDS", "kind_of", "is_indefinite", "oom_report_kind"]
+           "OOM_REPORT_KINDS", "kind_of", "is_indefinite", "oom_report_kind",
+           "LIBRARY_TARGETS", "library_of", "workspace_of"]
 
 PARAMETER = "parameter"
 OUTPUT = "output"
@@ -79,3 +80,37 @@ def oom_report_kind(label: Optional[str], allocation_type: Optional[str], sectio
                 OUTPUT if label.startswith("Output") else OTHER)
     at = (allocation_type or "").strip().lower()
     return OOM_REPORT_KINDS.get(at, at or OTHER)
+
+
+#: the custom-call targets of the NVIDIA libraries XLA:GPU calls with a
+#: workspace (their prefix -> the library's name): XLA's gemm rewriter appends
+#: an ``s8[N]`` workspace to a cuBLAS call's result tuple, the cuDNN rewriters a
+#: ``u8[N]`` scratch buffer (``__cublas$lt$matmul``, ``__cublas$gemm``,
+#: ``__cublas$triangularSolve``, ``__cudnn$convForward``, ``__cudnn$fmhaSoftmax``...)
+LIBRARY_TARGETS = {"__cublas$": "cuBLAS", "__cudnn$": "cuDNN"}
+
+
+def library_of(target: Optional[str]) -> Optional[str]:
+    """``cuBLAS`` / ``cuDNN`` for a custom-call target of that library, else ``None``.
+
+    >>> library_of("__cublas$lt$matmul"), library_of("__cudnn$fmhaSoftmax"), library_of("foo")
+    ('cuBLAS', 'cuDNN', None)
+    """
+    if target:
+        for prefix, name in LIBRARY_TARGETS.items():
+            if target.startswith(prefix):
+                return name
+    return None
+
+
+def workspace_of(target: Optional[str], index, arity: Optional[int], shape) -> Optional[str]:
+    """The library (``cuBLAS`` / ``cuDNN``) whose workspace a value is, else
+    ``None``: the value at ``index`` of the result of a custom call to
+    ``target`` (a tuple of ``arity`` elements) is its last element, an array
+    of bytes (``s8`` / ``u8``, one dimension: a :class:`~xlashape.Shape`)."""
+    lib = library_of(target)
+    if lib is None or arity is None or arity < 2 or tuple(index or ()) != (arity - 1,):
+        return None
+    if shape is None or not shape.is_array or len(shape.dimensions) != 1:
+        return None
+    return lib if str(shape.element_type).lower() in ("s8", "u8") else None

@@ -33,7 +33,8 @@ from __future__ import annotations
 import heapq
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..allocation_kinds import OTHER, OUTPUT, PARAMETER, TEMPORARY, kind_of, oom_report_kind
+from ..allocation_kinds import (OTHER, OUTPUT, PARAMETER, TEMPORARY, kind_of, oom_report_kind,
+                                workspace_of)
 from ..errors import HloParseError
 from ..hlo_module import parse_entry_computation_layout
 from ..oom_report import BREAKDOWN_HINT
@@ -330,16 +331,24 @@ def _rank(mm: ModuleMemory, allocations: Iterable[Allocation], top: int) -> None
 # -- a buffer assignment ----------------------------------------------------------------
 
 
-def _allocation(a, platform, sizes: SizeCache, chip=None) -> Allocation:
-    """An :class:`Allocation` of the model from a buffer assignment's record."""
+def _allocation(a, platform, sizes: SizeCache, chip=None, library_calls=None) -> Allocation:
+    """An :class:`Allocation` of the model from a buffer assignment's record:
+    its values (each cuBLAS / cuDNN workspace marked, from ``library_calls``:
+    the module's custom calls to them), and its own shape only when it holds
+    one array (see :class:`~xlashape.memory.model.Allocation`)."""
     details = []
     slots: Dict[Tuple[int, int], int] = {}
     for v in a.values:
         unp = None
         if v.shape is not None:
             _, unp, _ = sizes.of_text(v.shape_text, v.shape, platform, chip)
+        ws = None
+        if library_calls:
+            call = library_calls.get(v.name)
+            if call is not None:
+                ws = workspace_of(call[0], v.index, call[1], v.shape)
         details.append(ValueInfo(v.name, v.label, v.size, v.offset, v.shape_text, unp, v.id,
-                                 v.shape))
+                                 v.shape, ws))
         if unp is not None:
             key = (v.offset, v.size)
             slots[key] = max(slots.get(key, 0), min(unp, v.size))
@@ -353,9 +362,15 @@ def _allocation(a, platform, sizes: SizeCache, chip=None) -> Allocation:
         own = [v for v in details if not v.label.endswith("}") and v.offset == 0]
     else:
         own = []
-    best = max(details, key=lambda v: (v.size_in_bytes or 0)) if details else None
-    shape = (own[0].shape if own else best.shape if best is not None
-             else a.parameter_shape or a.output_shape)
+    if own:
+        shape = own[0].shape
+    elif not details:
+        shape = a.parameter_shape or a.output_shape
+    elif len(details) == 1 or (all(v.offset == 0 for v in details)
+                               and len({v.shape for v in details}) == 1):
+        shape = details[0].shape   # one array (under several names: a loop's carried value)
+    else:
+        shape = None               # an arena: values of several shapes at their offsets
     values = []
     seen = set()
     for v in details:
@@ -427,7 +442,7 @@ def _from_buffer_assignment(mm: ModuleMemory, rec: ModuleRecords, opts: Options)
                     mismatches[v.shape_text] = [v.size, size, problem, v.label, v.line, 1]
                 else:
                     rec_[5] += 1
-        alloc = _allocation(a, platform, sizes, chip)
+        alloc = _allocation(a, platform, sizes, chip, rec.library_calls)
         t.padding += alloc.padding_in_bytes
         allocations.append(alloc)
     mm.allocations = allocations
@@ -515,6 +530,11 @@ def _peak(mm: ModuleMemory, rec: ModuleRecords, opts: Options) -> None:
         pa.live_at_peak = [b._replace(op_name=found[b.instruction].op_name,
                                       source=found[b.instruction].source)
                            if b.instruction in found else b for b in pa.live_at_peak]
+    if pa.live_at_peak and rec.library_calls:
+        workspaces = {v.label: v.workspace for a in mm.allocations for v in a.value_details
+                      if v.workspace}
+        pa.live_at_peak = [b._replace(workspace=workspaces[b.label]) if b.label in workspaces
+                           else b for b in pa.live_at_peak]
     mm.peak = pa
 
 

@@ -34,13 +34,14 @@ from ..layout import memory_space_name
 from ..live_range import Location
 from ..padding import Fix, advice, origin_of
 from ..shape import Shape
+from ..tiling import format_bytes
 from .figures import HEADER_FIELDS, PEAK_FIELDS, STATS_FIELDS, host_twin
 
 __all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomSummary",
            "GpuOomSummary", "AutotuneSummary", "AutotuneInstruction", "ModuleMemory",
            "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
            "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
-           "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION",
+           "space_label", "space_tag", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION", "distinct_bytes",
            "Donation", "LayoutCopy", "SpaceMove", "ModuleAudit", "DONATION_WHY"]
 
 
@@ -51,6 +52,23 @@ SCHEMA_VERSION = 2
 #: one name per memory space, in every command and view (``S(n)``)
 SPACE_LABELS = {0: "device memory", 1: "VMEM (fast on-chip memory)", 2: "SMEM (scalar memory)",
                 5: "host memory"}
+
+
+#: a short name per memory space, for a tag beside each buffer (TPU: its
+#: on-chip memories by name; elsewhere device memory is the GPU's or the host's RAM)
+_SPACE_TAGS = {"tpu": {0: "HBM", 1: "VMEM", 2: "SMEM", 5: "host"}}
+_SPACE_TAGS_OTHER = {0: "device", 5: "host"}
+
+
+def space_tag(color: int, platform: Optional[str] = None) -> str:
+    """A short name of memory space ``S(color)`` on ``platform``: ``HBM``,
+    ``VMEM``, ``SMEM``, ``host`` on TPU; ``device`` / ``host`` elsewhere;
+    ``S(n)`` for another.
+
+    >>> space_tag(1, "tpu"), space_tag(0, "tpu"), space_tag(0, "gpu"), space_tag(6, "tpu")
+    ('VMEM', 'HBM', 'device', 'S(6)')
+    """
+    return _SPACE_TAGS.get(platform or "", _SPACE_TAGS_OTHER).get(color, f"S({color})")
 
 
 def space_label(color: int, reported: Optional[str] = None) -> str:
@@ -110,13 +128,46 @@ def explain_padding(shape, origin: Optional[str] = None) -> Optional[PaddingExpl
     return result
 
 
+def distinct_bytes(chunks) -> int:
+    """The bytes of memory the ``(offset, size)`` chunks of one allocation
+    cover, each byte counted once: values that share memory (a loop's carried
+    value, buffers the heap simulator placed at one offset at different
+    times) are not added up. A chunk without an offset counts whole.
+
+    >>> distinct_bytes([(0, 64), (0, 64), (32, 64), (None, 8)])
+    104
+    """
+    spans = []
+    loose = 0
+    for offset, size in chunks:
+        if not size:
+            continue
+        if offset is None:
+            loose += size
+        else:
+            spans.append((offset, offset + size))
+    spans.sort()
+    total, end = 0, None
+    for lo, hi in spans:
+        if end is None or lo >= end:
+            total += hi - lo
+            end = hi
+        elif hi > end:
+            total += hi - end
+            end = hi
+    return total + loose
+
+
 class ValueInfo(NamedTuple):
     """A value held by an allocation: ``name`` (the instruction; ``label``
     adds the ``{index}`` into its result when not the whole of it), its
     ``size_in_bytes`` and ``offset`` in the allocation (``None`` when not
     known), its ``shape`` text and ``unpadded_size_in_bytes``; ``id`` (the
     number XLA gives the value in the buffer assignment, ``None`` when not
-    known) and ``shape_object`` (the parsed :class:`~xlashape.Shape`)."""
+    known) and ``shape_object`` (the parsed :class:`~xlashape.Shape`);
+    ``workspace``: the library (``cuBLAS`` / ``cuDNN``) whose workspace it is
+    -- the last element of the result of XLA:GPU's custom call to it
+    (:func:`xlashape.allocation_kinds.workspace_of`) -- else ``None``."""
 
     name: str
     label: str
@@ -126,6 +177,14 @@ class ValueInfo(NamedTuple):
     unpadded_size_in_bytes: Optional[int]
     id: Optional[int] = None
     shape_object: Optional[Shape] = None
+    workspace: Optional[str] = None
+
+    @property
+    def described(self) -> str:
+        """``label shape`` (``custom-call.1{1} s8[33554432]{0}``), with
+        ``(cuBLAS workspace)`` for a workspace."""
+        text = f"{self.label} {self.shape}" if self.shape else self.label
+        return text + (f" ({self.workspace} workspace)" if self.workspace else "")
 
     @property
     def padding_in_bytes(self) -> int:
@@ -136,7 +195,8 @@ class ValueInfo(NamedTuple):
     def to_json(self) -> dict:
         return {"name": self.name, "label": self.label, "size_in_bytes": self.size_in_bytes,
                 "offset": self.offset, "shape": self.shape,
-                "unpadded_size_in_bytes": self.unpadded_size_in_bytes, "id": self.id}
+                "unpadded_size_in_bytes": self.unpadded_size_in_bytes, "id": self.id,
+                "workspace": self.workspace}
 
 
 class Allocation:
@@ -144,9 +204,16 @@ class Allocation:
     ``thread-local``, ``constant``: :mod:`xlashape.allocation_kinds`; from an
     out-of-memory report also what the report calls it), ``size_in_bytes`` (padding included),
     ``unpadded_size_in_bytes``, ``memory_space`` (``S(n)``; XLA's colour in
-    a buffer assignment), ``shape`` (as XLA prints it: the buffer's shape,
-    or for an allocation holding several values the largest one's), and
-    ``values`` (the names of the instructions whose values it holds).
+    a buffer assignment), ``shape`` (as XLA prints it: the allocation's own
+    shape when it holds one array -- one value, or values that all share its
+    memory as one array, as a loop's carried value does, or an entry
+    parameter's -- and ``None`` for an *arena*: a temporary allocation whose
+    values of several shapes the heap simulator packed at their offsets),
+    and ``values`` (the names of the instructions whose values it holds).
+    :attr:`value_count`, :attr:`largest_value` and :attr:`holds` (one label
+    every view prints: the shape, or "an arena of N values, the largest
+    ...") say what it is; :attr:`workspaces`, the cuBLAS / cuDNN
+    workspaces among its values.
 
     Also: ``index`` (XLA's allocation number, or the rank in an
     out-of-memory report), ``maybe_live_out`` (it may hold an output),
@@ -192,6 +259,64 @@ class Allocation:
             return 0
         return max(0, self.size_in_bytes - self.unpadded_size_in_bytes)
 
+    @property
+    def value_count(self) -> int:
+        """How many values it holds (of the buffer assignment; else the
+        instructions named)."""
+        return len(self.value_details) if self.value_details else len(self.values)
+
+    @property
+    def is_arena(self) -> bool:
+        """It holds values of several shapes (no one shape is its own)."""
+        return self.shape is None and len(self.value_details) > 1
+
+    @property
+    def largest_value(self) -> Optional[ValueInfo]:
+        """Its largest value (the first of equal ones), ``None`` without values."""
+        if not self.value_details:
+            return None
+        # an array before a tuple's table of pointers of the same size
+        return max(self.value_details,
+                   key=lambda v: (v.size_in_bytes or 0, not (v.shape or "").startswith("(")))
+
+    @property
+    def workspaces(self) -> List[ValueInfo]:
+        """Its values that are cuBLAS / cuDNN workspaces."""
+        return [v for v in self.value_details if v.workspace]
+
+    @property
+    def holds(self) -> Optional[str]:
+        """What it holds, in one line every view prints: its shape (with
+        ``(cuBLAS workspace of custom-call.1)`` when it is one), or for an
+        arena ``arena of 355 values, the largest f32[8,1024,32768]{2,1,0}
+        (1.00G, fusion.3)`` and its workspaces; ``None`` when nothing says."""
+        if not self.is_arena:
+            if self.shape is None:
+                return None
+            ws = self.workspaces
+            if len(ws) == 1 and len(self.value_details) == 1:
+                return f"{self.shape} ({ws[0].workspace} workspace of {ws[0].name})"
+            return self.shape
+        big = self.largest_value
+        text = (f"arena of {len(self.value_details):,} values, the largest "
+                f"{big.shape or '?'} ({format_bytes(big.size_in_bytes or 0)}, {big.label}"
+                + (f": {big.workspace} workspace)" if big.workspace else ")"))
+        ws = self.workspaces
+        if ws:
+            libs = sorted({v.workspace for v in ws})
+            text += (f"; {len(ws)} {'/'.join(libs)} workspace{'s' if len(ws) != 1 else ''} "
+                     f"({format_bytes(distinct_bytes((v.offset, v.size_in_bytes) for v in ws))}"
+                     f"{' of memory' if len(ws) > 1 else ''})")
+        return text
+
+    def padded_value(self) -> Optional[ValueInfo]:
+        """The value whose padding an arena's padding explanation is about
+        (its most padded one); ``None`` when the allocation is one array."""
+        if not self.is_arena:
+            return None
+        best = max(self.value_details, key=lambda v: v.padding_in_bytes)
+        return best if best.padding_in_bytes > 0 and best.shape else None
+
     def explanation(self) -> Optional[PaddingExplanation]:
         """Why it is padded and what would fix it, for an allocation whose
         padding comes from one array shape (its own, or the most padded
@@ -233,8 +358,14 @@ class Allocation:
             "unpadded_size_in_bytes": self.unpadded_size_in_bytes,
             "memory_space": self.memory_space,
             "shape": self.shape,
+            "holds": self.holds,
+            "value_count": self.value_count,
             "values": list(self.values),
         }
+        big = self.largest_value
+        if big is not None:
+            d["largest_value"] = {"name": big.name, "label": big.label, "shape": big.shape,
+                                  "size_in_bytes": big.size_in_bytes}
         if self.index is not None:
             d["index"] = self.index
         d["padding_in_bytes"] = self.padding_in_bytes
@@ -595,7 +726,8 @@ class PeakBuffer(NamedTuple):
     ``size`` and ``unpadded_size`` in bytes, ``offset`` in the allocation,
     live range ``start``-``end`` (``None`` for buffers that live for the whole
     program), ``kind`` (:func:`xlashape.allocation_kinds.kind_of`), ``shape`` (XLA's text), ``op_name``
-    (JAX's op path) and ``source`` (``file:line``)."""
+    (JAX's op path) and ``source`` (``file:line``); ``workspace``: the
+    library (``cuBLAS`` / ``cuDNN``) whose workspace it is, else ``None``."""
 
     label: str
     instruction: str
@@ -610,6 +742,7 @@ class PeakBuffer(NamedTuple):
     shape: str
     op_name: Optional[str]
     source: Optional[str]
+    workspace: Optional[str] = None
 
     @property
     def padding(self) -> int:
@@ -676,14 +809,44 @@ class PeakAnalysis:
         return sum(b.size for b in self.live_at_peak)
 
     def by_op_path(self) -> List[Tuple[str, int, int]]:
-        """Bytes live at the peak per JAX op path (the instruction's name
-        where the module has no ``op_name``), largest first."""
+        """Bytes live at the peak per JAX op path, ``(op path, bytes,
+        buffers)``, largest first; the buffers without one (no metadata:
+        XLA's own copies, a loop's tuple...) are :meth:`without_op_path`."""
         groups: Dict[str, List[int]] = {}
         for b in self.live_at_peak:
-            g = groups.setdefault(b.op_name or b.instruction, [0, 0])
+            if not b.op_name:
+                continue
+            g = groups.setdefault(b.op_name, [0, 0])
             g[0] += b.size
             g[1] += 1
         return sorted(((k, v[0], v[1]) for k, v in groups.items()), key=lambda x: (-x[1], x[0]))
+
+    def without_op_path(self) -> Tuple[int, int, List[str]]:
+        """The buffers live at the peak that have no JAX op path: ``(bytes,
+        count, their instructions, largest first)``."""
+        rest = [b for b in self.live_at_peak if not b.op_name]
+        names: List[str] = []
+        for b in rest:
+            if b.instruction not in names:
+                names.append(b.instruction)
+        return sum(b.size for b in rest), len(rest), names
+
+    def op_path_rows(self, limit: int = 15, cover: float = 0.99
+                     ) -> Tuple[List[Tuple[str, int, int]], List[Tuple[str, int, int]]]:
+        """The op paths worth a row of their own and the rest (for one row
+        that sums them), each a list of :meth:`by_op_path` groups: the
+        largest first, at most ``limit``, and none once the rows above hold
+        ``cover`` of the bytes that have an op path."""
+        groups = self.by_op_path()
+        total = sum(g[1] for g in groups)
+        rows: List[Tuple[str, int, int]] = []
+        held = 0
+        for g in groups:
+            if len(rows) >= max(limit, 1) or (rows and held >= cover * total):
+                break
+            rows.append(g)
+            held += g[1]
+        return rows, groups[len(rows):]
 
     def listed(self, top: int = 20) -> Tuple[List[PeakBuffer], int, int]:
         """The live-at-peak buffers worth a line (at most ``top``, none below
@@ -714,6 +877,8 @@ class PeakAnalysis:
             "live_at_peak_bytes": self.live_at_peak_bytes,
             "live_at_peak": [b.to_json() for b in self.live_at_peak],
             "by_op_path": [{"op_path": k, "bytes": v, "count": n} for k, v, n in self.by_op_path()],
+            "without_op_path": dict(zip(("bytes", "count", "instructions"),
+                                        self.without_op_path())),
             "xla_live_range_peak": (None if self.xla_live_range_peak is None else
                                     {"time": self.xla_live_range_peak[0],
                                      "bytes": self.xla_live_range_peak[1]}),

@@ -121,7 +121,9 @@ class ModuleRecords:
     ``memory_analysis()`` fields).
 
     ``locations``: instruction name -> :class:`~xlashape.live_range.Location`
-    for the instructions the model names. ``warnings`` / ``notes``: strings
+    for the instructions the model names; ``library_calls``: the custom calls
+    to cuBLAS / cuDNN (name -> ``(custom_call_target, arity of the result
+    tuple)``), whose last result element is the library's workspace. ``warnings`` / ``notes``: strings
     the source has to say about this module; ``reasons``: XLA fields the
     source knows to be undetermined, with why.
 
@@ -162,6 +164,7 @@ class ModuleRecords:
         self.before: Optional[EntryRecord] = None
         self.copies: Optional[CopyFacts] = None
         self.locations: Dict[str, Location] = {}
+        self.library_calls: Dict[str, Tuple[str, int]] = {}
         self.warnings: List[str] = []
         self.notes: List[str] = []
         self.reasons: Dict[str, str] = {}

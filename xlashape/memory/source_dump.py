@@ -175,6 +175,7 @@ def module_of_dump(dm: DumpModule, reading: Reading) -> ModuleRecords:
         else:
             rec.name, rec.entry, rec.locations = text.name, text.entry, text.locations
             rec.copies = text.copies
+            rec.library_calls = text.library_calls or {}
             if rec.facts is not None:
                 rec.facts.give(text.conditionals, text.module)
     if dm.optimized:

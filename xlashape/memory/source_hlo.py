@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable, Iterable, Iterator, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterable, Iterator, NamedTuple, Optional, Tuple
 
+from ..allocation_kinds import library_of
 from ..errors import UnreadableInputError, XlaShapeError
 from ..hlo_module import (HloReader, HloWarning, TextBlocks, _match_close, open_text,
                           parse_buffer_donor, parse_hlo_module, parse_input_output_alias)
+from ..hlo_text import parse_shape_prefix
 from ..live_range import LocationScanner, parse_instruction_text
 from ..xla_dump import before_file_of
 from .records import CopyFacts, CopyRecord, EntryRecord, ModuleRecords
@@ -135,6 +137,45 @@ class _Conditionals:
 
 
 _INSTR = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
+
+
+class LibraryCallScanner:
+    """The custom calls to cuBLAS and cuDNN of a module
+    (:data:`xlashape.allocation_kinds.LIBRARY_TARGETS`), collected in the one
+    pass over its text: ``calls`` maps each one's name to its target and the
+    number of elements of its result tuple (the last one is the library's
+    workspace). A block costs one ``str.find`` unless it holds such a call."""
+
+    _MARK = 'custom_call_target="__cu'
+
+    def __init__(self):
+        self.calls: Dict[str, Tuple[str, int]] = {}
+
+    def feed_block(self, block: str) -> None:
+        pos = block.find(self._MARK)
+        while pos >= 0:
+            start = block.rfind("\n", 0, pos) + 1
+            end = block.find("\n", pos)
+            if end < 0:
+                end = len(block)
+            self.feed_line(block[start:end])
+            pos = block.find(self._MARK, end)
+
+    def feed_line(self, line: str) -> None:
+        k = line.find(self._MARK)
+        if k < 0:
+            return
+        target = line[k + 20: line.find('"', k + 20)]
+        if library_of(target) is None:
+            return
+        m = _INSTR.match(line)
+        if m is None:
+            return
+        try:
+            shape, _ = parse_shape_prefix(line, m.end())
+        except XlaShapeError:
+            return
+        self.calls[m.group(1)] = (target, len(shape.tuple_shapes) if shape.is_tuple else 0)
 
 #: without names to look for, the locations of the last this many instructions
 #: are kept while reading (the entry's root and its operands are among them)
@@ -504,6 +545,8 @@ class ModuleText(NamedTuple):
     module: Optional[object]
     #: the module's copies (:class:`~xlashape.memory.records.CopyFacts`)
     copies: Optional[CopyFacts] = None
+    #: its custom calls to cuBLAS / cuDNN: name -> (target, result tuple's arity)
+    library_calls: Optional[dict] = None
 
 
 def read_module_text(lines, warn: Callable[[HloWarning], None], *, names=None,
@@ -523,16 +566,19 @@ def read_module_text(lines, warn: Callable[[HloWarning], None], *, names=None,
     scanner = LocationScanner(names) if names is not None else LocationScanner(keep=_KEEP)
     conditionals = _Conditionals()
     copies = CopyScanner()
+    library = LibraryCallScanner()
 
     def observe_block(block):
         scanner.feed_block(block)
         conditionals.feed_block(block)
         copies.feed_block(block)
+        library.feed_block(block)
 
     def observe_line(line):
         scanner.feed_line(line)
         conditionals.feed_line(line)
         copies.feed_line(line)
+        library.feed_line(line)
 
     if isinstance(lines, TextBlocks):
         lines.observer = observe_block
@@ -593,7 +639,8 @@ def read_module_text(lines, warn: Callable[[HloWarning], None], *, names=None,
             wanted.add(r.root[0])
             wanted.update(r.root[3])
         found = {n: loc for n, loc in found.items() if n in wanted}
-    return ModuleText(name, r, found, conditionals.names, module, copies.result())
+    return ModuleText(name, r, found, conditionals.names, module, copies.result(),
+                      library.calls)
 
 
 def module_records(lines, warn, source: str, path: Optional[str], *, names=None) -> ModuleRecords:
@@ -605,6 +652,7 @@ def module_records(lines, warn, source: str, path: Optional[str], *, names=None)
     rec.entry = text.entry
     rec.locations = text.locations
     rec.copies = text.copies
+    rec.library_calls = text.library_calls or {}
     if path is not None:
         read_before(rec, before_file_of(path))
     return rec

@@ -20,6 +20,7 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from .. import protos
+from ..allocation_kinds import library_of
 from ..errors import ProtoDecodeError, UnreadableInputError, XlaShapeError
 from ..hlo_module import Alias, BufferDonor
 from ..live_range import Location
@@ -391,6 +392,20 @@ def _locations(m: _Module, instructions) -> Dict[str, Location]:
     return out
 
 
+def _library_calls(m: _Module, instructions) -> Dict[str, Tuple[str, int]]:
+    """The custom calls to cuBLAS / cuDNN among ``instructions``: name ->
+    (target, arity of the result tuple), as the text route's
+    :class:`~xlashape.memory.source_hlo.LibraryCallScanner` finds them."""
+    out: Dict[str, Tuple[str, int]] = {}
+    for ip in instructions:
+        if ip.opcode == "custom-call" and library_of(ip.custom_call_target) is not None:
+            shape = m.shape(ip)
+            if shape is not None:
+                out[ip.name] = (ip.custom_call_target,
+                                len(shape.tuple_shapes) if shape.is_tuple else 0)
+    return out
+
+
 def _sub(shape: Optional[Shape], index) -> Optional[Shape]:
     for i in index:
         if shape is None or not shape.is_tuple or not 0 <= i < len(shape.tuple_shapes):
@@ -511,6 +526,7 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
     ba = hlo.buffer_assignment
     rec.allocations, defining = _allocations(ba, m, reading.platform)
     rec.locations = _locations(m, defining)
+    rec.library_calls = _library_calls(m, defining)
     if isinstance(report, str):
         rec.read_report(report)
     elif report is not None:

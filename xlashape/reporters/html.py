@@ -37,7 +37,7 @@ import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..memory.figures import PEAK_FIELDS, SHOWN_FIELDS
-from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label
+from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label, space_tag
 from ..tiling import format_bytes
 from ..safe_text import printable
 
@@ -52,6 +52,8 @@ MAX_ROWS = 2000
 MAX_BARS = 40
 #: columns of a heap chart (each the highest of its positions)
 CHART_COLUMNS = 480
+#: at most this many rows of op paths live at the peak (the rest summed in one)
+OP_PATH_ROWS = 15
 
 
 
@@ -102,7 +104,12 @@ h3{font-size:15px;margin:18px 0 6px} .sub{color:#57606a} code,.mono{font-family:
 .note{color:#57606a;font-size:12px;margin:2px 0}
 svg text{font:11px system-ui,sans-serif;fill:#1b1f24}
 .bars{margin:6px 0}.bar{display:flex;align-items:center;gap:8px;margin:1px 0;font-size:12px}
-.bar .lab{width:420px;overflow:hidden;text-overflow:ellipsis;white-space:nowrap;font-family:ui-monospace,Menlo,Consolas,monospace}
+.bar .lab{width:560px;flex:none;overflow-wrap:anywhere;font-family:ui-monospace,Menlo,Consolas,monospace;font-size:11px;line-height:1.25}
+.bar .lab .op{color:#57606a}.bar{padding:1px 0}
+.sp{display:inline-block;font:600 10px system-ui,sans-serif;padding:0 4px;border-radius:3px;color:#fff;margin-right:4px;background:#57606a}
+.sp0{background:#0969da}.sp1{background:#8250df}.sp2{background:#1a7f37}.sp5{background:#9a6700}
+.ws{font:600 10px system-ui,sans-serif;padding:0 4px;border-radius:3px;background:#fff8c5;border:1px solid #d4a72c;margin-left:4px}
+.c1 .u{background:#8250df}.c2 .u{background:#1a7f37}.c5 .u{background:#9a6700}
 .bar .sz{width:70px;text-align:right;font-variant-numeric:tabular-nums}
 .bar .track{flex:1;min-width:200px;height:14px;display:flex}
 .u{background:#0969da;height:14px}.p{height:14px;background:repeating-linear-gradient(45deg,#fb8f44,#fb8f44 3px,#ffd8b5 3px,#ffd8b5 6px)}
@@ -378,45 +385,81 @@ def _peak_section(m, out: List[str]) -> None:
         where = (f" &mdash; the temporaries' heap in {esc(_space_name(pa.peak_memory_space))} is "
                  f"highest at {_when(pa)}: <code>{esc(pa.peak_instruction or '?')}</code>")
     out.append(f'<h3>Live at the peak: {len(live):,} buffers, {esc(_b(total))}</h3>')
-    out.append(f'<div class="note">{esc(_b(fixed))} lives for the whole program (parameters, '
-               f'outputs, constants) + {esc(_b(total - fixed))} of temporaries{where}. '
-               f'Blue: bytes without padding; hatched orange: padding. Buffers under '
-               f'{esc(_b(SMALL_BYTES))} share the grey bar.</div>')
     shown = [b for b in live if b.size >= SMALL_BYTES][:MAX_BARS]
     ids = {id(b) for b in shown}
-    rest = [b for b in live if id(b) not in ids]
-    biggest = max([b.size for b in shown] + [sum(b.size for b in rest), 1])
+    beyond = [b for b in live if id(b) not in ids and b.size >= SMALL_BYTES]
+    small = [b for b in live if b.size < SMALL_BYTES]
+    grey = []
+    if beyond:
+        grey.append((beyond, f"{len(beyond):,} more buffer{'s' if len(beyond) != 1 else ''} of "
+                             f"{_b(SMALL_BYTES)} or more, beyond the {len(shown):,} largest"))
+    if small:
+        grey.append((small, f"{len(small):,} buffer{'s' if len(small) != 1 else ''} under "
+                            f"{_b(SMALL_BYTES)} each"))
+    spaces = sorted({b.color for b in live})
+    tagged = m.platform == "tpu" or len(spaces) > 1   # else one memory space: no tag to read
+    tags = "".join(f'<span class="sp sp{c}">{esc(space_tag(c, m.platform))}</span>'
+                   f'{esc(_space_name(c))} ' for c in spaces)
+    legend = ("Grey: the buffers not drawn one by one, summed: "
+              + "; ".join(f"{what} ({_b(sum(b.size for b in xs))})" for xs, what in grey) + "."
+              if grey else "")
+    out.append(f'<div class="note">{esc(_b(fixed))} lives for the whole program (parameters, '
+               f'outputs, constants) + {esc(_b(total - fixed))} of temporaries{where}. '
+               + (f'Bar: bytes without padding, coloured by memory space ({tags.strip()}); '
+                  if tagged else 'Blue: bytes without padding; ')
+               + f'hatched orange: padding. {esc(legend)}</div>')
+    biggest = max([b.size for b in shown] + [sum(b.size for b in xs) for xs, _ in grey] + [1])
     out.append('<div class="bars">')
     for b in shown:
         u = max(0, min(b.unpadded_size, b.size))
-        tip = (f"{b.label} ({b.kind}, S({b.color}))\n{b.shape}\nsize {b.size:,} bytes, "
+        tag = space_tag(b.color, m.platform)
+        tip = (f"{b.label} ({b.kind}, S({b.color}) {tag})\n{b.shape}\nsize {b.size:,} bytes, "
                f"unpadded {b.unpadded_size:,}, padding {b.padding:,}\n"
                + ("lives for the whole program" if b.start is None else f"live {b.start}-{b.end}")
+               + (f"\n{b.workspace} workspace" if b.workspace else "")
                + (f"\nop: {b.op_name}" if b.op_name else "")
                + (f"\nsource: {b.source}" if b.source else ""))
-        lab = b.label + (f"  {b.op_name}" if b.op_name else "")
-        out.append(f'<div class="bar" title="{esc(tip)}" data-bytes="{b.size}">'
-                   f'<div class="sz">{esc(_b(b.size))}</div><div class="track">'
-                   f'<div class="u" style="width:{100 * u / biggest:.3f}%"></div>'
+        ws = f'<span class="ws">{esc(b.workspace)} workspace</span>' if b.workspace else ""
+        op = f'<div class="op">{esc(b.op_name)}</div>' if b.op_name else ""
+        out.append(f'<div class="bar c{b.color}" title="{esc(tip)}" data-bytes="{b.size}" '
+                   f'data-space="{esc(tag)}"><div class="sz">{esc(_b(b.size))}</div>'
+                   f'<div class="track"><div class="u" style="width:{100 * u / biggest:.3f}%"></div>'
                    f'<div class="p" style="width:{100 * (b.size - u) / biggest:.3f}%"></div></div>'
-                   f'<div class="lab">{esc(b.kind)} &middot; {esc(lab)}</div></div>')
-    if rest:
-        rb = sum(b.size for b in rest)
-        out.append(f'<div class="bar agg" data-bytes="{rb}"><div class="sz">{esc(_b(rb))}</div>'
+                   f'<div class="lab"><div>'
+                   + (f'<span class="sp sp{b.color}">{esc(tag)}</span>' if tagged else '')
+                   + f'{esc(b.kind)} &middot; {esc(b.label)} {esc(b.shape or "")}{ws}</div>'
+                   f'{op}</div></div>')
+    for xs, what in grey:
+        rb = sum(b.size for b in xs)
+        out.append(f'<div class="bar agg" data-bytes="{rb}" data-count="{len(xs)}">'
+                   f'<div class="sz">{esc(_b(rb))}</div>'
                    f'<div class="track"><div class="u" style="width:{100 * rb / biggest:.3f}%">'
-                   f'</div></div><div class="lab">{len(rest):,} smaller buffers</div></div>')
+                   f'</div></div><div class="lab">{esc(what)}</div></div>')
     out.append("</div>")
-    groups = pa.by_op_path()
-    if groups:
-        out.append('<h3>Live at the peak by JAX op path</h3><table><thead><tr><th>bytes</th>'
-                   '<th>share</th><th>buffers</th><th>op path</th></tr></thead><tbody>')
-        for k, b, c in groups[:30]:
-            out.append(f'<tr><td class="n" data-v="{b}">{esc(_b(b))}</td><td class="n">'
+    rows, rest = pa.op_path_rows(OP_PATH_ROWS)
+    bare_bytes, bare_count, bare_names = pa.without_op_path()
+    if rows or bare_count:
+        out.append('<h3>Live at the peak by JAX op path</h3><table class="oppaths"><thead><tr>'
+                   '<th>bytes</th><th>share</th><th>buffers</th><th>op path</th></tr></thead>'
+                   '<tbody>')
+
+        def row(b, c, text, cls=""):
+            out.append(f'<tr{cls}><td class="n" data-v="{b}">{esc(_b(b))}</td><td class="n">'
                        f'{100 * b / max(total, 1):.1f}%</td><td class="n">{c}</td>'
-                       f'<td class="mono">{esc(k)}</td></tr>')
+                       f'<td class="mono">{text}</td></tr>')
+
+        for k, b, c in rows:
+            row(b, c, esc(k))
+        if rest:
+            row(sum(g[1] for g in rest), sum(g[2] for g in rest),
+                esc(f"{len(rest):,} more op path{'s' if len(rest) != 1 else ''}, "
+                    f"{_b(rest[0][1])} or less each"), ' class="agg"')
+        if bare_count:
+            names = ", ".join(bare_names[:3]) + (f" and {len(bare_names) - 3:,} more"
+                                                 if len(bare_names) > 3 else "")
+            row(bare_bytes, bare_count, f'<i>no op path</i> (no metadata: {esc(names)})',
+                ' class="agg noop"')
         out.append("</tbody></table>")
-        if len(groups) > 30:
-            out.append(f'<div class="note">... {len(groups) - 30} more op paths</div>')
 
 
 def _alloc_rows(m) -> Tuple[List, Dict[Tuple[str, int], List[int]], int]:
@@ -459,11 +502,14 @@ def _alloc_table(m, out: List[str]) -> None:
     grouped = f"; allocations under {_b(SMALL_BYTES)} (and beyond the {MAX_ROWS:,} largest) are " \
               "summed per kind and memory space" if small else ""
     out.append(f'<h3>Allocations ({n:,}{esc(grouped)})</h3>')
-    out.append('<div class="note">Click a column to sort. Op path and source: of the '
-               'allocation\'s largest value, from the module\'s metadata.</div>')
+    out.append('<div class="note">Click a column to sort. An allocation that holds one array '
+               'shows its shape; an arena (a temporary allocation whose values the heap '
+               'simulator packed at their offsets) how many values it holds and the largest. '
+               'Op path and source: of the allocation\'s largest value, from the module\'s '
+               'metadata.</div>')
     out.append('<div class="tw"><table class="sortable allocations"><thead><tr>'
                '<th data-num="1">#</th><th>kind</th><th>space</th><th data-num="1">size</th>'
-               '<th data-num="1">unpadded</th><th data-num="1">padding</th><th>shape</th>'
+               '<th data-num="1">unpadded</th><th data-num="1">padding</th><th>shape, or what it holds</th>'
                '<th>values</th><th>op path</th><th>source</th></tr></thead><tbody>')
     for a in rows:
         loc = m.location(_main_value(a))
@@ -473,6 +519,9 @@ def _alloc_table(m, out: List[str]) -> None:
         size = a.size_in_bytes
         un = a.unpadded_size_in_bytes
         idx = "" if a.index is None else a.index
+        holds = a.holds or ""
+        ws = "".join(f' <span class="ws">{esc(lib)} workspace</span>'
+                     for lib in sorted({v.workspace for v in a.workspaces}))
         out.append(
             f'<tr><td class="n" data-v="{esc(idx)}">{esc(idx)}</td>'
             f'<td data-v="{esc(a.kind)}">{esc(a.kind)}</td>'
@@ -482,7 +531,7 @@ def _alloc_table(m, out: List[str]) -> None:
             f'<td class="n" data-v="{"" if un is None else un}" title="{esc(un)} bytes">{esc(_b(un))}</td>'
             f'<td class="n" data-v="{a.padding_in_bytes}" title="{a.padding_in_bytes} bytes">'
             f'{esc(_b(a.padding_in_bytes)) if a.padding_in_bytes else "-"}</td>'
-            f'<td class="mono" data-v="{esc(a.shape)}">{esc(a.shape)}</td>'
+            f'<td class="mono" data-v="{esc(holds)}">{esc(holds)}{ws}</td>'
             f'<td class="mono" data-v="{esc(vals)}">{esc(vals)}</td>'
             f'<td class="mono" data-v="{esc(op)}">{esc(op)}</td>'
             f'<td class="mono" data-v="{esc(src)}">{esc(src)}</td></tr>')
@@ -507,9 +556,13 @@ def _padding_section(m, out: List[str]) -> None:
     out.append('<h3>Most padding, why, and what would fix it</h3>')
     for a in wasters:
         e = a.explanation()
-        out.append(f'<div class="why"><b>{esc(_b(a.size_in_bytes))}</b> ({esc(a.kind)}, '
-                   f'unpadded {esc(_b(a.unpadded_size_in_bytes))}): <code>{esc(a.padded_shape())}'
-                   f'</code> {esc(", ".join(a.values[:3]))}<ul>')
+        pv = a.padded_value()
+        most = (f'<li>its most padded value: <code>{esc(pv.described)}</code>, '
+                f'{esc(_b(pv.padding_in_bytes))} of padding</li>' if pv is not None else "")
+        idx = f"allocation {a.index}, " if a.index is not None else ""
+        out.append(f'<div class="why"><b>{esc(_b(a.size_in_bytes))}</b> ({esc(idx)}{esc(a.kind)}, '
+                   f'unpadded {esc(_b(a.unpadded_size_in_bytes))}): <code>{esc(a.holds or "")}'
+                   f'</code> {esc(", ".join(a.values[:3]))}<ul>{most}')
         for s in e.sources:
             out.append(f"<li>why: {esc(s)}</li>")
         for f in e.fixes[:3]:

@@ -191,15 +191,27 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
         out.extend(_live_rows(shown, width))
         if rest_n:
             out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
-        groups = pa.by_op_path()
-        if groups:
+        rows, rest = pa.op_path_rows(max(top, 1) * 2)
+        bare_bytes, bare_count, bare_names = pa.without_op_path()
+        if rows or bare_count:
             out.append("by JAX op path:")
             room = None if width is None else max(width - 34, 20)
-            for k, b, c in groups[: max(top, 1) * 2]:
-                out.append(f"  {fmt_bytes(b):>9} {100 * b / max(pa.live_at_peak_bytes, 1):5.1f}%  "
-                           f"{c:>4} buffer{'s' if c != 1 else ' '}  {_clip_left(k, room)}")
-            if len(groups) > max(top, 1) * 2:
-                out.append(f"  ... {len(groups) - max(top, 1) * 2} more op paths")
+            whole = max(pa.live_at_peak_bytes, 1)
+
+            def row(b, c, text):
+                return (f"  {fmt_bytes(b):>9} {100 * b / whole:5.1f}%  "
+                        f"{c:>4} buffer{'s' if c != 1 else ' '}  {text}")
+
+            for k, b, c in rows:
+                out.append(row(b, c, _clip_left(k, room)))
+            if rest:
+                out.append(row(sum(g[1] for g in rest), sum(g[2] for g in rest),
+                               f"{len(rest)} more op path{'s' if len(rest) != 1 else ''}, "
+                               f"{fmt_bytes(rest[0][1])} or less each"))
+            if bare_count:
+                names = ", ".join(bare_names[:2]) + (f" and {len(bare_names) - 2} more"
+                                                     if len(bare_names) > 2 else "")
+                out.append(row(bare_bytes, bare_count, _clip(f"no op path: {names}", room)))
     if pa.xla_live_range_peak is not None:
         t, b = pa.xla_live_range_peak
         out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
@@ -289,7 +301,8 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
             op = op[len(prefix):]
         live = "whole program" if b.start is None else f"{b.start}-{b.end}"
         fixed = (fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live)
-        rows.append((fixed, b.label, b.shape or "", op, b.source or ""))
+        label = b.label + (f" ({b.workspace} workspace)" if b.workspace else "")
+        rows.append((fixed, label, b.shape or "", op, b.source or ""))
     out = []
     if prefix is not None:
         out.append(f"  ({prefix} left out of the JAX op paths below, which start with it)")
@@ -457,9 +470,14 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
     if vals:
         head += f": {vals}"
     lines = [head]
-    shape = a.padded_shape() if explain else a.shape
-    if shape:
-        lines.append(f"      {shape}")
+    holds = a.holds
+    if holds:
+        lines.append(f"      {holds}")
+    if explain:
+        pv = a.padded_value()
+        if pv is not None:
+            lines.append(f"      its most padded value: {pv.described}, "
+                         f"{fmt_bytes(pv.padding_in_bytes)} of padding")
     if a.label and not a.values:
         lines.append(f"      {a.label}")
     if explain:
