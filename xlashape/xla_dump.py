@@ -420,11 +420,19 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
         owner = _belonging_before_files(before, after_by_root.get(root, []))
         for after, key in owner.items():
             before_of[(root, after)] = unoptimized[(root, key)]
+        # a "before" file that prefixes an optimized module's key is that
+        # module's even when a longer one is paired with it (both name the
+        # same module): it is no module of its own
+        after_keys = sorted(after_by_root.get(root, []))
         taken = set(owner.values())
         for key in before:
-            if key not in taken:
-                modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
-                                          None, None))
+            if key in taken:
+                continue
+            at = bisect_left(after_keys, key)
+            if at < len(after_keys) and after_keys[at].startswith(key):
+                continue
+            modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
+                                      None, None))
     for (root, key), path in optimized.items():
         ba = os.path.join(root, key + _BUFFER_ASSIGNMENT)
         rep = os.path.join(root, key + _MEMORY_REPORT)
