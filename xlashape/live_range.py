@@ -34,7 +34,8 @@ from itertools import chain
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
-from .hlo_module import _match_close, open_text
+from ._files import open_text
+from .hlo_syntax import _match_close
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "LocationScanner",
            "ValueUse", "ValueRecord", "read_values_file", "parse_instruction_text"]

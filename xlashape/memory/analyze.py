@@ -18,7 +18,8 @@ import zlib
 from typing import Callable, Optional
 
 from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
-from ..hlo_module import HloWarning, _clip, check_regular_file, open_text, source_kind
+from .._files import check_regular_file, open_text, source_kind
+from ..hlo_warnings import HloWarning, _clip
 from ..oom_report import buffers_of_request, looks_like_oom_report
 from ..sizes import chip_of
 from .account import Options, account

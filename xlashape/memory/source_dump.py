@@ -20,7 +20,8 @@ import os
 from typing import Dict, List, Optional, Tuple
 
 from ..errors import UnreadableInputError, XlaShapeError
-from ..hlo_module import HloWarning, WarningList, open_text
+from .._files import open_text
+from ..hlo_warnings import HloWarning, WarningList
 from ..live_range import read_live_ranges
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule, DumpWarning, _number,
                         _unreadable, find_dump_modules, iter_buffer_assignment,
