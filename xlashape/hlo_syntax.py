@@ -9,6 +9,11 @@ Every function here looks at each character a bounded number of times
 (``str.find`` and C-level regular expressions), whatever the line: a line
 of a gigabyte, a string that never closes or a long run of brackets costs
 linear time (``tests/test_reader_long_runs.py``).
+
+>>> _split_top('a, f(b, c), "d,e"')
+['a', ' f(b, c)', ' "d,e"']
+>>> _match_close('(a, ")", (b)) rest', 0)
+13
 """
 
 from __future__ import annotations
