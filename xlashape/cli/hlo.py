@@ -381,10 +381,11 @@ def _mode(args) -> str:
     return "json" if args.json else "csv" if args.csv else "text"
 
 
-def _list(args, mode, show_table, summary, rows, on_warning):
-    """Write the rows of ``rows`` (instructions, or :class:`_ReportRow`) in
-    ``mode`` (``text``, ``csv``, ``json``), adding each to ``summary``;
-    the JSON writer to close (None for the others)."""
+def _list(args, mode, show_table, summary, rows, on_warning, reports=False):
+    """Write the rows of ``rows`` (instructions; with ``reports``, the
+    :class:`_ReportRow` of a report) in ``mode`` (``text``, ``csv``,
+    ``json``), adding each to ``summary``; the JSON writer to close (None
+    for the others)."""
     csvw = jsonw = None
     if mode == "csv":
         csvw = CsvWriter(_CSV_HEADER + (["operands", "attributes"] if args.details else []))
@@ -392,7 +393,7 @@ def _list(args, mode, show_table, summary, rows, on_warning):
         jsonw = JsonArrayWriter()
     last_comp = object()
     for ins in rows:
-        report = ins.report if type(ins) is _ReportRow else None
+        report = ins.report if reports else None
         fp = memory_footprint(ins.shape)
         if report is not None and ins.shape.is_tuple:
             fp = _tuple_table_footprint(ins.allocation, fp)
@@ -520,7 +521,7 @@ def _run_report(args, report: "_Report", source_name: str, warnings) -> int:
     summary = HloSummary(args.top)
     mode = _mode(args)
     show_table = mode != "text" or not args.summary
-    jsonw = _list(args, mode, show_table, summary, report.rows, warnings)
+    jsonw = _list(args, mode, show_table, summary, report.rows, warnings, reports=True)
     return _finish(args, summary, jsonw, warnings, source_name, mode, show_table, module_name=None,
                    computations=0, lines=report.lines, skipped=report.warnings,
                    note=report.note, report=True)
