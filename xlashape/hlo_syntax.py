@@ -258,8 +258,9 @@ def _blank_comments(line: str, in_comment: bool) -> Tuple[str, bool]:
 
 
 def _unquote(value: str) -> str:
+    # XLA writes quoted metadata through absl::CEscape (octal escapes too)
     if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
+        return hlo_text.unescape_string(value[1:-1])
     return value
 
 
