@@ -47,7 +47,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
 from .errors import ProtoDecodeError
-from .hlo_module import Computation, HloModule, Instruction, call_kind
+from .hlo_model import Computation, HloModule, Instruction, call_kind
 from .shape import Shape
 from .shape_proto import _shape_from_message
 

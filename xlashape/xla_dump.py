@@ -44,7 +44,8 @@ from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optiona
 from . import hlo_text
 from .allocation_kinds import KINDS, kind_of
 from .errors import HloParseError
-from .hlo_module import HloWarning, _clip, _not_regular, open_text, source_kind
+from ._files import _not_regular, open_text, source_kind
+from .hlo_warnings import HloWarning, _clip
 from .shape import Shape
 
 __all__ = [
