@@ -296,8 +296,8 @@ cdef class ModuleScan:
 
     cdef int _add_instruction(self, Py_ssize_t start, Py_ssize_t end) except -2:
         cdef Ins* r
-        cdef Py_ssize_t i = start, j, at
-        cdef uint64_t tag, v, number, wire
+        cdef Py_ssize_t i = start, j, at = 0
+        cdef uint64_t tag = 0, v = 0, number, wire
         if self.n == self.capacity:
             grown = <Ins*>PyMem_Realloc(self.ins, (2 * self.capacity + 64) * sizeof(Ins))
             if grown == NULL:
@@ -437,9 +437,9 @@ cdef class ModuleScan:
     cdef object _build(self, cls, list computations, list messages, list root_ids, list names,
                        shape_of, SpanTable* shapes, SpanTable* opcodes, PyObject** percent,
                        Py_ssize_t** operands, Py_ssize_t* operands_capacity):
-        cdef Py_ssize_t ci, k, first, stop, count, i, j, at, m, total
+        cdef Py_ssize_t ci, k, first, stop, count, i, j, at = 0, m, total
         cdef int64_t root
-        cdef uint64_t tag, v
+        cdef uint64_t tag = 0, v = 0
         cdef Ins* r
         cdef SpanEntry* e
         cdef uint64_t h
@@ -498,8 +498,11 @@ cdef class ModuleScan:
                     count = 0
                     i = r.start
                     while i < r.end:
+                        # (the scan has walked these bytes: they are well-formed)
                         i = read_varint(self.p, i, r.end, &tag)
-                        j = skip_field(self.p, i, r.end, tag & 7, &at)
+                        j = skip_field(self.p, i, r.end, tag & 7, &at) if i >= 0 else -1
+                        if j < 0:
+                            return None
                         if tag >> 3 == INS_OPERAND_IDS and (tag & 7 == WIRE_VARINT
                                                             or tag & 7 == WIRE_LEN):
                             while at < j:
@@ -567,12 +570,14 @@ cdef class ModuleScan:
         return calls
 
     cdef tuple _called_ids(self, Ins* r):
-        cdef Py_ssize_t i = r.start, j, at
-        cdef uint64_t tag, v
+        cdef Py_ssize_t i = r.start, j, at = 0
+        cdef uint64_t tag = 0, v = 0
         out = []
         while i < r.end:
             i = read_varint(self.p, i, r.end, &tag)
-            j = skip_field(self.p, i, r.end, tag & 7, &at)
+            j = skip_field(self.p, i, r.end, tag & 7, &at) if i >= 0 else -1
+            if j < 0:
+                return None
             if tag >> 3 == INS_CALLED_COMPUTATION_IDS and (tag & 7 == WIRE_VARINT
                                                            or tag & 7 == WIRE_LEN):
                 while at < j:
