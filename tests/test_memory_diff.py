@@ -17,6 +17,7 @@ import json
 import pytest
 
 from cli_util import DATA, fails, ok, one_error_line, run
+from xlashape.tiling import format_bytes
 
 SGD = DATA / "cpu_corpus" / "sgd_donated"
 SGD_OFF = DATA / "diff_pairs" / "sgd_not_donated"
@@ -258,3 +259,78 @@ def test_bad_standard_input_is_named_stdin_not_its_temporary_file(text):
         r = one_error_line(*args, input=text)
         assert r.stderr.startswith("xlashape: error: <stdin> is "), r.stderr
         assert "xlashape-stdin-" not in r.stderr
+
+
+# -- issue 25: a diff without noise ---------------------------------------------------------
+
+SGD_BF16 = DATA / "diff_pairs" / "sgd_mom_bf16"
+
+
+def _allocated(x):
+    return x["argument_size_in_bytes"] + x["output_size_in_bytes"] + x["temp_size_in_bytes"]
+
+
+@pytest.mark.parametrize("a,b", [(REMAT, REMAT_OFF), (REMAT_OFF, REMAT)])
+def test_checkpointing_is_matched_and_shared_memory_counted_once(a, b):
+    doc = diff(a, b)
+    xa, xb = xla(a), xla(b)
+    grown = xb["temp_size_in_bytes"] - xa["temp_size_in_bytes"]
+    added, removed = ((doc["buffers_added_memory_bytes"], doc["buffers_removed_memory_bytes"])
+                      if grown > 0 else
+                      (doc["buffers_removed_memory_bytes"], doc["buffers_added_memory_bytes"]))
+    # without checkpointing the forward scan keeps two f32[16,1024,1024] stacks: XLA's own
+    # temp_size_in_bytes grows by exactly their memory, whatever names share it
+    assert added == abs(grown) == 2 * 16 * 1024 * 1024 * 4
+    # with it, what is gone is the one recomputed f32[1024,1024] (jax's rematted_computation)
+    assert removed == 1024 * 1024 * 4
+    gone = doc["buffers_removed"] if grown > 0 else doc["buffers_added"]
+    assert [x["op_path"].split("/")[-2] for x in gone] == ["rematted_computation"]
+    # no list counts more memory than its side allocates
+    assert doc["buffers_added_memory_bytes"] <= _allocated(xb)
+    assert doc["buffers_removed_memory_bytes"] <= _allocated(xa)
+    # the buffers whose op paths only gained or lost checkpoint/ are matched, not listed
+    pairs = doc["op_paths_changed"]
+    assert pairs
+    for p in pairs:
+        with_ckpt, without = ((p["a"], p["b"]) if "checkpoint/" in p["a"]["op_path"]
+                              else (p["b"], p["a"]))
+        assert with_ckpt["op_path"].replace("checkpoint/", "") == without["op_path"]
+        assert p["a"]["label"] == p["b"]["label"] and p["a"]["shape"] == p["b"]["shape"]
+    listed = {x["label"] for x in doc["buffers_added"] + doc["buffers_removed"]}
+    assert not listed & {p["a"]["label"] for p in pairs}
+    text = ok("memory", "diff", a / "dump", b / "dump").stdout
+    assert "the op paths changed (e.g. checkpointing" in text
+    side = "added in B" if grown > 0 else "removed from A"
+    assert f"buffers {side} (10 values in 2 places, 128.00M of memory):" in text
+    # each of the two stacks once in the list (the names that share its memory under it),
+    # and once live at the peak
+    assert text.count("f32[16,1024,1024]{2,1,0}") == 2 + 2
+    assert "the same memory as" in text
+
+
+def test_a_changed_element_type_is_said_with_both_shapes(tmp_path):
+    doc = diff(SGD, SGD_BF16)
+    xa, xb = xla(SGD), xla(SGD_BF16)
+    # the momentum (parameters 4..7, donated) kept in bf16: three f32[2048,2048] and one
+    # f32[2048] of 4 bytes an element now 2
+    saved = 3 * 2048 * 2048 * 2 + 2048 * 2
+    assert xa["argument_size_in_bytes"] - xb["argument_size_in_bytes"] == saved
+    assert doc["buffers_added"] == [] and doc["buffers_removed"] == []
+    dt = {p["a"]["label"]: (p["a"]["shape"], p["b"]["shape"]) for p in doc["dtypes_changed"]}
+    for i, dims in ((0, "[2048,2048]"), (1, "[2048,2048]"), (2, "[2048,2048]"), (3, "[2048]")):
+        a_shape, b_shape = dt[f"mom_{i}_.1"]
+        assert a_shape.startswith("f32" + dims + "{") and b_shape.startswith("bf16" + dims + "{")
+    for p in doc["dtypes_changed"]:
+        assert p["b"]["size_in_bytes"] * 2 == p["a"]["size_in_bytes"]
+    # the tuple of outputs (its table of pointers) is one buffer on both sides
+    assert doc["peak"]["live_added"] == [] and doc["peak"]["live_removed"] == []
+    text = ok("memory", "diff", SGD / "dump", SGD_BF16 / "dump").stdout
+    # the momentum and the update written into its donated buffer share memory: once
+    assert f"dtype changed (8, -{format_bytes(saved)} of memory):" in text
+    assert "  mom_0_.1: f32[2048,2048]{1,0} -> bf16[2048,2048]{1,0}, -8.00M (-50.0%)" in text
+    assert "buffers grown or shrunk" not in text
+    out = tmp_path / "d.html"
+    ok("memory", "diff", SGD / "dump", SGD_BF16 / "dump", "--html", out)
+    page = out.read_text(encoding="utf-8")
+    assert "dtype changed (8)" in page
+    assert "f32[2048,2048]{1,0} -&gt; bf16[2048,2048]{1,0}" in page

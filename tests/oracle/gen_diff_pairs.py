@@ -4,7 +4,9 @@ CPU corpus, so ``xlashape memory diff`` has real pairs of one program:
 * ``sgd_not_donated``: ``sgd_donated`` (``tests/data/cpu_corpus``) without
   ``donate_argnums`` -- the pair shows the donations lost;
 * ``remat_scan_off``: ``remat_scan`` without ``jax.checkpoint`` -- the pair
-  shows what rematerialization saves.
+  shows what rematerialization saves;
+* ``sgd_mom_bf16``: ``sgd_donated`` with its momentum kept in bf16 -- the pair
+  shows buffers whose element type changed.
 
 Same machinery, files and scrubbing as ``gen_cpu_corpus.py`` (this script
 registers two programs with it and runs its ``main``)::
@@ -65,6 +67,22 @@ def _remat():
 
     f32 = jnp.float32
     return remat_scan_off, (gen._sds((1024, 1024), f32), gen._sds((16, 1024, 1024), f32)), {}
+
+
+@gen.program("sgd_mom_bf16", "sgd_donated of the CPU corpus with the momentum in bf16")
+def _sgd_bf16():
+    import jax
+    import jax.numpy as jnp
+
+    def sgd_mom_bf16(params, mom, grads):
+        mom = jax.tree.map(lambda m, g: (0.9 * m + g).astype(m.dtype), mom, grads)
+        params = jax.tree.map(lambda p, m: p - 0.01 * m.astype(p.dtype), params, mom)
+        return params, mom
+
+    f32, bf16 = jnp.float32, jnp.bfloat16
+    tree = lambda t: [gen._sds((2048, 2048), t), gen._sds((2048, 2048), t),  # noqa: E731
+                      gen._sds((2048, 2048), t), gen._sds((2048,), t)]
+    return sgd_mom_bf16, (tree(f32), tree(bf16), tree(f32)), {"donate_argnums": (0, 1)}
 
 
 if __name__ == "__main__":

@@ -12,7 +12,16 @@ its own, it subtracts the models':
   **JAX op path and instruction name** (the name without XLA's ``.N``
   numbering suffix, plus the index into a tuple), never by allocation
   number, which changes with every compile; several buffers with one key are
-  paired largest with largest;
+  paired largest with largest. Buffers left over are then matched by what
+  they are when the op paths differ (checkpointing, a renamed function): the
+  instruction name and shape, then the role (parameter, output, temporary)
+  and shape, then the role and dimensions (a buffer whose element type
+  changed); those pairs are :attr:`ModuleDiff.op_path_changed`. Values that
+  share memory (a loop's carried value under several names, a donated
+  parameter and the output written into it) are counted once in the bytes
+  of each list (:func:`memory_bytes`);
+- element types that changed: a matched buffer of the same dimensions and
+  another element type (``f32[2048,2048]`` -> ``bf16[2048,2048]``);
 - layouts that changed: a matched buffer whose shape text differs, and the
   bytes it costs;
 - donations lost / gained: an entry parameter whose donated buffer an output
@@ -32,9 +41,10 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from ..allocation_kinds import OUTPUT, PARAMETER
 from .figures import DIFF_FIELDS, PEAK_FIELDS
+from .model import distinct_bytes
 from .verdict import module_peak
 
-__all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "FIGURES"]
+__all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "memory_bytes", "FIGURES"]
 
 #: the figures compared (XLA's names), in this order
 FIGURES = DIFF_FIELDS
@@ -46,7 +56,9 @@ class Buffer(NamedTuple):
     """One buffer of one side: the matching ``key`` (op path, instruction
     name without its number, tuple index), ``label`` as XLA writes it,
     ``size`` / ``unpadded`` bytes, ``shape`` text, allocation ``kind`` and
-    memory ``space``."""
+    memory ``space``; the ``allocation`` (XLA's number) and ``offset`` in it
+    where the buffer assignment gives them (values at one offset of one
+    allocation share memory)."""
 
     key: Tuple[str, str, str]
     label: str
@@ -55,11 +67,51 @@ class Buffer(NamedTuple):
     shape: Optional[str]
     kind: str
     space: int
+    allocation: Optional[int] = None
+    offset: Optional[int] = None
 
     def to_json(self) -> dict:
         return {"label": self.label, "op_path": self.key[0] or None, "size_in_bytes": self.size,
                 "unpadded_size_in_bytes": self.unpadded, "shape": self.shape,
-                "kind": self.kind, "memory_space": self.space}
+                "kind": self.kind, "memory_space": self.space, "allocation": self.allocation,
+                "offset": self.offset}
+
+
+def memory_bytes(buffers) -> int:
+    """The bytes of memory ``buffers`` take, each byte counted once: values
+    of one allocation that share memory (one offset, a loop's carried value
+    under its several names) are not added up
+    (:func:`~xlashape.memory.model.distinct_bytes` per allocation); a buffer
+    without an allocation counts whole."""
+    per: Dict[int, list] = {}
+    loose = 0
+    for b in buffers:
+        if b.allocation is None:
+            loose += b.size
+        else:
+            per.setdefault(b.allocation, []).append((b.offset, b.size))
+    return loose + sum(distinct_bytes(chunks) for chunks in per.values())
+
+
+def shared(buffers) -> List[Tuple[Buffer, List[Buffer]]]:
+    """``buffers`` grouped by the memory they take: each ``(buffer, the
+    others at its allocation and offset with its size)``, the first one with
+    an op path named, in the order of ``buffers``."""
+    groups: Dict[tuple, List[Buffer]] = {}
+    order = []
+    for b in buffers:
+        k = ((b.allocation, b.offset, b.size) if b.allocation is not None and b.offset is not None
+             else ("one", id(b)))
+        if k not in groups:
+            groups[k] = []
+            order.append(k)
+        groups[k].append(b)
+    out = []
+    for k in order:
+        xs = groups[k]
+        first = next((x for x in xs if x.key[0]), xs[0])
+        out.append((first, [x for x in xs if x is not first]))
+    return out
 
 
 _TOP = re.compile(r"^jit\([^()/]*\)")
@@ -75,7 +127,7 @@ def _key(name: str, label: str, op_path: Optional[str], shape: Optional[str] = N
     index = label[len(name):] if label.startswith(name) else ""
     op = _TOP.sub("jit(*)", op_path) if op_path else ""
     base = _SUFFIX.sub("", name)
-    if not op and shape:
+    if not op and shape and not shape.startswith("("):
         base += " " + (_dims(shape) or "")
     return (op, base, index)
 
@@ -95,7 +147,7 @@ def buffers_of(m) -> List[Buffer]:
                 out.append(Buffer(_key(v.name, v.label, loc.op_name if loc else None, v.shape),
                                   v.label,
                                   v.size_in_bytes, v.unpadded_size_in_bytes, v.shape, a.kind,
-                                  a.memory_space))
+                                  a.memory_space, a.index, v.offset))
         else:
             # an out-of-memory report's label is the instruction's text: its name
             name = (a.values[0] if a.values else
@@ -120,13 +172,18 @@ def _match(a: List[Buffer], b: List[Buffer], key):
         kb.setdefault(key(y), []).append(y)
     pairs, left_a, left_b = [], [], []
     for k in list(ka) + [k for k in kb if k not in ka]:
-        xs = sorted(ka.get(k, ()), key=lambda x: -x.size)
-        ys = sorted(kb.get(k, ()), key=lambda x: -x.size)
+        xs = sorted(ka.get(k, ()), key=_order)
+        ys = sorted(kb.get(k, ()), key=_order)
         n = min(len(xs), len(ys))
         pairs.extend(zip(xs[:n], ys[:n]))
         left_a.extend(xs[n:])
         left_b.extend(ys[n:])
     return pairs, left_a, left_b
+
+
+def _order(x: Buffer):
+    # largest first; of equal ones, by their place in the program (allocation, offset)
+    return (-x.size, x.allocation if x.allocation is not None else 1 << 62, x.offset or 0)
 
 
 def _by_name(x: Buffer):
@@ -145,14 +202,39 @@ def _by_position(x: Buffer):
     return (x.kind, _dims(x.shape)) if x.kind in (PARAMETER, OUTPUT) else ("", id(x))
 
 
-def _pair(a: List[Buffer], b: List[Buffer]):
+def _by_what_name(x: Buffer):
+    # the op paths changed (checkpointing adds checkpoint/, rematted_computation/):
+    # the instruction name, tuple index and array type
+    return ("name", x.key[1].split(" ")[0], x.key[2], _dims(x.shape))
+
+
+def _by_role(x: Buffer):
+    # the role (parameter, output, temporary...) and array type
+    return ("role", x.kind, _dims(x.shape)) if x.shape and not x.shape.startswith("(") \
+        else ("", id(x))
+
+
+def _by_role_dims(x: Buffer):
+    # the role and the dimensions: a buffer whose element type changed
+    d = _bounds(x.shape)
+    return ("dims", x.kind, d) if d is not None else ("", id(x))
+
+
+#: the matching stages that look past the op path (see the module docstring)
+_PAST_OP_PATHS = (_by_what_name, _by_role, _by_role_dims)
+
+
+def _pair(a: List[Buffer], b: List[Buffer], past=None):
     """Pairs (x, y): first by op path and instruction name, then the rest by
-    op path and type, then parameters and outputs by type; ``None`` for a
+    op path and type, then parameters and outputs by type, then by what they
+    are whatever their op paths (appended to ``past`` too); ``None`` for a
     buffer of one side only."""
     pairs = []
-    for key in (_by_name, _by_op_path, _by_position):
+    for key in (_by_name, _by_op_path, _by_position) + _PAST_OP_PATHS:
         got, a, b = _match(a, b, key)
         pairs.extend(got)
+        if past is not None and key in _PAST_OP_PATHS:
+            past.extend(got)
     pairs.extend((x, None) for x in a)
     pairs.extend((None, y) for y in b)
     return pairs
@@ -232,7 +314,13 @@ class ModuleDiff:
         #: matched buffers now in another kind of allocation (a value that
         #: lived in a donated parameter's buffer and now needs its own output)
         self.moved: List[Tuple[Buffer, Buffer]] = []
-        for x, y in _pair(ba, bb):
+        #: matched buffers whose element type changed (same dimensions)
+        self.dtypes: List[Tuple[Buffer, Buffer]] = []
+        #: pairs matched by what they are (name, role, shape) though their
+        #: JAX op paths differ: checkpointing, a renamed function
+        self.op_path_changed: List[Tuple[Buffer, Buffer]] = []
+        past: List[Tuple[Buffer, Buffer]] = []
+        for x, y in _pair(ba, bb, past):
             if x is None:
                 self.added.append(y)
             elif y is None:
@@ -244,10 +332,15 @@ class ModuleDiff:
                     self.moved.append((x, y))
                 if x.shape != y.shape and _dims(x.shape) == _dims(y.shape):
                     self.layouts.append((x, y))
+                elif (_element_type(x.shape) != _element_type(y.shape)
+                      and _bounds(x.shape) is not None and _bounds(x.shape) == _bounds(y.shape)):
+                    self.dtypes.append((x, y))
+        self.op_path_changed = [(x, y) for x, y in past if x.key[0] != y.key[0]]
         self.added.sort(key=lambda x: -x.size)
         self.removed.sort(key=lambda x: -x.size)
         self.changed.sort(key=lambda p: -abs(p[1].size - p[0].size))
         self.layouts.sort(key=lambda p: -abs(p[1].size - p[0].size))
+        self.dtypes.sort(key=lambda p: -abs(p[1].size - p[0].size))
         da, db = _donated(a), _donated(b)
         self.donations_lost = sorted((p, da[p]) for p in da if p not in db)
         self.donations_gained = sorted((p, db[p]) for p in db if p not in da)
@@ -312,7 +405,11 @@ class ModuleDiff:
             "growth": [{"figure": n, "a": x, "b": y, "delta": y - x,
                         "fraction": (y - x) / x if x else None} for n, x, y in self.growths()],
             "buffers_added": [x.to_json() for x in self.added],
+            "buffers_added_memory_bytes": memory_bytes(self.added),
             "buffers_removed": [x.to_json() for x in self.removed],
+            "buffers_removed_memory_bytes": memory_bytes(self.removed),
+            "dtypes_changed": [_pair_json(x, y) for x, y in self.dtypes],
+            "op_paths_changed": [_pair_json(x, y) for x, y in self.op_path_changed],
             "buffers_changed": [_pair_json(x, y) for x, y in self.changed],
             "layouts_changed": [_pair_json(x, y) for x, y in self.layouts],
             "buffers_moved": [_pair_json(x, y) for x, y in self.moved],
@@ -342,13 +439,29 @@ def _dims(shape: Optional[str]) -> Optional[str]:
     return re.sub(r"\{[^{}]*\}", "", shape)
 
 
+_ARRAY = re.compile(r"^([a-z][a-z0-9]*)(\[[^\]]*\])")
+
+
+def _element_type(shape: Optional[str]) -> Optional[str]:
+    """``f32`` of ``f32[8,128]{1,0}``; ``None`` for a tuple or no shape."""
+    m = _ARRAY.match(shape or "")
+    return m.group(1) if m else None
+
+
+def _bounds(shape: Optional[str]) -> Optional[str]:
+    """``[8,128]`` of ``f32[8,128]{1,0}``: the dimensions without the
+    element type; ``None`` for a tuple or no shape."""
+    m = _ARRAY.match(shape or "")
+    return m.group(2) if m else None
+
+
 def _live(m) -> List[Buffer]:
     pa = m.peak
     if pa is None:
         return []
     return [Buffer(_key(b.instruction, b.label, b.op_name, b.shape), b.label, b.size,
                    b.unpadded_size,
-                   b.shape, b.kind, b.color) for b in pa.live_at_peak]
+                   b.shape, b.kind, b.color, b.allocation, b.offset) for b in pa.live_at_peak]
 
 
 def diff_modules(a, b) -> ModuleDiff:

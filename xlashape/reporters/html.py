@@ -36,6 +36,7 @@ import io
 import os
 from typing import Dict, Iterable, List, Optional, Tuple
 
+from ..memory.diff import memory_bytes
 from ..memory.figures import PEAK_FIELDS, SHOWN_FIELDS
 from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label, space_tag
 from ..tiling import format_bytes
@@ -764,12 +765,19 @@ def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict
 # -- the diff page -------------------------------------------------------------------
 
 
-def _diff_rows(title: str, items, out: List[str], limit: int = 200) -> None:
+def _diff_rows(title: str, items, out: List[str], limit: int = 200, memory=None,
+               op_paths: bool = False) -> None:
+    """A table of buffer pairs ``(a, b)`` (``None`` on the side without it);
+    ``memory``: the bytes they take, each shared byte once (in the title);
+    ``op_paths``: an op path column per side."""
     if not items:
         return
-    out.append(f"<h3>{esc(title)} ({len(items):,})</h3><table class=\"sortable\"><thead><tr>"
+    what = f"{len(items):,}" + (f", {_b(memory)} of memory" if memory is not None else "")
+    out.append(f"<h3>{esc(title)} ({esc(what)})</h3><table class=\"sortable\"><thead><tr>"
                '<th data-num="1">A bytes</th><th data-num="1">B bytes</th><th data-num="1">delta</th>'
-               "<th>kind</th><th>buffer</th><th>shape</th><th>op path</th></tr></thead><tbody>")
+               "<th>kind</th><th>buffer</th><th>shape</th>"
+               + ("<th>op path in A</th><th>op path in B</th>" if op_paths else "<th>op path</th>")
+               + "</tr></thead><tbody>")
     for x, y in items[:limit]:
         one = y if y is not None else x
         xs, ys = (x.size if x else None), (y.size if y else None)
@@ -782,7 +790,9 @@ def _diff_rows(title: str, items, out: List[str], limit: int = 200) -> None:
                    f'<td class="n" data-v="{"" if ys is None else ys}">{esc(_b(ys) if ys is not None else "-")}</td>'
                    f'<td class="n" data-v="{d}">{"+" if d > 0 else "-" if d < 0 else ""}{esc(_b(abs(d)))}</td>'
                    f'<td>{esc(one.kind)}</td><td class="mono">{esc(one.label)}</td>'
-                   f'<td class="mono">{esc(shape)}</td><td class="mono">{esc(one.key[0])}</td></tr>')
+                   f'<td class="mono">{esc(shape)}</td>'
+                   + (f'<td class="mono">{esc(x.key[0])}</td><td class="mono">{esc(y.key[0])}</td>'
+                      if op_paths else f'<td class="mono">{esc(one.key[0])}</td>') + '</tr>')
     out.append("</tbody></table>")
     if len(items) > limit:
         out.append(f'<div class="note">... {len(items) - limit:,} more (see --json)</div>')
@@ -811,14 +821,25 @@ def write_diff_html(f, d, a_path: str, b_path: str) -> None:
              f"{len(d.donations_lost)} donations lost, {len(d.donations_gained)} gained",
              f"{len(d.copies_added)} copies/transposes added ({_b(n(d.copies_added))}), "
              f"{len(d.copies_removed)} removed",
-             f"{len(d.added)} buffers added ({_b(n(d.added))}), {len(d.removed)} removed "
-             f"({_b(n(d.removed))}), {len(d.changed)} resized, {len(d.moved)} in another kind "
-             "of allocation"]
+             f"{len(d.added)} buffers added ({_b(memory_bytes(d.added))} of memory), "
+             f"{len(d.removed)} removed ({_b(memory_bytes(d.removed))} of memory), "
+             f"{len(d.changed)} resized ({len(d.dtypes)} of them by their element type), "
+             f"{len(d.moved)} in another kind of allocation"]
+    if d.op_path_changed:
+        items.append(f"the op paths changed (e.g. checkpointing, another fusion): "
+                     f"{len(d.op_path_changed)} buffers matched by name, role and shape instead")
     out.append("<ul>" + "".join(f"<li>{esc(x)}</li>" for x in items) + "</ul>")
     _diff_rows("layouts changed", d.layouts, out)
-    _diff_rows("buffers added in B", [(None, y) for y in d.added], out)
-    _diff_rows("buffers removed from A", [(x, None) for x in d.removed], out)
-    _diff_rows("buffers grown or shrunk", d.changed, out)
+    _diff_rows("buffers added in B", [(None, y) for y in d.added], out,
+               memory=memory_bytes(d.added))
+    _diff_rows("buffers removed from A", [(x, None) for x in d.removed], out,
+               memory=memory_bytes(d.removed))
+    _diff_rows("dtype changed", d.dtypes, out)
+    dtypes = {(id(x), id(y)) for x, y in d.dtypes}
+    _diff_rows("buffers grown or shrunk", [p for p in d.changed if (id(p[0]), id(p[1])) not in dtypes],
+               out)
+    _diff_rows("the op paths changed: buffers matched by name, role and shape", d.op_path_changed,
+               out, op_paths=True)
     _diff_rows("buffers in another kind of allocation", d.moved, out)
     for title, xs in (("donations lost", d.donations_lost), ("donations gained", d.donations_gained)):
         if xs:

@@ -14,6 +14,7 @@ import re
 import textwrap
 from typing import List, Optional
 
+from ..memory.diff import memory_bytes, shared
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
 from ..tiling import format_bytes, format_bytes_apart
@@ -652,26 +653,49 @@ def diff_lines(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
         out.append(f"peak: A {where(a, d.peak_a)}")
         out.append(f"      B {where(b, d.peak_b)}")
     n = lambda xs: sum(x.size for x in xs)  # noqa: E731
-    sections = [
-        (f"buffers added in B ({len(d.added)}, {fmt_bytes(n(d.added))}):", d.added),
-        (f"buffers removed from A ({len(d.removed)}, {fmt_bytes(n(d.removed))}):", d.removed),
-    ]
+    sections = [("buffers added in B", d.added), ("buffers removed from A", d.removed)]
     for title, xs in sections:
         if xs:
-            out.append(title)
-            out.extend("  " + _buf(x) for x in xs[:top])
-            if len(xs) > top:
-                out.append(f"  ... {len(xs) - top} more")
+            groups = shared(xs)
+            values = (f"{len(xs)} values in {len(groups)} places"
+                      if len(groups) != len(xs) else f"{len(xs)}")
+            out.append(f"{title} ({values}, {fmt_bytes(memory_bytes(xs))} of memory):")
+            for x, others in groups[:top]:
+                out.append("  " + _buf(x))
+                if others:
+                    names = ", ".join(o.label for o in others[:3])
+                    more = f" and {len(others) - 3} more" if len(others) > 3 else ""
+                    out.append(f"            the same memory as {names}{more}")
+            if len(groups) > top:
+                out.append(f"  ... {len(groups) - top} more")
+    if d.op_path_changed:
+        x, y = d.op_path_changed[0]
+        out.extend(_wrapped(f"the op paths changed (e.g. checkpointing, another fusion): "
+                            f"{len(d.op_path_changed)} buffer"
+                            f"{'s' if len(d.op_path_changed) != 1 else ''} matched by name, role "
+                            f"and shape instead, e.g.", 80, ""))
+        out.append(f"  A {x.label} [{x.key[0] or '-'}]")
+        out.append(f"  B {y.label} [{y.key[0] or '-'}]")
     if not (d.added or d.removed or d.changed):
         out.append("buffers: none added, removed or resized (matched by JAX op path and "
                    "instruction name)")
-    if d.changed:
-        out.append(f"buffers grown or shrunk ({len(d.changed)}):")
-        for x, y in d.changed[:top]:
+    if d.dtypes:
+        cost = memory_bytes(y for _, y in d.dtypes) - memory_bytes(x for x, _ in d.dtypes)
+        out.append(f"dtype changed ({len(d.dtypes)}, {'+' if cost >= 0 else '-'}"
+                   f"{fmt_bytes(abs(cost))} of memory):")
+        for x, y in d.dtypes[:top]:
+            out.append(f"  {x.label}: {x.shape} -> {y.shape}, {_delta(x.size, y.size)}")
+        if len(d.dtypes) > top:
+            out.append(f"  ... {len(d.dtypes) - top} more")
+    dtypes = {(id(x), id(y)) for x, y in d.dtypes}
+    resized = [(x, y) for x, y in d.changed if (id(x), id(y)) not in dtypes]
+    if resized:
+        out.append(f"buffers grown or shrunk ({len(resized)}):")
+        for x, y in resized[:top]:
             out.append(f"  {_delta(x.size, y.size):>16}  {x.label} -> {y.label}: "
                        f"{fmt_bytes(x.size)} -> {fmt_bytes(y.size)}")
-        if len(d.changed) > top:
-            out.append(f"  ... {len(d.changed) - top} more")
+        if len(resized) > top:
+            out.append(f"  ... {len(resized) - top} more")
     if d.layouts:
         cost = sum(y.size - x.size for x, y in d.layouts)
         out.append(f"layouts changed ({len(d.layouts)}, {'+' if cost >= 0 else '-'}"
