@@ -190,6 +190,7 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
         out.extend(_live_rows(shown, width))
+        prefix = common_op_prefix(b.op_name for b in shown)
         if rest_n:
             out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
         rows, rest = pa.op_path_rows(max(top, 1) * 2)
@@ -204,7 +205,11 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
                         f"{c:>4} buffer{'s' if c != 1 else ' '}  {text}")
 
             for k, b, c in rows:
-                out.append(row(b, c, _clip_left(k, room)))
+                if prefix is not None and k.startswith(prefix):
+                    k = k[len(prefix):]   # said once above the live-at-peak table
+                lines = [k] if room is None or len(k) <= room else _wrap_path(k, room)
+                out.append(row(b, c, lines[0]))
+                out.extend(" " * 34 + x for x in lines[1:])
             if rest:
                 out.append(row(sum(g[1] for g in rest), sum(g[2] for g in rest),
                                f"{len(rest)} more op path{'s' if len(rest) != 1 else ''}, "
@@ -321,7 +326,12 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
     out.append((_LIVE_LEAD.header() + " buffer").rstrip())
     out.append(f"{_LIVE_SECOND}shape  JAX op path  source")
     for fixed, label, shape, op, source in rows:
-        out.append((_LIVE_LEAD.format(*fixed) + " " + _clip_middle(label, room)).rstrip())
+        if len(label) <= room:
+            out.append((_LIVE_LEAD.format(*fixed) + " " + label).rstrip())
+        else:
+            # a name longer than the room left: whole, on a line of its own
+            out.append(_LIVE_LEAD.format(*fixed).rstrip())
+            out.append(_LIVE_SECOND + _clip_middle(label, width - len(_LIVE_SECOND)))
         out.extend(_LIVE_SECOND + x for x in _second_lines(shape, op, source,
                                                           width - len(_LIVE_SECOND)))
     return out
