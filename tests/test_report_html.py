@@ -339,3 +339,230 @@ def test_a_cpu_page_does_not_call_the_heaps_top_xlas_peak(tmp_path):
     assert _parse(text).cards["peak_memory_in_bytes"] == xla["peak_memory_in_bytes"]
     assert "XLA's peak is here" not in text
     assert "XLA:CPU counts the buffers that live for the whole program only" in text
+
+
+# -- issue 25: every label true of what it labels --------------------------------------------
+
+class _Peak(HTMLParser):
+    """The live-at-peak part of a page: each bar (its attributes and text),
+    the rows of the by-op-path table (bytes, buffers, text), the notes'
+    text, and each memory space's heap top."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.bars, self.rows, self.notes, self.tops, self.overs = [], [], [], {}, []
+        self._bar = self._row = self._note = 0
+        self._space = None
+        self._in_oppaths = False
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        cls = (a.get("class") or "").split()
+        if tag == "div" and "space" in cls:
+            self._space = int(a["data-color"])
+        if tag == "span" and "hi" in cls and self._space is not None:
+            self.tops[self._space] = int(a["data-bytes"])
+            self._space = None
+        if tag == "div" and "bar" in cls:
+            self.bars.append({**a, "text": ""})
+            self._bar = 1
+        elif tag == "div" and self._bar:
+            self._bar += 1
+        if tag == "div" and "note" in cls:
+            self.notes.append("")
+            self._note = 1
+            if "over" in cls:
+                self.overs.append({**a, "note": len(self.notes) - 1})
+        elif tag == "div" and self._note:
+            self._note += 1
+        if tag == "table" and "oppaths" in cls:
+            self._in_oppaths = True
+        if tag == "tr" and self._in_oppaths:
+            self.rows.append({**a, "cells": []})
+        if tag == "td" and self._in_oppaths:
+            self.rows[-1]["cells"].append({**a, "text": ""})
+            self._row = 1
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self._bar:
+            self._bar -= 1
+        if tag == "div" and self._note:
+            self._note -= 1
+        if tag == "td":
+            self._row = 0
+        if tag == "table":
+            self._in_oppaths = False
+
+    def handle_data(self, data):
+        if self._bar:
+            self.bars[-1]["text"] += data
+        if self._note:
+            self.notes[-1] += data
+        if self._row and self.rows and self.rows[-1]["cells"]:
+            self.rows[-1]["cells"][-1]["text"] += data
+
+
+def _peak_page(dump, tmp_path):
+    out = tmp_path / "p.html"
+    ok("memory", dump, "--html", out)
+    (m,) = json.loads(ok("memory", dump, "--json").stdout)["modules"]
+    p = _Peak()
+    p.feed(out.read_text(encoding="utf-8"))
+    return p, m, out.read_text(encoding="utf-8")
+
+
+BOTTLENECK = DATA / "tpu_corpus" / "bottleneck_train" / "dump"
+#: XLA:TPU's memory spaces (XLA's TPU memory-space colours: 0 HBM, 1 VMEM, 2 SMEM)
+TPU_SPACES = {0: "HBM", 1: "VMEM", 2: "SMEM"}
+
+
+def test_the_grey_bar_says_what_it_sums(tmp_path):
+    # the issue: "the legend says the grey bar is 'buffers under 16.0K' while it holds 224
+    # buffers totalling 1.72 GiB"
+    p, m, _ = _peak_page(BOTTLENECK, tmp_path)
+    live = m["peak"]["live_at_peak"]
+    small = [b["size"] for b in live if b["size"] < SMALL_BYTES]
+    (grey,) = [b for b in p.bars if "agg" in b["class"].split()]
+    assert int(grey["data-bytes"]) == sum(small) and int(grey["data-count"]) == len(small)
+    # the bar's size, then what it holds
+    assert grey["text"] == (f"{format_bytes(sum(small))}{len(small)} buffers under "
+                            f"{format_bytes(SMALL_BYTES)} each")
+    (legend,) = [n for n in p.notes if n.startswith(format_bytes(
+        sum(b["size"] for b in live if b["start"] is None)))]
+    assert (f"Grey: the buffers not drawn one by one, summed: {len(small)} buffers under "
+            f"{format_bytes(SMALL_BYTES)} each ({format_bytes(sum(small))})") in legend
+
+
+def test_a_grey_bar_of_large_buffers_beyond_the_drawn_ones_says_so():
+    from xlashape.memory.model import PeakAnalysis, PeakBuffer
+    from xlashape.reporters.html import MAX_BARS
+    m = ModuleMemory("jit_many", "hlo")
+    m.platform = "gpu"
+    pa = PeakAnalysis("gpu")
+    sizes = [(1 << 20) * (i + 1) for i in range(MAX_BARS + 25)] + [100] * 7
+    pa.live_at_peak = [PeakBuffer(f"fusion.{i}", f"fusion.{i}", 0, 0, s, s, 0, 1, 2, "temporary",
+                                  "f32[8]{0}", None, None) for i, s in enumerate(sizes)]
+    pa.live_at_peak.sort(key=lambda b: -b.size)
+    pa.peak_time = 1
+    whole = sum(b.size for b in pa.live_at_peak)
+    pa.heap = {0: {"padded": [0, whole, 0], "unpadded": [0, whole, 0]}}
+    m.peak = pa
+    p = _Peak()
+    p.feed(render_html([m]))
+    greys = [b for b in p.bars if "agg" in b["class"].split()]
+    beyond = sorted(sizes, reverse=True)[MAX_BARS:MAX_BARS + 25]
+    assert [(int(b["data-count"]), int(b["data-bytes"])) for b in greys] == \
+        [(25, sum(beyond)), (7, 700)]
+    assert greys[0]["text"] == (f"{format_bytes(sum(beyond))}25 more buffers of "
+                                f"{format_bytes(SMALL_BYTES)} or more, beyond the {MAX_BARS} "
+                                "largest")
+    assert sum(int(b["data-bytes"]) for b in p.bars) == sum(sizes)
+
+
+@pytest.mark.parametrize("dump", [BOTTLENECK, DATA / "tpu_corpus" / "attention" / "dump"],
+                         ids=lambda p: p.parent.name)
+def test_tpu_bars_say_hbm_or_vmem_and_their_whole_label(dump, tmp_path):
+    p, m, text = _peak_page(dump, tmp_path)
+    drawn = [b for b in m["peak"]["live_at_peak"] if b["size"] >= SMALL_BYTES][:40]
+    bars = [b for b in p.bars if "agg" not in b["class"].split()]
+    assert len(bars) == len(drawn) > 0
+    for bar, b in zip(bars, drawn):
+        assert int(bar["data-bytes"]) == b["size"]
+        tag = TPU_SPACES[b["color"]]
+        assert bar["data-space"] == tag
+        assert bar["text"].startswith(format_bytes(b["size"]) + tag + b["kind"])
+        # the buffer's name, its shape and its op path whole, never cut
+        assert f" {b['label']} {b['shape']}" in bar["text"]
+        if b["op_name"]:
+            assert bar["text"].endswith(b["op_name"])
+    assert {bar["data-space"] for bar in bars} >= {"HBM", "VMEM"}
+    css = text.split(".bar .lab{", 1)[1].split("}", 1)[0]
+    assert "ellipsis" not in css and "nowrap" not in css
+
+
+def test_the_op_path_table_keeps_buffers_without_metadata_apart(tmp_path):
+    p, m, _ = _peak_page(BOTTLENECK, tmp_path)
+    live = m["peak"]["live_at_peak"]
+    total = sum(b["size"] for b in live)
+    bare = [b for b in live if not b["op_name"]]
+    rows = [r for r in p.rows if r["cells"]]
+    assert sum(int(r["cells"][0]["data-v"]) for r in rows) == total
+    (noop,) = [r for r in rows if "noop" in (r.get("class") or "")]
+    assert int(noop["cells"][0]["data-v"]) == sum(b["size"] for b in bare)
+    assert int(noop["cells"][2]["text"]) == len(bare)
+    assert noop["cells"][3]["text"].startswith("no op path (no metadata: ")
+    # no instruction name stands among the op paths
+    names = {b["instruction"] for b in bare}
+    assert not names & {r["cells"][3]["text"] for r in rows}
+    ops = {b["op_name"] for b in live if b["op_name"]}
+    for r in rows:
+        if not r.get("class"):
+            assert r["cells"][3]["text"] in ops
+
+
+def test_the_op_path_table_is_bounded():
+    # the issue: "the by-op-path table runs to 40 rows of 16M/1K entries"
+    from xlashape.memory.model import PeakAnalysis, PeakBuffer
+    from xlashape.reporters.html import OP_PATH_ROWS
+    m = ModuleMemory("jit_many", "hlo")
+    m.platform = "gpu"
+    pa = PeakAnalysis("gpu")
+    sizes = [16 << 20] * 10 + [1024] * 30
+    pa.live_at_peak = [PeakBuffer(f"f.{i}", f"f.{i}", 0, 0, s, s, 0, 1, 2, "temporary",
+                                  "f32[8]{0}", f"jit(f)/op{i}", None) for i, s in enumerate(sizes)]
+    pa.live_at_peak.append(PeakBuffer("tuple.1", "tuple.1", 0, 0, 64, 64, 0, 1, 2, "temporary",
+                                      "(f32[8]{0})", None, None))
+    pa.peak_time = 1
+    whole = sum(b.size for b in pa.live_at_peak)
+    pa.heap = {0: {"padded": [0, whole, 0], "unpadded": [0, whole, 0]}}
+    m.peak = pa
+    p = _Peak()
+    p.feed(render_html([m]))
+    rows = [r for r in p.rows if r["cells"]]
+    assert len(rows) <= OP_PATH_ROWS + 2
+    # the 10 op paths of 16M hold 99.98% of the bytes: one row each, then one row for the rest
+    assert [r["cells"][3]["text"] for r in rows[:10]] == sorted(f"jit(f)/op{i}" for i in range(10))
+    assert rows[10]["cells"][3]["text"] == "30 more op paths, 1.0K or less each"
+    assert int(rows[10]["cells"][0]["data-v"]) == 30 * 1024
+    assert rows[11]["cells"][3]["text"] == "no op path (no metadata: tuple.1)"
+    assert sum(int(r["cells"][0]["data-v"]) for r in rows) == sum(sizes) + 64
+
+
+@pytest.mark.parametrize("prog", _corpus_dumps(), ids=corpora.program_id)
+def test_no_heap_is_drawn_above_the_memory_its_space_allocates(prog):
+    # the issue: "a VMEM heap of 123 MiB over a 100.7 MiB VMEM allocation"
+    from xlashape.memory import analyze
+    result = analyze(str(prog.dump_dir), chip=prog.chip, top=3)
+    (m,) = [m for m in result.modules if m.name == prog.module]
+    text = render_html([m])
+    p = _Peak()
+    p.feed(text)
+    allocated = Counter()
+    for a in m.allocations:
+        allocated[a.memory_space] += a.size_in_bytes or 0
+    over = {int(a["data-heap"]): a for a in p.overs}
+    for color, top in p.tops.items():
+        if top <= allocated[color]:
+            continue
+        # XLA's heap simulator counts buffers that share memory each (in-place programs of
+        # the TPU corpus: kv_decode, while_dus...): drawn, then said, with both numbers
+        note = over[top]
+        note["text"] = p.notes[note["note"]]
+        assert int(note["data-allocated"]) == allocated[color]
+        assert note["text"].startswith(
+            f"at its highest XLA's heap simulator counts {format_bytes(top)} live, more than "
+            f"the {format_bytes(allocated[color])} the buffer assignment allocates in S({color})")
+        if color == m.peak.peak_memory_space:
+            # what the buffers live at the peak take, each shared byte once, fits
+            taken = re.search(r"the buffers live at the peak take (\S+) of memory", note["text"])
+            (x,) = [x for x in m.heaps_over_allocations() if x.memory_space == color]
+            assert taken.group(1) == format_bytes(x.memory_at_peak)
+            assert x.memory_at_peak <= allocated[color]
+            live = [b for b in m.peak.live_at_peak if b.color == color]
+            assert sum(b.size for b in live) == top > x.memory_at_peak
+    head = re.search(r"Allocation timeline: allocation (\d+)", text)
+    if head:
+        (alloc,) = [a for a in m.allocations if a.index == int(head.group(1))]
+        svg = text.split('<svg class="timeline"', 1)[1].split("</svg>", 1)[0]
+        for size, off in re.findall(r"\(([\d,]+) bytes\) at offset ([\d,]+)", svg):
+            assert int(off.replace(",", "")) + int(size.replace(",", "")) <= alloc.size_in_bytes

@@ -42,7 +42,7 @@ __all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomS
            "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
            "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
            "space_label", "space_tag", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION", "distinct_bytes",
-           "Donation", "LayoutCopy", "SpaceMove", "ModuleAudit", "DONATION_WHY"]
+           "Donation", "LayoutCopy", "HeapOverAllocation", "SpaceMove", "ModuleAudit", "DONATION_WHY"]
 
 
 #: the version of the ``--json`` documents and :meth:`MemoryAnalysis.to_json`
@@ -392,6 +392,35 @@ class Allocation:
                 f"(unpadded {self.unpadded_size_in_bytes}) S({self.memory_space}) {self.shape}>")
 
 
+class HeapOverAllocation(NamedTuple):
+    """A memory space whose heap rises above what its allocations hold
+    (:meth:`ModuleMemory.heaps_over_allocations`): its ``memory_space``,
+    the heap's top ``heap_bytes``, the ``allocated_bytes`` of its
+    allocations, ``memory_at_peak`` (the bytes the buffers live at the peak
+    take, each shared byte once; ``None`` outside the peak's space) and
+    ``shared``, two buffers live at the peak at one offset (or ``None``)."""
+
+    memory_space: int
+    heap_bytes: int
+    allocated_bytes: int
+    memory_at_peak: Optional[int]
+    shared: Optional[Tuple[str, str]]
+
+    def sentence(self) -> str:
+        """What it means, in the words every view prints."""
+        text = (f"at its highest XLA's heap simulator counts {format_bytes(self.heap_bytes)} "
+                f"live, more than the {format_bytes(self.allocated_bytes)} the buffer "
+                f"assignment allocates in S({self.memory_space}): it counts each of the buffers "
+                "live at once that the assignment places at the same offsets (an in-place "
+                "update writes its operand's memory)")
+        if self.memory_at_peak is not None:
+            text += (f"; the buffers live at the peak take {format_bytes(self.memory_at_peak)} "
+                     "of memory")
+            if self.shared:
+                text += f" ({self.shared[0]} and {self.shared[1]} share theirs)"
+        return text
+
+
 class SpaceTotals:
     """Bytes of one memory space, by what they hold."""
 
@@ -532,6 +561,41 @@ class ModuleMemory:
             t = self.memory_spaces[memory_space] = SpaceTotals(memory_space)
         return t
 
+    def heaps_over_allocations(self) -> List["HeapOverAllocation"]:
+        """The memory spaces whose heap (XLA's heap simulator's count, which
+        the heap over program order follows) rises above the bytes the
+        buffer assignment allocates in that space: buffers live at once that
+        the assignment places at the same offsets (an in-place update writes
+        its operand's memory) are each counted by the simulator. For the
+        space of the peak, the memory its live buffers take (each shared
+        byte once) and two of them that share memory."""
+        pa = self.peak
+        out: List[HeapOverAllocation] = []
+        if pa is None:
+            return out
+        for color in sorted(pa.heap):
+            h = pa.heap[color]["padded"]
+            t = self.memory_spaces.get(color)
+            if not len(h) or t is None or not t.total or max(h) <= t.total:
+                continue
+            taken, pair = None, None
+            if color == pa.peak_memory_space and pa.peak_time is not None:
+                live = [b for b in pa.live_at_peak if b.color == color]
+                per: Dict[int, list] = {}
+                for b in live:
+                    per.setdefault(b.allocation, []).append(b)
+                taken = sum(distinct_bytes((b.offset, b.size) for b in bs) for bs in per.values())
+                for bs in per.values():
+                    bs = sorted(bs, key=lambda b: (b.offset, -b.size))
+                    for x, y in zip(bs, bs[1:]):
+                        if y.offset < x.offset + x.size:
+                            pair = (x.label, y.label)
+                            break
+                    if pair:
+                        break
+            out.append(HeapOverAllocation(color, int(max(h)), t.total, taken, pair))
+        return out
+
     def figures(self) -> Dict[str, Optional[int]]:
         """The ``CompiledMemoryStats`` fields computed here, by XLA's names."""
         return {k: getattr(self, k) for k in STATS_FIELDS}
@@ -559,6 +623,7 @@ class ModuleMemory:
             d["memory_analysis"] = dict(self.memory_analysis)
         if self.peak is not None:
             d["peak"] = self.peak.to_json()
+            d["heaps_over_allocations"] = [x._asdict() for x in self.heaps_over_allocations()]
         if self.audit is not None:
             d["audit"] = self.audit.to_json()
         return d

@@ -342,6 +342,7 @@ def _peak_section(m, out: List[str]) -> None:
                ' &middot; hover the chart for the instruction at each point; buffers that live for '
                'the whole program (parameters, outputs, constants) are included</div>')
     highest = max((max(h["padded"]) for h in pa.heap.values() if len(h["padded"])), default=0)
+    over = {x.memory_space: x for x in m.heaps_over_allocations()}
     for color in sorted(pa.heap):
         h = pa.heap[color]
         padded = h["padded"]
@@ -372,6 +373,10 @@ def _peak_section(m, out: List[str]) -> None:
         out.append(f'<div class="space" data-color="{color}"><div><b>{esc(_space_name(color))}</b>'
                    f' &mdash; highest <span class="hi" data-bytes="{int(hi)}">{esc(_b(hi))}</span>'
                    f' ({int(hi):,} bytes) over {len(padded):,} {_steps(pa)}{note}</div>')
+        if color in over:
+            x = over[color]
+            out.append(f'<div class="note over" data-heap="{x.heap_bytes}" '
+                       f'data-allocated="{x.allocated_bytes}">{esc(x.sentence())}</div>')
         out.append(heap_svg(padded, h.get("unpadded", ()), schedule=schedule, peak_pos=pos,
                             peak_label=label, height=110 if small else 250, axis=_axis(pa)))
         out.append("</div>")

@@ -180,12 +180,16 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
             out.append("  (XLA:CPU's peak_memory_in_bytes leaves the temporaries out: its "
                        "executable keeps no heap traces)")
         out.append("heap over program order per memory space (whole-program buffers included):")
+        over = {x.memory_space: x for x in m.heaps_over_allocations()}
         for color in sorted(pa.heap):
             h = pa.heap[color]["padded"]
             if not h:
                 continue
             out.append((f"  S({color}) {_clip(space_label(color), 28):<28} highest "
                         f"{fmt_bytes(max(h)):>8}  " + _sparkline(h)).rstrip())
+            if color in over:
+                out.extend(_wrapped(over[color].sentence(), 100 if width is None
+                                    else max(min(width, 100), 40), "    "))
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
