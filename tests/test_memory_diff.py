@@ -13,6 +13,7 @@ with its dump (``memory_analysis.json``); the pairs:
 """
 
 import json
+import re
 
 import pytest
 
@@ -271,7 +272,7 @@ def _allocated(x):
 
 
 @pytest.mark.parametrize("a,b", [(REMAT, REMAT_OFF), (REMAT_OFF, REMAT)])
-def test_checkpointing_is_matched_and_shared_memory_counted_once(a, b):
+def test_checkpointing_is_matched_and_shared_memory_counted_once(a, b, tmp_path):
     doc = diff(a, b)
     xa, xb = xla(a), xla(b)
     grown = xb["temp_size_in_bytes"] - xa["temp_size_in_bytes"]
@@ -306,6 +307,17 @@ def test_checkpointing_is_matched_and_shared_memory_counted_once(a, b):
     # and once live at the peak
     assert text.count("f32[16,1024,1024]{2,1,0}") == 2 + 2
     assert "the same memory as" in text
+    out = tmp_path / "d.html"
+    ok("memory", "diff", a / "dump", b / "dump", "--html", out)
+    page = out.read_text(encoding="utf-8")
+    assert f"buffers {side} (10, 128.00M of memory)" in page
+    # the eight names of the two stacks' memory say whose memory it is, the two count it
+    deltas = re.findall(r'<td class="n( shared)?" data-v="(-?\d+)">([^<]*)</td><td>temporary',
+                        page.split(f"buffers {side}", 1)[1].split("</table>", 1)[0])
+    assert sorted(abs(int(v)) for _, v, _ in deltas) == [0] * 8 + [64 << 20] * 2
+    assert all(t.startswith("the memory of ") for sh, _, t in deltas if sh)
+    # XLA:CPU's peak_memory_in_bytes leaves the temporaries out: the heaps' tops are not it
+    assert "XLA&#x27;s peak at" not in page and "A: highest at" in page
 
 
 def test_a_changed_element_type_is_said_with_both_shapes(tmp_path):

@@ -778,6 +778,20 @@ def _diff_rows(title: str, items, out: List[str], limit: int = 200, memory=None,
     if not items:
         return
     what = f"{len(items):,}" + (f", {_b(memory)} of memory" if memory is not None else "")
+    # values that share memory (one allocation, offset and size): the first one's row
+    # counts it, the others say whose memory they share
+    first: Dict[tuple, str] = {}
+    sharing: Dict[int, str] = {}
+    if memory is not None:
+        for x, y in items[:limit]:
+            one = y if y is not None else x
+            if one.allocation is None or one.offset is None:
+                continue
+            k = (one.allocation, one.offset, one.size)
+            if k in first:
+                sharing[id(one)] = first[k]
+            else:
+                first[k] = one.label
     out.append(f"<h3>{esc(title)} ({esc(what)})</h3><table class=\"sortable\"><thead><tr>"
                '<th data-num="1">A bytes</th><th data-num="1">B bytes</th><th data-num="1">delta</th>'
                "<th>kind</th><th>buffer</th><th>shape</th>"
@@ -787,14 +801,18 @@ def _diff_rows(title: str, items, out: List[str], limit: int = 200, memory=None,
         one = y if y is not None else x
         xs, ys = (x.size if x else None), (y.size if y else None)
         d = (ys or 0) - (xs or 0)
+        shares = sharing.get(id(one))
         shape = (x.shape if x else "") if (y is None or x is None or x.shape == y.shape) else \
             f"{x.shape} -> {y.shape}"
         if x is None:
             shape = y.shape
         out.append(f'<tr><td class="n" data-v="{"" if xs is None else xs}">{esc(_b(xs) if xs is not None else "-")}</td>'
                    f'<td class="n" data-v="{"" if ys is None else ys}">{esc(_b(ys) if ys is not None else "-")}</td>'
-                   f'<td class="n" data-v="{d}">{"+" if d > 0 else "-" if d < 0 else ""}{esc(_b(abs(d)))}</td>'
-                   f'<td>{esc(one.kind)}</td><td class="mono">{esc(one.label)}</td>'
+                   + (f'<td class="n shared" data-v="0">{esc(f"the memory of {shares}")}</td>'
+                      if shares is not None else
+                      f'<td class="n" data-v="{d}">{"+" if d > 0 else "-" if d < 0 else ""}'
+                      f'{esc(_b(abs(d)))}</td>')
+                   + f'<td>{esc(one.kind)}</td><td class="mono">{esc(one.label)}</td>'
                    f'<td class="mono">{esc(shape)}</td>'
                    + (f'<td class="mono">{esc(x.key[0])}</td><td class="mono">{esc(y.key[0])}</td>'
                       if op_paths else f'<td class="mono">{esc(one.key[0])}</td>') + '</tr>')
@@ -870,9 +888,12 @@ def write_diff_html(f, d, a_path: str, b_path: str) -> None:
                            'memory space</div>')
                 continue
             at = pa.peak_time if color == pa.peak_memory_space else None
+            # XLA's peak only where its figure is this heap's top (not XLA:CPU's)
+            what = ("XLA's peak" if pa.figures.get("peak_memory_in_bytes")
+                    == pa.live_at_peak_bytes else "highest")
             out.append(heap_svg(h["padded"], h.get("unpadded", ()),
                                 schedule=getattr(pa, "schedule", None), peak_pos=at,
-                                peak_label=f"{name}: XLA's peak at {at}" if at is not None else "",
+                                peak_label=f"{name}: {what} at {at}" if at is not None else "",
                                 width=560, height=180, ymax=top, axis=_axis(pa)))
         out.append("</div>")
     _diff_rows("live at the peak only in B", [(None, y) for y in d.live_added], out)
