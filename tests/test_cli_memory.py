@@ -541,3 +541,27 @@ def test_a_heap_above_its_allocations_is_said_in_the_terminal_too():
     text = " ".join(ln.strip() for ln in ok("memory", d / "dump").stdout.splitlines())
     assert (f"at its highest XLA's heap simulator counts 7.02M live, more than the 6.01M the "
             f"buffer assignment allocates in S(1)") in text
+
+
+def test_the_terminals_op_paths_keep_buffers_without_metadata_apart():
+    # issue 25: buffers without an op path (XLA's copies, slices of no jax op) were grouped
+    # under their instruction names among the op paths
+    d = DATA / "tpu_corpus" / "bottleneck_train" / "dump"
+    (m,) = json.loads(ok("memory", d, "--json").stdout)["modules"]
+    live = m["peak"]["live_at_peak"]
+    bare = [b for b in live if not b["op_name"]]
+    assert m["peak"]["without_op_path"]["bytes"] == sum(b["size"] for b in bare)
+    assert m["peak"]["without_op_path"]["count"] == len(bare)
+    text = ok("memory", d, "--top", "3").stdout.splitlines()
+    rows = text[text.index("by JAX op path:") + 1:]
+    rows = rows[:next(i for i, ln in enumerate(rows) if not ln.startswith("   "))]
+    (noop,) = [r for r in rows if "no op path: " in r]
+    assert re.match(rf"^ +\S+ +\S+% +{len(bare)} buffers  no op path: ", noop)
+    names = {b["instruction"] for b in bare}
+    ops = {b["op_name"] for b in live if b["op_name"]}
+    for r in rows:
+        tail = r.split("  ")[-1].strip()
+        assert tail not in names
+        if r is not noop and "more op paths" not in r:
+            # the jit(train_step)/ the live table's note says is left out
+            assert tail in ops or "jit(train_step)/" + tail in ops, r

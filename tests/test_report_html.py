@@ -476,6 +476,8 @@ def test_tpu_bars_say_hbm_or_vmem_and_their_whole_label(dump, tmp_path):
         if b["op_name"]:
             assert bar["text"].endswith(b["op_name"])
     assert {bar["data-space"] for bar in bars} >= {"HBM", "VMEM"}
+    # the heap charts too: XLA:TPU's device memory is HBM
+    assert "<b>S(0) device memory (HBM)</b>" in text and "<b>S(1) VMEM (fast on-chip" in text
     css = text.split(".bar .lab{", 1)[1].split("}", 1)[0]
     assert "ellipsis" not in css and "nowrap" not in css
 

@@ -299,7 +299,7 @@ def timeline_svg(m, width: int = 1000, height: int = 300) -> Optional[str]:
                    'stroke="#cf222e" stroke-width="1.5"/>')
     out.append(f'<line x1="{left}" x2="{left}" y1="{top}" y2="{top + ph}" stroke="#8c959f"/>')
     out.append("</svg>")
-    head = (f'<h3>Allocation timeline: allocation {tl.allocation}, {esc(_space_name(tl.color))} '
+    head = (f'<h3>Allocation timeline: allocation {tl.allocation}, {esc(_space_name(tl.color, m.platform))} '
             f'temporaries ({esc(_b(tl.size))})</h3><div class="note">Each buffer from its first '
             'to its last position in program order, at its offset in the allocation (hover for '
             'its name); buffers at one offset share memory; the red line is XLA\'s peak.'
@@ -328,8 +328,12 @@ def _verdict_html(v) -> str:
             + "".join(f'<div class="note">{esc(x.strip())}</div>' for x in rest))
 
 
-def _space_name(color: int) -> str:
-    return f"S({color}) {space_label(color)}"
+def _space_name(color: int, platform: Optional[str] = None) -> str:
+    """``S(1) VMEM (fast on-chip memory)``; on TPU device memory says it is
+    HBM (``S(0) device memory (HBM)``)."""
+    name = f"S({color}) {space_label(color)}"
+    tag = space_tag(color, platform)
+    return name + (f" ({tag})" if platform == "tpu" and tag not in name else "")
 
 
 def _peak_section(m, out: List[str]) -> None:
@@ -370,7 +374,7 @@ def _peak_section(m, out: List[str]) -> None:
             f"{what}: {_b(padded[pos] if pos < len(padded) else hi)} at {pos}"
             + (f" ({ins})" if ins else ""))
         note = (" &mdash; flat: only buffers that live for the whole program" if flat else "")
-        out.append(f'<div class="space" data-color="{color}"><div><b>{esc(_space_name(color))}</b>'
+        out.append(f'<div class="space" data-color="{color}"><div><b>{esc(_space_name(color, m.platform))}</b>'
                    f' &mdash; highest <span class="hi" data-bytes="{int(hi)}">{esc(_b(hi))}</span>'
                    f' ({int(hi):,} bytes) over {len(padded):,} {_steps(pa)}{note}</div>')
         if color in over:
