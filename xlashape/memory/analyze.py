@@ -269,7 +269,7 @@ def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
             for a in buffers_of_request(r, dm.allocations):
                 found.append({"module": dm.name, "index": a.index, "kind": a.kind,
                               "size_in_bytes": a.size_in_bytes, "shape": a.shape,
-                              "names": list(a.values)[:8]})
+                              "holds": a.holds, "names": list(a.values)[:8]})
         mm.oom = mm.oom._replace(matching_buffers=found)
         if not found:
             mm.notes.append(f"no allocation of the dump has the requested size "

@@ -574,8 +574,8 @@ def _gpu_oom_text(m) -> List[str]:
                 names = ", ".join(b["names"][:3])
                 out.append(f"  allocation {b['index']} of {b['module']}: {b['kind']}, "
                            f"{fmt_bytes(b['size_in_bytes'])}" + (f": {names}" if names else ""))
-                if b.get("shape"):
-                    out.append(f"      {b['shape']}")
+                if b.get("holds") or b.get("shape"):
+                    out.append(f"      {b.get('holds') or b['shape']}")
         else:
             out.append("no buffer of the dump has that size")
     elif o.requested_text is not None and a is None:
@@ -740,8 +740,9 @@ def diff_lines(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
         out.extend("  + " + _buf(x) for x in d.copies_added[:top])
     if d.live_added or d.live_removed or d.live_changed:
         out.append(f"live at the peak: {len(d.live_added)} buffers only in B "
-                   f"({fmt_bytes(n(d.live_added))}), {len(d.live_removed)} only in A "
-                   f"({fmt_bytes(n(d.live_removed))}), {len(d.live_changed)} changed size")
+                   f"({fmt_bytes(memory_bytes(d.live_added))}), {len(d.live_removed)} only in A "
+                   f"({fmt_bytes(memory_bytes(d.live_removed))}), {len(d.live_changed)} changed "
+                   "size")
         out.extend("  + " + _buf(x) for x in d.live_added[:top])
         out.extend("  - " + _buf(x) for x in d.live_removed[:top])
     for name, x, y in d.growths():
