@@ -44,7 +44,7 @@ from .figures import DIFF_FIELDS, PEAK_FIELDS
 from .model import distinct_bytes
 from .verdict import module_peak
 
-__all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "memory_bytes", "FIGURES"]
+__all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "memory_bytes", "shared", "FIGURES"]
 
 #: the figures compared (XLA's names), in this order
 FIGURES = DIFF_FIELDS
