@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
-from ..allocation_kinds import TEMPORARY
+from ..allocation_kinds import OUTPUT, PARAMETER, TEMPORARY
 from ..errors import XlaShapeError
 from ..hlo_warnings import WarningList
 from ..layout import memory_space_name
@@ -337,7 +337,12 @@ class Allocation:
             best = max(self.value_details, key=lambda v: v.padding_in_bytes)
             if best.padding_in_bytes > 0 and best.shape:
                 obj = best.shape_object
-                return (obj if obj is not None else best.shape), best.shape == self.shape
+                # the allocation's own array: its shape, or in a parameter's or an
+                # output's allocation holding several values the one that fills it
+                own = best.shape == self.shape or (
+                    self.shape is None and self.kind in (PARAMETER, OUTPUT)
+                    and not best.offset and best.size_in_bytes == self.size_in_bytes)
+                return (obj if obj is not None else best.shape), own
         if self._shape_obj is not None:
             return self._shape_obj, True
         return self.shape, True
