@@ -275,6 +275,8 @@ class Allocation:
         """Its largest value (the first of equal ones), ``None`` without values."""
         if not self.value_details:
             return None
+        if len(self.value_details) == 1:
+            return self.value_details[0]
         # an array before a tuple's table of pointers of the same size
         return max(self.value_details,
                    key=lambda v: (v.size_in_bytes or 0, not (v.shape or "").startswith("(")))
