@@ -24,7 +24,7 @@ import textwrap
 
 from hypothesis import given, settings, strategies as st
 
-from xlashape import hlo_reader, hlo_syntax
+from xlashape import hlo_reader, hlo_syntax, hlo_text
 from xlashape.hlo_module import HloReader
 
 # The definitions the fixes replace, kept here as the reference.
@@ -40,6 +40,22 @@ def test_strings_are_removed_as_the_regular_expression_removes_them(text):
     for q in (i for i, c in enumerate(text) if c == '"'):
         m = _OLD_STRING.match(text, q)
         assert hlo_syntax._string_end(text, q) == (m.end() if m else -1)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_QUOTED)
+def test_the_quoted_string_pattern_is_the_plain_alternation(text):
+    # hlo_text.DQ_STRING (possessive on Python >= 3.11, else unrolled: both
+    # checked) matches where the alternation does and ends where it ends
+    plain = re.compile(r'"(?:[^"\\]|\\.)*"')
+    unrolled = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+    for flags in (0, re.S):
+        old = re.compile(plain.pattern, flags)
+        for new in (re.compile(hlo_text.DQ_STRING, flags), re.compile(unrolled.pattern, flags)):
+            assert new.findall(text) == old.findall(text)
+            for q in (i for i, c in enumerate(text) if c == '"'):
+                m, n = old.match(text, q), new.match(text, q)
+                assert (m and m.end()) == (n and n.end())
 
 
 @settings(max_examples=3000, deadline=None)
@@ -125,6 +141,39 @@ print("ok")
 
 def test_every_fixed_reader_on_long_runs_of_blanks():
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ok"]
+
+
+_LONG_OP_NAME = r"""
+import resource, sys
+from xlashape.memory import analyze
+def vm():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+# an 8 MB op_name (and one of 4 MB of escapes): the text itself, a few copies
+# of it, no more (the plain alternation held ~150 bytes per character: 1.4 GB)
+for op in ("ab(c)" * 1_600_000, "\\'" * 2_000_000):
+    text = ("HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n"
+            "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
+            '  ROOT %n = f32[4]{0} negate(f32[4]{0} %p), metadata={op_name="' + op + '"}\n}\n')
+    path = sys.argv[1]
+    with open(path, "w") as f:
+        f.write(text)
+    del text
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+    a = analyze(path)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert a.modules[0].name == "m", a.modules[0].name
+print("ok")
+"""
+
+
+def test_a_long_op_name_is_read_without_memory_per_character(tmp_path):
+    # found by the fuzz harness (seed 2929): an 8 MB op_name took 1.4 GB
+    proc = subprocess.run([sys.executable, "-c", _LONG_OP_NAME, str(tmp_path / "m.hlo")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["ok"]

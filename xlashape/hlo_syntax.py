@@ -32,7 +32,7 @@ _ARRAY_SHAPE = re.compile(
 _LAYOUT_FOLLOWS = re.compile(r"(?:\s|/\*.*?\*/)*\{\s*[0-9:]", re.S)
 _SIG = re.compile(r"[()\[\]{}\"]|/\*")
 _SIG_COMMA = re.compile(r"[()\[\]{},\"]|/\*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = re.compile(hlo_text.DQ_STRING, re.S)
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _QUOTE_OR_COMMENT = re.compile(r'"|/\*')
 

@@ -84,6 +84,7 @@ BREAKDOWN_HINT = (
     "to 'xlashape memory'), or with XLA_FLAGS=--xla_dump_to=DIR for the buffer assignment of "
     "a program that fits")
 
+_OP_NAME = re.compile(r"op_name=(" + hlo_text.DQ_STRING + ")")
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\]\s]+\]\s?")
 # a size as the reports print it; the blank before a unit is taken only with
 # the unit (an optional \s* next to the \s* that follows in the patterns
@@ -195,8 +196,8 @@ class OomAllocation:
         """The ``op_name`` of the Operator line (the JAX source operation)."""
         if not self.operator:
             return None
-        m = re.search(r'op_name="((?:[^"\\]|\\.)*)"', self.operator)
-        return hlo_text.unescape_string(m.group(1)) if m else None
+        m = _OP_NAME.search(self.operator)
+        return hlo_text.unescape_string(m.group(1)[1:-1]) if m else None
 
     def __repr__(self):
         return (f"<OomAllocation {self.rank}. {self.size_text} {self.shape_text or ''} "
