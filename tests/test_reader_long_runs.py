@@ -59,6 +59,15 @@ def test_the_quoted_string_pattern_is_the_plain_alternation(text):
 
 
 @settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=" \n/*{0:x", max_size=24))
+def test_the_layout_lookahead_is_the_plain_alternation(text):
+    old = re.compile(r"(?:\s|/\*.*?\*/)*\{\s*[0-9:]", re.S)
+    for at in range(len(text) + 1):
+        m, n = old.match(text, at), hlo_syntax._LAYOUT_FOLLOWS.match(text, at)
+        assert (m and m.end()) == (n and n.end())
+
+
+@settings(max_examples=3000, deadline=None)
 @given(st.lists(_QUOTED, min_size=1, max_size=6))
 def test_brackets_fed_piece_by_piece_decide_as_balanced_on_the_whole(pieces):
     b = hlo_syntax._Brackets()
@@ -152,12 +161,14 @@ from xlashape.memory import analyze
 def vm():
     with open("/proc/self/status") as f:
         return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
-# an 8 MB op_name (and one of 4 MB of escapes): the text itself, a few copies
-# of it, no more (the plain alternation held ~150 bytes per character: 1.4 GB)
-for op in ("ab(c)" * 1_600_000, "\\'" * 2_000_000):
+# an 8 MB op_name (and one of 4 MB of escapes), 8 MB of blanks after an
+# operand's shape: the text itself, a few copies of it, no more (a regex group
+# repeated per character held ~150 bytes each: 1.4 GB)
+for op, blanks in (("ab(c)" * 1_600_000, ""), ("\\'" * 2_000_000, ""), ("x", " " * 8_000_000)):
     text = ("HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n"
             "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
-            '  ROOT %n = f32[4]{0} negate(f32[4]{0} %p), metadata={op_name="' + op + '"}\n}\n')
+            "  ROOT %n = f32[4]{0} negate(f32[4]" + blanks + "{0} %p), "
+            'metadata={op_name="' + op + '"}\n}\n')
     path = sys.argv[1]
     with open(path, "w") as f:
         f.write(text)
@@ -167,6 +178,14 @@ for op in ("ab(c)" * 1_600_000, "\\'" * 2_000_000):
     a = analyze(path)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     assert a.modules[0].name == "m", a.modules[0].name
+# a shape followed by 8 MB of blanks, read where the reader reads an operand
+from xlashape import hlo_syntax
+text = "f32[4]" + " " * 8_000_000 + "{0} %p"
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+shape, end = hlo_syntax._shape_at(text, 0, {})
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+assert end == len(text) - 3, end
 print("ok")
 """
 
