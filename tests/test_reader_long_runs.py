@@ -68,6 +68,21 @@ def test_the_layout_lookahead_is_the_plain_alternation(text):
 
 
 @settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="  \tab-1.G", max_size=24))
+def test_an_oom_breakdown_label_is_read_as_the_alternation_reads_it(text):
+    from xlashape import oom_report
+    old = re.compile(r"\s{2,}([A-Za-z](?:[\w\-]| (?! ))*)\s{2,}(" + oom_report._SIZE[1:-1]
+                     + r"|unknown size)\b(.*)$")
+    for line in (text, "  " + text, "  HLO " + text):
+        m, n = old.match(line), oom_report._BREAKDOWN.match(line)
+        n = n if n and "  " not in n.group(1) else None
+        assert bool(m) == bool(n), line
+        if m:
+            assert (m.group(1).strip(), m.group(2), m.group(3)) == \
+                (n.group(1).strip(), n.group(2), n.group(3))
+
+
+@settings(max_examples=3000, deadline=None)
 @given(st.lists(_QUOTED, min_size=1, max_size=6))
 def test_brackets_fed_piece_by_piece_decide_as_balanced_on_the_whole(pieces):
     b = hlo_syntax._Brackets()
@@ -178,6 +193,16 @@ for op, blanks in (("ab(c)" * 1_600_000, ""), ("\\'" * 2_000_000, ""), ("x", " "
     a = analyze(path)
     resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
     assert a.modules[0].name == "m", a.modules[0].name
+# an out-of-memory report's breakdown line with an 8 MB label
+from xlashape import oom_report
+lines = ["RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+         "space hbm. Used 18.94G of 15.75G hbm. Exceeded hbm capacity by 3.19G.", "",
+         "Total hbm usage >= 19.44G:", "    " + "ab " * 2_700_000 + "x  1.0G", ""]
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+reports = oom_report.read_oom_reports(lines)
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+assert len(reports) == 1 and ("ab " * 3 + "ab") in list(reports[0].usage)[0], reports[0].usage
 # a shape followed by 8 MB of blanks, read where the reader reads an operand
 from xlashape import hlo_syntax
 text = "f32[4]" + " " * 8_000_000 + "{0} %p"
