@@ -295,9 +295,9 @@ class Allocation:
         if not self.is_arena:
             if self.shape is None:
                 return None
-            ws = self.workspaces
-            if len(ws) == 1 and len(self.value_details) == 1:
-                return f"{self.shape} ({ws[0].workspace} workspace of {ws[0].name})"
+            if len(self.value_details) == 1 and self.value_details[0].workspace:
+                v = self.value_details[0]
+                return f"{self.shape} ({v.workspace} workspace of {v.name})"
             return self.shape
         big = self.largest_value
         text = (f"arena of {len(self.value_details):,} values, the largest "
