@@ -692,7 +692,7 @@ def diff_lines(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
         out.append(f"  B {y.label} [{y.key[0] or '-'}]")
     if not (d.added or d.removed or d.changed):
         out.append("buffers: none added, removed or resized (matched by JAX op path and "
-                   "instruction name)")
+                   "name, then by role and shape)")
     if d.dtypes:
         cost = memory_bytes(y for _, y in d.dtypes) - memory_bytes(x for x, _ in d.dtypes)
         out.append(f"dtype changed ({len(d.dtypes)}, {'+' if cost >= 0 else '-'}"
