@@ -6,22 +6,26 @@ is computed here.
 
 Left: one curve per memory space (padded: filled; unpadded: dashed), XLA's
 peak marked. Right: the buffers live at the peak, largest first, the part
-without padding solid and the padding hatched; buffers under
-:data:`xlashape.reporters.html.SMALL_BYTES` share one grey bar.
+without padding solid and the padding hatched, each named with its kind (its
+memory space on TPU, a cuBLAS / cuDNN workspace marked); the buffers not
+drawn (under :data:`xlashape.reporters.html.SMALL_BYTES`, or beyond the 20
+largest) share one grey bar that says how many and how large.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from ..memory.model import space_label
+from ..memory.model import space_label, space_tag
 from ..render import MissingMatplotlib
 from ..tiling import format_bytes
 from .html import MAX_BARS, SMALL_BYTES, _ticks
+from .text import _clip_middle
 
 __all__ = ["save_memory_picture", "picture_module"]
 
 _COLORS = ("#0969da", "#8250df", "#bf3989", "#1a7f37", "#9a6700", "#57606a")
+
 
 
 def picture_module(modules):
@@ -97,11 +101,17 @@ def save_memory_picture(module, path: str, fmt: Optional[str] = None) -> None:
         live = pa.live_at_peak
         shown = [b for b in live if b.size >= SMALL_BYTES][:min(MAX_BARS, 20)]
         rest = live[len(shown):] if shown == live[:len(shown)] else [b for b in live if b not in shown]
-        labels = [f"{b.label} ({b.kind})"[:48] for b in shown]
+        platform = getattr(module, "platform", None)
+        tagged = platform == "tpu" or len({b.color for b in live}) > 1
+        labels = [_clip_middle((f"{space_tag(b.color, platform)} " if tagged else "")
+                               + f"{b.label} ({b.kind}"
+                               + (f", {b.workspace} workspace" if b.workspace else "") + ")", 56)
+                  for b in shown]
         unpadded = [max(0, min(b.unpadded_size, b.size)) for b in shown]
         padding = [b.size - u for b, u in zip(shown, unpadded)]
         if rest:
-            labels.append(f"{len(rest)} smaller buffers")
+            labels.append(f"{len(rest)} more buffer{'s' if len(rest) != 1 else ''}, "
+                          f"{format_bytes(max(b.size for b in rest))} or less each")
             unpadded.append(sum(b.size for b in rest))
             padding.append(0)
         ys = list(range(len(labels)))[::-1]
