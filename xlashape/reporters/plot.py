@@ -20,7 +20,7 @@ from ..memory.model import space_label, space_tag
 from ..render import MissingMatplotlib
 from ..tiling import format_bytes
 from .html import MAX_BARS, SMALL_BYTES, _ticks
-from .text import _clip_middle
+from .tables import clip_middle as _clip_middle
 
 __all__ = ["save_memory_picture", "picture_module"]
 

@@ -7,7 +7,20 @@ from __future__ import annotations
 
 from typing import Optional, Sequence, Tuple
 
-__all__ = ["Table"]
+__all__ = ["Table", "clip_middle"]
+
+
+def clip_middle(text: str, n: Optional[int]) -> str:
+    """``text`` cut in the middle to ``n`` characters: an instruction's name
+    keeps its start and its ``.N`` / ``{index}`` end.
+
+    >>> clip_middle("convert_reduce_fusion.3{1}", 16)
+    'convert...n.3{1}'
+    """
+    if n is None or len(text) <= n:
+        return text
+    keep = max(n - 3, 2)
+    return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
 
 
 class Table:

@@ -18,7 +18,7 @@ from ..memory.diff import memory_bytes, shared
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
 from ..tiling import format_bytes, format_bytes_apart
-from .tables import Table
+from .tables import Table, clip_middle as _clip_middle
 
 __all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
            "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix", "audit_lines"]
@@ -258,13 +258,6 @@ def _clip_left(text: str, n: Optional[int]) -> str:
     return text if n is None or len(text) <= n else "..." + text[len(text) - max(n - 3, 0):]
 
 
-def _clip_middle(text: str, n: Optional[int]) -> str:
-    """``text`` cut in the middle to ``n`` characters: an instruction's name
-    keeps its start and its ``.N`` / ``{index}`` end."""
-    if n is None or len(text) <= n:
-        return text
-    keep = max(n - 3, 2)
-    return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
 
 
 def _top_component(op: str) -> Optional[str]:
