@@ -29,6 +29,7 @@ from .source_hlo import module_records
 from .source_jax import compiled_records, is_compiled
 from .source_oom import oom_records
 from .source_proto import PROTO_KINDS, proto_kind, proto_records
+from .whatif import parse_edit
 
 __all__ = ["analyze", "match_oom_dump", "PLATFORMS", "EXAMPLE_DUMP"]
 
@@ -46,7 +47,8 @@ _SNIFF_BYTES = 1 << 16
 def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
-            prefer: str = "text", dump=None) -> MemoryAnalysis:
+            prefer: str = "text", dump=None, packing: bool = False,
+            what_if=None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
     text of one of those, or a JAX compiled object
@@ -83,6 +85,14 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     same program: the allocations of the requested size are named
     (:func:`match_oom_dump`).
 
+    ``packing=True``: xlashape's own packing of each temporary allocation as
+    XLA's heap simulator does it (``ModuleMemory.packing``), and the peak
+    each padding fix would give (``ModuleMemory.fix_predictions``).
+    ``what_if``: edits (``["undonate", "dtype:bf16=f32"]``; see
+    :mod:`xlashape.memory.whatif`) whose predicted figures are
+    ``ModuleMemory.what_if`` (it implies ``packing``). Both read the module
+    text whole.
+
     A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
     decides (pass a ``pathlib.Path`` to name any file).
 
@@ -91,9 +101,11 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
     be read.
     """
+    edits = tuple(parse_edit(e) for e in (what_if or ()))
     if dump is not None:
         result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
-                         on_warning=on_warning, progress=progress)
+                         on_warning=on_warning, progress=progress, packing=packing,
+                         what_if=edits)
         match_oom_dump(result, dump, top=top)
         return result
     if platform is not None:
@@ -103,8 +115,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
                                   + ", ".join(PLATFORMS))
     if prefer not in ("text", "proto"):
         raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
-    opts = Options(top, chip_of(chip), platform, peak)
-    reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform)
+    packing = bool(packing or edits)
+    opts = Options(top, chip_of(chip), platform, peak, packing=packing, what_if=edits)
+    reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform,
+                      full_module=packing)
     # Hundreds of thousands of records and model objects, none of them
     # garbage until the analysis is dropped: the cyclic collector's passes
     # over them would cost a fifth of the time (a 6 MB dump: 0.1 s of 0.5 s).

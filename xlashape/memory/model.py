@@ -39,7 +39,7 @@ __all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomS
            "GpuOomSummary", "ModuleMemory", "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
            "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
            "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION", "PackedValue",
-           "PackedAllocation", "WhatIf"]
+           "PackedAllocation", "WhatIf", "FixPrediction"]
 
 
 #: the version of the ``--json`` documents and :meth:`MemoryAnalysis.to_json`
@@ -373,6 +373,13 @@ class ModuleMemory:
         #: dump with a buffer assignment; else ``None``
         self.peak: Optional[PeakAnalysis] = None
         self.locations: Dict[str, Location] = {}
+        #: xlashape's packing of the temporary allocations (:class:`PackedAllocation`),
+        #: when asked for (``analyze(..., packing=True)``); else ``None``
+        self.packing: Optional[List["PackedAllocation"]] = None
+        #: a prediction after edits (:class:`WhatIf`), when asked for
+        self.what_if: Optional["WhatIf"] = None
+        #: the padding fixes' predicted peaks (:class:`FixPrediction`), with the packing
+        self.fix_predictions: List["FixPrediction"] = []
 
     def iter_allocations(self) -> Iterator[Allocation]:
         """The allocations one by one (:attr:`allocations`)."""
@@ -422,6 +429,10 @@ class ModuleMemory:
             d["memory_analysis"] = dict(self.memory_analysis)
         if self.peak is not None:
             d["peak"] = self.peak.to_json()
+        d["packing"] = None if self.packing is None else [p.to_json() for p in self.packing]
+        d["what_if"] = None if self.what_if is None else self.what_if.to_json()
+        if self.fix_predictions:
+            d["fix_predictions"] = [f.to_json() for f in self.fix_predictions]
         return d
 
     def to_json(self) -> dict:
@@ -779,3 +790,21 @@ class WhatIf:
         d["assumptions"] = list(self.assumptions)
         d["verdict"] = None if self.verdict is None else self.verdict.to_json()
         return d
+
+
+class FixPrediction(NamedTuple):
+    """What a padding fix would do to the peak (a prediction, with
+    :mod:`xlashape.memory.whatif`): the ``allocation`` it applies to, the
+    ``fix`` (:class:`xlashape.padding.Fix`), the peak ``before`` and
+    ``after`` under ``peak_name`` (``peak_memory_in_bytes``, or
+    ``device_memory_peak_bytes`` where XLA's peak counts other memory)."""
+
+    allocation: int
+    fix: object
+    before: int
+    after: int
+    peak_name: str
+
+    def to_json(self) -> dict:
+        return {"prediction": True, "allocation": self.allocation, "fix": self.fix.to_json(),
+                "before": self.before, "after": self.after, "peak_name": self.peak_name}

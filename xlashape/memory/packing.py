@@ -110,12 +110,18 @@ class HeapModel:
         self.counts: Dict[object, int] = {}
         self.sharing: Optional[OperandSharing] = None
         self.layout: Optional[Layout] = None
+        self.value_records = {}
         live = rec.live
+        for a in rec.allocations or ():
+            for v in a.values:
+                self.values[v.id] = v
+                if live is not None:
+                    r = live.ranges.get(_label_key(v.label))
+                    if r is not None:
+                        self.ranges[v.id] = r
         facts = rec.facts
         values = facts.values() if facts is not None else None
         module = facts.module() if facts is not None else None
-        if not self.temps:
-            return
         if live is None:
             self.reason = "the dump has no live ranges (*-live-range.txt)"
         elif values is None:
@@ -132,13 +138,9 @@ class HeapModel:
         for vid in values:
             key = self.find(vid)
             self.counts[key] = self.counts.get(key, 0) + 1
+        if not self.temps:
+            return
         self.sharing = OperandSharing(values, module, platform)
-        for a in rec.allocations:
-            for v in a.values:
-                self.values[v.id] = v
-                r = live.ranges.get(_label_key(v.label))
-                if r is not None:
-                    self.ranges[v.id] = r
         self.layout = temporary_layout(rec, values, module, self.find,
                                        order=ALLOCATION_ORDER.get(platform) or BIGGEST_FIRST,
                                        preset_colors=MSA_COLORS.get(platform, frozenset()))
@@ -156,7 +158,7 @@ class HeapModel:
         temporary allocations not in a block of their own (the tuple tables)
         nor placed by memory-space assignment."""
         out: Dict[int, List[int]] = {}
-        for u in self.layout.units:
+        for u in (self.layout.units if self.layout is not None else ()):
             if u.kind == "heap":
                 out.setdefault(u.color, []).extend(u.ids)
         return out
@@ -203,7 +205,7 @@ class HeapModel:
                              f"{v.label if v is not None else missing[0]})")
                 continue
             cp.heap_ids = list(ids)
-            if ids:
+            if ids and self.sharing is not None:
                 hv = [HeapValue(vid, size_of(vid), ranges[vid][0], ranges[vid][1]) for vid in ids]
                 cp.events = replay(hv, buffer_of=self.find, buffer_values=self.buffer_values,
                                    candidates=self.sharing.candidates)
@@ -214,7 +216,8 @@ class HeapModel:
 
     def _combine(self, cp: ColorPacking, alignment: int, unit_sizes) -> None:
         """Put the memory space's blocks end to end in XLA's order."""
-        units = [u for u in self.layout.units if u.color == cp.color]
+        units = [u for u in (self.layout.units if self.layout is not None else ())
+                 if u.color == cp.color]
         if not any(u.kind == "heap" for u in units) and cp.heap is not None:
             units.append(TempUnit(cp.color, "heap", tuple(cp.heap_ids), None))
         size = 0
@@ -239,7 +242,7 @@ class HeapModel:
                     cp.chunks[vid] = (base, n)
             size = base + n
         cp.size = size
-        if placed > 1 and self.layout.problem is not None:
+        if placed > 1 and self.layout is not None and self.layout.problem is not None:
             cp.order_reason = self.layout.problem
 
 

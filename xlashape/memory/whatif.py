@@ -1,0 +1,586 @@
+"""What if: a module's memory figures after an edit, without compiling again.
+
+An accounting step (:func:`what_if`, ``analyze(..., what_if=[...])``,
+``xlashape memory DUMP --what-if EDIT``): the edits are applied to what the
+dump says -- every value's size, which allocation holds it, which parameter
+an output aliases -- and the temporaries are packed again with the heap
+simulator of :mod:`xlashape.memory.packing`; the figures follow with XLA's
+rules (:mod:`xlashape.memory.peak`). Edits (:func:`parse_edit`):
+
+``undonate`` / ``undonate:N``
+    the entry parameters (parameter ``N``) stop being aliased to outputs: each
+    output they held gets an allocation of its own, and the temporaries XLA
+    had put in the donated buffer go to the heap;
+``donate:N``
+    parameter ``N`` becomes aliased to the first output of its shape that no
+    parameter holds: that output's allocation goes;
+``dtype:FROM=TO``
+    every buffer of element type ``FROM`` (``bf16``, ``f32``, ...) holds
+    ``TO`` instead (on TPU with the tiling XLA gives ``TO`` where the buffer
+    had XLA's default tiling for ``FROM``);
+``layout:NAME=LAYOUT``
+    instruction ``NAME``'s result takes ``LAYOUT`` (``{1,0:T(8,128)}`` or a
+    whole shape ``f32[8,128]{1,0}``);
+``drop:NAME``
+    instruction ``NAME``'s buffers are gone (as rematerialization or a fusion
+    would make them).
+
+It is a prediction under stated assumptions (:data:`ASSUMPTIONS`): XLA keeps
+the schedule, the fusions and the sharing decisions it made, and only the
+edited sizes and aliasing change. An edit that cannot be applied under them
+is refused with the reason, never guessed.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+
+from ..allocation_kinds import PARAMETER, TEMPORARY, kind_of
+from ..errors import HloParseError, ShapeValueError, XlaShapeError
+from ..hlo_text import parse_layout, parse_shape
+from ..primitive_types import PrimitiveType, primitive_type_from_name
+from ..sizes import HOST_MEMORY_SPACE
+from .heapsim import trace_peak
+from .model import WhatIf
+from .packing import HeapModel
+from .peak import PeakBuilder
+from .sharing import MSA_COLORS
+from .verdict import Verdict
+
+__all__ = ["Edit", "parse_edit", "what_if", "ASSUMPTIONS", "judge_what_if", "EDIT_HELP",
+           "fix_prediction"]
+
+#: what every prediction assumes
+ASSUMPTIONS = (
+    "a prediction by xlashape, not XLA's report: XLA would compile the edited program again",
+    "XLA keeps the same schedule, fusions and live ranges, and shares memory between the same "
+    "values; only the edited buffers' sizes and the entry's aliasing change",
+    "the temporaries are packed again by xlashape's copy of XLA's heap simulator",
+    "on TPU, memory-space assignment keeps the same values in VMEM with the same live ranges",
+)
+
+EDIT_HELP = ("undonate, undonate:N, donate:N, dtype:FROM=TO (e.g. dtype:bf16=f32), "
+             "layout:NAME=LAYOUT (e.g. layout:fusion.3={1,0:T(8,128)}), drop:NAME")
+
+_EDIT = re.compile(r"(undonate|donate|dtype|layout|drop)(?::(.*))?$", re.S)
+
+
+class Edit(NamedTuple):
+    """One parsed edit: ``kind`` (``undonate``, ``donate``, ``dtype``,
+    ``layout``, ``drop``), the ``text`` the user wrote, and its arguments:
+    ``number`` (a parameter), ``name`` (an instruction), ``source`` /
+    ``target`` (element types), ``layout`` (text)."""
+
+    kind: str
+    text: str
+    number: Optional[int] = None
+    name: Optional[str] = None
+    source: Optional[PrimitiveType] = None
+    target: Optional[PrimitiveType] = None
+    layout: Optional[str] = None
+
+
+def _primitive(text: str, edit: str) -> PrimitiveType:
+    try:
+        t = primitive_type_from_name(text.strip().lower())
+    except XlaShapeError:
+        t = None
+    if t is None:
+        raise ShapeValueError(f"what-if {edit!r}: {text!r} is not an XLA element type "
+                              "(bf16, f16, f32, f64, s8, s32, u8, pred, ...)")
+    return t
+
+
+def parse_edit(text) -> Edit:
+    """The :class:`Edit` of ``text``; raises
+    :class:`~xlashape.ShapeValueError` (a ``ValueError``) naming what is
+    wrong."""
+    if not isinstance(text, str):
+        raise ShapeValueError(f"a what-if edit is text ({EDIT_HELP}), not {type(text).__name__}")
+    s = text.strip()
+    m = _EDIT.match(s)
+    if not m:
+        raise ShapeValueError(f"what-if {text!r}: expected one of {EDIT_HELP}")
+    kind, arg = m.group(1), m.group(2)
+    if kind in ("undonate", "donate"):
+        if arg is None or arg == "":
+            if kind == "donate":
+                raise ShapeValueError(f"what-if {text!r}: donate needs the parameter: donate:N")
+            return Edit(kind, s)
+        if not arg.strip().isdigit() or len(arg.strip()) > 9:
+            raise ShapeValueError(f"what-if {text!r}: {kind}:N takes a parameter number")
+        return Edit(kind, s, number=int(arg))
+    if not arg:
+        raise ShapeValueError(f"what-if {text!r}: {kind} needs an argument ({EDIT_HELP})")
+    if kind == "drop":
+        return Edit(kind, s, name=arg.strip().lstrip("%"))
+    left, eq, right = arg.partition("=")
+    if not eq or not left.strip() or not right.strip():
+        raise ShapeValueError(f"what-if {text!r}: expected {kind}:A=B ({EDIT_HELP})")
+    if kind == "dtype":
+        return Edit(kind, s, source=_primitive(left, s), target=_primitive(right, s))
+    right = right.strip()
+    try:
+        if right.startswith("{"):
+            parse_layout(right)
+        else:
+            parse_shape(right)
+    except (HloParseError, XlaShapeError) as e:
+        raise ShapeValueError(f"what-if {text!r}: {right!r} is neither a layout nor a shape "
+                              f"({e})") from None
+    return Edit(kind, s, name=left.strip().lstrip("%"), layout=right)
+
+
+class _Alloc:
+    """One allocation that is not temporary, as the edits leave it."""
+
+    __slots__ = ("index", "kind", "color", "ids", "live_out", "param", "thread_local",
+                 "size", "touched")
+
+    def __init__(self, a):
+        self.index = a.index
+        self.kind = kind_of(a)
+        self.color = a.color
+        self.ids = [v.id for v in a.values]
+        self.live_out = a.maybe_live_out
+        self.param = (a.parameter_number, tuple(a.parameter_index or ())) \
+            if a.parameter_number is not None else None
+        self.thread_local = a.is_thread_local
+        self.size = a.size
+        self.touched = False
+
+
+class _State:
+    """The module as the edits leave it: value sizes, the allocations that
+    are not temporary, the values the heap packs per memory space, and the
+    values gone."""
+
+    def __init__(self, model: HeapModel):
+        self.model = model
+        self.size: Dict[int, int] = {vid: v.size for vid, v in model.values.items()}
+        self.allocs: List[_Alloc] = [_Alloc(a) for a in model.rec.allocations
+                                     if kind_of(a) != TEMPORARY]
+        self.heap_ids = model.heap_ids() if model.layout is not None else {}
+        self.dropped: set = set()
+        self.units_changed = False
+
+    def alloc_size(self, a: _Alloc) -> int:
+        ids = [i for i in a.ids if i not in self.dropped]
+        if not ids:
+            return 0
+        if not a.touched:
+            return a.size
+        return max(self.size[i] for i in ids)
+
+
+def _values_named(model: HeapModel, name: str) -> List[int]:
+    return [vid for vid, v in model.values.items() if v.name == name]
+
+
+def _resized(shape, target: PrimitiveType, platform: Optional[str], chip):
+    """``shape`` holding ``target`` elements (on TPU with the tiling XLA gives
+    ``target`` where ``shape`` has XLA's default tiling), or ``None``."""
+    from ..tpu import default_layout    # the TPU layouts only where a TPU dtype edit needs them
+    new = shape.replace(element_type=target)
+    layout = shape.layout
+    if platform == "tpu" and layout is not None and layout.tiles:
+        try:
+            old_default = default_layout(shape.without_layout(),
+                                         chip.label if chip is not None else "v5e")
+            new_default = default_layout(new.without_layout(),
+                                         chip.label if chip is not None else "v5e")
+        except XlaShapeError:
+            return None
+        if tuple(layout.tiles) == tuple(old_default.tiles):
+            new = new.with_layout(layout.replace(
+                tiles=new_default.tiles, element_size_in_bits=new_default.element_size_in_bits))
+        else:
+            return None
+    return new
+
+
+def _apply(state: _State, edit: Edit, out: WhatIf, mm, opts) -> None:
+    model = state.model
+    rec = model.rec
+    platform = mm.platform
+    sizes = opts.sizes
+    chip = mm.chip
+    if edit.kind in ("undonate", "donate"):
+        _aliasing(state, edit, out)
+        return
+    if edit.kind == "drop":
+        ids = _values_named(model, edit.name)
+        if not ids:
+            out.refused.append(f"{edit.text}: no buffer of the buffer assignment is defined by "
+                               f"{edit.name!r}")
+            return
+        state.dropped.update(ids)
+        for a in state.allocs:
+            if any(i in state.dropped for i in a.ids):
+                a.touched = True
+        gone = sum(state.size[i] for i in ids)
+        out.applied.append(f"{edit.text}: {len(ids)} buffer(s) of {edit.name} gone "
+                           f"({gone} bytes)")
+        return
+    if edit.kind == "layout":
+        ids = _values_named(model, edit.name)
+        ids = [i for i in ids if model.values[i].index == ()]
+        if not ids:
+            out.refused.append(f"{edit.text}: no buffer of the buffer assignment is defined by "
+                               f"{edit.name!r}")
+            return
+        for vid in ids:
+            v = model.values[vid]
+            if v.shape is None or not v.shape.is_array:
+                out.refused.append(f"{edit.text}: {v.label} is not an array ({v.shape_text})")
+                return
+            try:
+                if edit.layout.startswith("{"):
+                    new = v.shape.with_layout(parse_layout(edit.layout))
+                else:
+                    new = parse_shape(edit.layout)
+                    if new.without_layout() != v.shape.without_layout():
+                        out.refused.append(f"{edit.text}: {new.without_layout()} is not the "
+                                           f"shape of {v.label} ({v.shape.without_layout()})")
+                        return
+            except (HloParseError, XlaShapeError) as e:
+                out.refused.append(f"{edit.text}: {e}")
+                return
+            size, _, problem = sizes.of(new, platform, chip)
+            if size is None:
+                out.refused.append(f"{edit.text}: xlashape cannot size {new}: {problem}")
+                return
+            _resize(state, vid, size)
+            out.applied.append(f"{edit.text}: {v.label} {v.size} -> {size} bytes")
+        return
+    # dtype
+    n = 0
+    delta = 0
+    kept = []
+    for vid, v in model.values.items():
+        if v.shape is None or v.shape.is_tuple or not v.shape.is_array:
+            continue
+        if v.shape.element_type is not edit.source:
+            continue
+        new = _resized(v.shape, edit.target, platform, chip)
+        if new is None:
+            kept.append(v.label)
+            continue
+        size, _, problem = sizes.of(new, platform, chip)
+        if size is None:
+            kept.append(v.label)
+            continue
+        if size != state.size[vid]:
+            delta += size - state.size[vid]
+            _resize(state, vid, size)
+        n += 1
+    if n == 0 and not kept:
+        out.refused.append(f"{edit.text}: no buffer holds {_tname(edit.source)}")
+        return
+    out.applied.append(f"{edit.text}: {n} buffers re-sized ({delta:+d} bytes over all of them)")
+    if kept:
+        out.refused.append(
+            f"{edit.text}: {len(kept)} buffers have a layout XLA:TPU chose for "
+            f"{_tname(edit.source)} other than its default (the first: {kept[0]}): which "
+            f"tiling it would give {_tname(edit.target)} is not known, they keep their size")
+
+
+def _tname(t: PrimitiveType) -> str:
+    return str(t)
+
+
+def _resize(state: _State, vid: int, size: int) -> None:
+    state.size[vid] = size
+    for a in state.allocs:
+        if vid in a.ids:
+            a.touched = True
+    state.units_changed = True
+
+
+def _aliasing(state: _State, edit: Edit, out: WhatIf) -> None:
+    model = state.model
+    rec = model.rec
+    entry = rec.entry
+    aliases = list(entry.aliases) if entry is not None else []
+    values = model.value_records
+    root = entry.root[0] if entry is not None and entry.root is not None else None
+    params = {a.param: a for a in state.allocs if a.param is not None}
+
+    def own(a: _Alloc) -> set:
+        """The values of a parameter's own XLA buffer (the parameter itself)."""
+        pname = entry.params.get(a.param[0], (None,))[0]
+        return {i for i in a.ids if values.get(i) is not None and values[i].positions
+                and values[i].positions[0] == (pname, a.param[1])}
+
+    if edit.kind == "undonate":
+        chosen = [x for x in aliases if edit.number is None or x.parameter_number == edit.number]
+        if not chosen:
+            out.refused.append(f"{edit.text}: " + ("no parameter is donated" if edit.number is None
+                               else f"parameter {edit.number} is not donated"))
+            return
+        for al in chosen:
+            a = params.get((al.parameter_number, tuple(al.parameter_index)))
+            if a is None or not a.live_out:
+                out.refused.append(f"{edit.text}: parameter {al.parameter_number}'s allocation "
+                                   "is not aliased in the buffer assignment")
+                continue
+            keep = own(a)
+            moved = [i for i in a.ids if i not in keep]
+            outputs = [i for i in moved if values.get(i) is not None and values[i].positions
+                       and any(p[0] == root for p in values[i].positions)]
+            out_group = set(outputs)
+            find = model.find
+            keys = {find(i) for i in outputs}
+            out_group |= {i for i in moved if find(i) in keys}
+            temps = [i for i in moved if i not in out_group]
+            a.ids = [i for i in a.ids if i in keep]
+            a.live_out = False
+            a.touched = True
+            na = copy.copy(a)
+            na.index = None
+            na.kind = "output"
+            na.ids = sorted(out_group)
+            na.live_out = True
+            na.param = None
+            state.allocs.append(na)
+            for i in temps:
+                state.heap_ids.setdefault(a.color, []).append(i)
+            state.units_changed = True
+            out.applied.append(
+                f"{edit.text}: parameter {al.parameter_number} no longer aliased; its output "
+                f"gets an allocation of its own ({state.alloc_size(na)} bytes)"
+                + (f"; {len(temps)} temporaries XLA had put in the donated buffer go to the heap"
+                   if temps else ""))
+        return
+    # donate:N
+    n = edit.number
+    cands = [a for a in state.allocs if a.param is not None and a.param[0] == n]
+    if not cands:
+        out.refused.append(f"{edit.text}: the module has no parameter {n}")
+        return
+    if any(a.live_out for a in cands):
+        out.refused.append(f"{edit.text}: parameter {n} is already donated")
+        return
+    if len(cands) > 1:
+        out.refused.append(f"{edit.text}: parameter {n} is a tuple of buffers: donate its "
+                           "elements in JAX and compile again")
+        return
+    p = cands[0]
+    pshape = _shape_of(model, own(p))
+    taken = {(x.output_index and tuple(x.output_index)) for x in aliases}
+    best = None
+    for a in state.allocs:
+        if a.kind != "output" or a.color != p.color or a.param is not None:
+            continue
+        oshape = _shape_of(model, [i for i in a.ids if values.get(i) is not None
+                                   and any(q[0] == root for q in values[i].positions)])
+        if oshape is None or pshape is None or oshape != pshape:
+            continue
+        if state.alloc_size(a) != state.alloc_size(p):
+            continue
+        best = a
+        break
+    if best is None:
+        out.refused.append(f"{edit.text}: no output has parameter {n}'s shape "
+                           f"({pshape}) and an allocation of its own")
+        return
+    state.allocs.remove(best)
+    p.ids = p.ids + best.ids
+    p.live_out = True
+    p.touched = True
+    state.units_changed = True
+    out.applied.append(f"{edit.text}: parameter {n} aliased to the output in allocation "
+                       f"{best.index} ({state.alloc_size(p)} bytes)")
+    del taken
+
+
+def _shape_of(model: HeapModel, ids) -> Optional[object]:
+    for i in ids:
+        v = model.values.get(i)
+        if v is not None and v.shape is not None:
+            return v.shape
+    return None
+
+
+class _Figures(NamedTuple):
+    figures: Dict[str, Optional[int]]
+    device_peak: Optional[int]
+    reasons: Dict[str, str]
+
+
+def _figures(state: _State, mm, opts) -> _Figures:
+    """XLA's figures of the edited module (see the module docstring)."""
+    model = state.model
+    platform = mm.platform
+    host = HOST_MEMORY_SPACE if platform != "cpu" else None
+    f: Dict[str, Optional[int]] = {k: 0 for k in WhatIf.FIELDS}
+    reasons: Dict[str, str] = {}
+    fixed: Dict[int, int] = {}
+    for a in state.allocs:
+        size = state.alloc_size(a)
+        if a.kind == PARAMETER and a.color != host:
+            f["argument_size_in_bytes"] += size
+            if a.live_out:
+                f["alias_size_in_bytes"] += size
+        if a.live_out and a.color != host:
+            f["output_size_in_bytes"] += size
+        if a.thread_local:
+            continue
+        ids = [i for i in a.ids if i not in state.dropped]
+        if ids:
+            fixed[a.color] = fixed.get(a.color, 0) + max(state.size[i] for i in ids)
+    size_of = state.size.__getitem__
+    heap_ids = {c: [i for i in ids if i not in state.dropped]
+                for c, ids in state.heap_ids.items()}
+    packed = model.pack(size_of=size_of, heap_ids=heap_ids) if model.reason is None else {}
+    temp = 0
+    heap_peak: Dict[int, int] = {}
+    temp_known = model.reason is None
+    for color, cp in packed.items():
+        if cp.reason is not None:
+            if color in MSA_COLORS.get(platform or "", ()):
+                got = _msa_peak(state, mm, color)
+                if got is None:
+                    reasons["peak_memory_in_bytes"] = ("memory-space assignment's heap (VMEM) "
+                                                       "could not be replayed")
+                else:
+                    heap_peak[color] = got
+                continue
+            temp_known = False
+            reasons.setdefault("temp_size_in_bytes", cp.reason)
+            reasons.setdefault("peak_memory_in_bytes", cp.reason)
+            continue
+        if color != host:
+            temp += cp.size or 0
+        if cp.events:
+            heap_peak[color] = trace_peak(cp.events, {i: size_of(i) for i in cp.heap_ids})[0]
+    if model.reason is not None:
+        reasons["temp_size_in_bytes"] = reasons["peak_memory_in_bytes"] = model.reason
+    if platform == "tpu":
+        f["temp_size_in_bytes"] = None
+        reasons["temp_size_in_bytes"] = ("XLA:TPU takes it from libtpu's allocator, which runs "
+                                         "after the buffer assignment")
+    elif temp_known:
+        f["temp_size_in_bytes"] = temp
+    else:
+        f["temp_size_in_bytes"] = None
+    static = sum(fixed.values())
+    device_peak = None
+    if platform == "cpu":
+        f["peak_memory_in_bytes"] = static
+        device_peak = fixed.get(0, 0)
+    elif "peak_memory_in_bytes" in reasons:
+        f["peak_memory_in_bytes"] = None
+    else:
+        f["peak_memory_in_bytes"] = static + max(heap_peak.values(), default=0)
+        device_peak = fixed.get(0, 0) + heap_peak.get(0, 0)
+    return _Figures(f, device_peak, reasons)
+
+
+def _msa_peak(state: _State, mm, color: int) -> Optional[int]:
+    """The highest point of memory-space assignment's heap of ``color`` with
+    the values' sizes as edited (its trace rule: :class:`PeakBuilder`)."""
+    model = state.model
+    rec = model.rec
+    temps = [a for a in model.temps if a.color == color]
+    if not temps or rec.live is None:
+        return None
+    builder = PeakBuilder(rec.live, mm.platform, facts=rec.facts)
+    offset = 0
+    for a in temps:
+        b = copy.copy(a)
+        vals = []
+        for v in a.values:
+            if v.id in state.dropped:
+                continue
+            size = state.size.get(v.id, v.size)
+            vals.append(v._replace(size=size, offset=offset))
+            offset += size + 1
+        b.values = vals
+        b.size = offset
+        try:
+            builder.add(b)
+        except XlaShapeError:
+            return None
+    if builder.undecided is not None:
+        return None
+    return max((h.best for h in builder.heaps), default=0)
+
+
+def what_if(mm, rec, edits, opts) -> WhatIf:
+    """The :class:`~xlashape.memory.model.WhatIf` of ``edits`` (texts or
+    :class:`Edit`) on a module (``mm``, the model so far; ``rec``, its
+    records)."""
+    parsed = [e if isinstance(e, Edit) else parse_edit(e) for e in edits]
+    out = WhatIf([e.text for e in parsed])
+    out.assumptions = list(ASSUMPTIONS)
+    if rec.allocations is None:
+        out.refused = [f"{e.text}: the input has no buffer assignment (give the dump: "
+                       "XLA_FLAGS=--xla_dump_to=DIR)" for e in parsed]
+        for k in WhatIf.FIELDS:
+            out.after[k] = None
+            out.reasons[k] = "no buffer assignment"
+        return out
+    model = HeapModel(rec, mm.platform)
+    base = _figures(_State(model), mm, opts)
+    out.before = dict(base.figures)
+    out.before["device_memory_peak_bytes"] = base.device_peak
+    state = _State(model)
+    for e in parsed:
+        _apply(state, e, out, mm, opts)
+    got = _figures(state, mm, opts)
+    out.after = dict(got.figures)
+    out.after["device_memory_peak_bytes"] = got.device_peak
+    out.reasons = dict(got.reasons)
+    xla = mm.peak.figures.get("peak_memory_in_bytes") if mm.peak is not None else None
+    mine = base.figures.get("peak_memory_in_bytes")
+    if xla is not None and mine is not None and xla != mine:
+        out.assumptions.append(f"xlashape's replay of the unedited module gives "
+                               f"peak_memory_in_bytes {mine}, XLA's is {xla}: the prediction "
+                               "carries that difference")
+    return out
+
+
+def judge_what_if(w: WhatIf, limit_bytes: int, limit_name: str) -> Optional[Verdict]:
+    """The :class:`~xlashape.memory.verdict.Verdict` of a prediction: its
+    device-memory peak (its ``peak_memory_in_bytes`` when that is the same)
+    against ``limit_bytes``."""
+    dev = w.after.get("device_memory_peak_bytes")
+    peak = w.after.get("peak_memory_in_bytes")
+    if dev is None and peak is None:
+        return None
+    if dev is None or dev == peak:
+        return Verdict(peak, limit_bytes, "predicted peak_memory_in_bytes", limit_name)
+    return Verdict(dev, limit_bytes, "predicted device_memory_peak_bytes", limit_name)
+
+
+def fix_prediction(mm, rec, allocation_index: int, size_in_bytes: int, opts
+                   ) -> Optional[Tuple[int, str, Optional[int]]]:
+    """``(peak after, its name, the same peak before)`` if the values of
+    allocation ``allocation_index`` took ``size_in_bytes`` (a padding fix):
+    XLA's ``peak_memory_in_bytes`` rule, or ``device_memory_peak_bytes``
+    where XLA's peak counts other memory too; ``None`` when it cannot be
+    predicted."""
+    if rec.allocations is None:
+        return None
+    target = next((a for a in rec.allocations if a.index == allocation_index), None)
+    if target is None:
+        return None
+    model = HeapModel(rec, mm.platform)
+    base = _figures(_State(model), mm, opts)
+    state = _State(model)
+    for v in target.values:
+        if v.size > size_in_bytes and not v.shape_text.startswith("("):
+            _resize(state, v.id, size_in_bytes)
+    got = _figures(state, mm, opts)
+    peak = got.figures["peak_memory_in_bytes"]
+    if got.device_peak is not None and got.device_peak != peak:
+        return got.device_peak, "device_memory_peak_bytes", base.device_peak
+    if peak is None:
+        return None
+    return peak, "peak_memory_in_bytes", base.figures["peak_memory_in_bytes"]
+
+
+del Callable, Tuple
