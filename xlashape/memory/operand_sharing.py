@@ -34,7 +34,7 @@ from __future__ import annotations
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from ..live_range import ValueRecord
-from .sharing import _follow, _in_place_pairs, _split_gte
+from .sharing import _in_place_pairs, _split_gte
 
 __all__ = ["OperandSharing", "ELEMENTWISE"]
 
@@ -103,6 +103,7 @@ class OperandSharing:
         self._bodies: Dict[str, _Body] = {}
         self._roots = {c.name: c.root for c in self.computations.values() if c.root is not None}
         self._users: Optional[Dict[str, List[str]]] = None
+        self._gte: Optional[Dict[str, "_Gte"]] = None
 
     # -- what the heap simulator asks -----------------------------------------------
 
@@ -118,23 +119,51 @@ class OperandSharing:
     def candidates(self, vid: int) -> List[int]:
         """The values of value ``vid``'s operands (their whole results), in
         operand order then by value id, whose memory XLA lets it take when
-        they end where it starts."""
+        they end where it starts: only values an operand defines (XLA asks
+        ``IsUserOf`` of the value's defining instruction; a get-tuple-element
+        defines none)."""
         user, user_index = self.defining(vid)
         if user is None or user.opcode == "copy":
             return []
-        operands = [_split_gte(n)[0] for n in user.operand_names]
-        names = set(operands)
         out: List[int] = []
-        for name in operands:
+        for name in user.operand_names:
+            if "#" in name:
+                continue
             for ov in self._at.get(name, ()):
                 if ov == vid:
                     continue
                 operand, operand_index = self.defining(ov)
-                if operand is None or operand.name not in names:
-                    continue    # XLA asks IsUserOf(the value's defining instruction)
+                if operand is None or operand.name != name:
+                    continue
                 if self.can_share(operand, operand_index, user, user_index, ov):
                     out.append(ov)
         return out
+
+    def position_instruction(self, name: str, index: Tuple[int, ...]):
+        """The instruction at a value's position ``(name, index)`` as a
+        user's operand names it: a get-tuple-element XLA prints inline
+        (``x#1``) stands for itself with that name."""
+        ins = self.instructions.get(name)
+        if ins is not None:
+            return ins
+        g = self._gtes().get(name)
+        return g
+
+    def _gtes(self):
+        if self._gte is None:
+            self._gte = {}
+            for vid, r in self.values.items():
+                if len(r.positions) < 2:
+                    continue
+                base, index = r.positions[0]
+                base_ins = self.instructions.get(base)
+                if base_ins is None or not index:
+                    continue
+                for name, idx in r.positions[1:]:
+                    if idx == () and name not in self.instructions:
+                        text = base + "".join(f"#{k}" for k in index)
+                        self._gte[name] = _Gte(text, _subshape(base_ins.shape, index))
+        return self._gte
 
     # -- the rule ----------------------------------------------------------------
 
@@ -183,7 +212,7 @@ class OperandSharing:
         if op in ("while", "conditional"):
             return True
         if op in ("dynamic-update-slice", "scatter", "triangular-solve", "set-dimension-size"):
-            idx = [j for j, n in enumerate(user.operand_names) if _split_gte(n)[0] == operand.name]
+            idx = [j for j, n in enumerate(user.operand_names) if n == operand.name]
             want = 1 if op == "triangular-solve" else 0
             return len(idx) == 1 and idx[0] == want
         if op == "sort":
@@ -191,7 +220,7 @@ class OperandSharing:
                 return False
             if len(user.operand_names) == 1:
                 return True
-            idx = [j for j, n in enumerate(user.operand_names) if _split_gte(n)[0] == operand.name]
+            idx = [j for j, n in enumerate(user.operand_names) if n == operand.name]
             return bool(user_index) and len(idx) == 1 and user_index[0] == idx[0]
         if op == "call":
             r = self.values.get(operand_value)
@@ -227,14 +256,14 @@ class OperandSharing:
         if op in ("all-reduce", "collective-broadcast"):
             n = len(user.operand_names)
             return n == 1 or (len(user_index) == 1 and user_index[0] < n
-                              and _split_gte(user.operand_names[user_index[0]])[0] == operand.name)
+                              and user.operand_names[user_index[0]] == operand.name)
         if op == "custom-call":
             target = (user.attribute("custom_call_target") or "").strip('"')
             if target == "__cublas$lt$matmul":
                 config = user.attribute("backend_config") or ""
                 beta_zero = '"beta":0' in config.replace(" ", "") or "beta" not in config
                 ops = user.operand_names
-                return (not beta_zero) and len(ops) > 2 and _split_gte(ops[2])[0] == operand.name
+                return (not beta_zero) and len(ops) > 2 and ops[2] == operand.name
             if target == "__cusolver$cholesky":
                 return len(user_index) == 1 and user_index[0] == 0
             return False
@@ -363,7 +392,7 @@ class OperandSharing:
     @staticmethod
     def _operand_number(user, name: str) -> Optional[int]:
         for j, n in enumerate(user.operand_names):
-            if _split_gte(n)[0] == name:
+            if n == name:
                 return j
         return None
 
@@ -371,7 +400,7 @@ class OperandSharing:
         if self._users is None:
             users: Dict[str, List[str]] = {}
             for ins in self.instructions.values():
-                for n in set(_split_gte(x)[0] for x in ins.operand_names):
+                for n in set(ins.operand_names):
                     users.setdefault(n, []).append(ins.name)
             self._users = users
         return self._users.get(name, [])
@@ -445,3 +474,21 @@ def _elements(shape) -> int:
 
 def _effective_scalar(shape) -> bool:
     return shape.is_array and all(d == 1 for d in shape.dimensions)
+
+
+class _Gte:
+    """A get-tuple-element XLA prints inline in its user's operands
+    (``x#1``): its ``name`` is that text."""
+
+    opcode = "get-tuple-element"
+    called_computations = ()
+    computation = None
+    kind = None
+
+    def __init__(self, name: str, shape):
+        self.name = name
+        self.shape = shape
+        self.operand_names = (_split_gte(name)[0],)
+
+    def attribute(self, key, default=None):
+        return default

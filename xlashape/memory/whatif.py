@@ -42,8 +42,10 @@ from ..errors import HloParseError, ShapeValueError, XlaShapeError
 from ..hlo_text import parse_layout, parse_shape
 from ..primitive_types import PrimitiveType, primitive_type_from_name
 from ..sizes import HOST_MEMORY_SPACE
+from .assignment import Buffers, check, first_pass
 from .heapsim import trace_peak
 from .model import WhatIf
+from .operand_sharing import OperandSharing
 from .packing import HeapModel
 from .peak import PeakBuilder
 from .sharing import MSA_COLORS
@@ -157,8 +159,12 @@ class _State:
     are not temporary, the values the heap packs per memory space, and the
     values gone."""
 
-    def __init__(self, model: HeapModel):
+    def __init__(self, model: HeapModel, replay: bool = False):
         self.model = model
+        self.replay = replay
+        entry = model.rec.entry
+        self.aliases = [(a.parameter_number, tuple(a.parameter_index), tuple(a.output_index))
+                        for a in (entry.aliases if entry is not None else ())]
         self.size: Dict[int, int] = {vid: v.size for vid, v in model.values.items()}
         self.allocs: List[_Alloc] = [_Alloc(a) for a in model.rec.allocations
                                      if kind_of(a) != TEMPORARY]
@@ -186,11 +192,10 @@ def _resized(shape, target: PrimitiveType, platform: Optional[str], chip):
     new = shape.replace(element_type=target)
     layout = shape.layout
     if platform == "tpu" and layout is not None and layout.tiles:
+        name = (chip.name if chip is not None else None) or "v5e"
         try:
-            old_default = default_layout(shape.without_layout(),
-                                         chip.label if chip is not None else "v5e")
-            new_default = default_layout(new.without_layout(),
-                                         chip.label if chip is not None else "v5e")
+            old_default = default_layout(shape.without_layout(), name)
+            new_default = default_layout(new.without_layout(), name)
         except XlaShapeError:
             return None
         if tuple(layout.tiles) == tuple(old_default.tiles):
@@ -280,11 +285,80 @@ def _apply(state: _State, edit: Edit, out: WhatIf, mm, opts) -> None:
         out.refused.append(f"{edit.text}: no buffer holds {_tname(edit.source)}")
         return
     out.applied.append(f"{edit.text}: {n} buffers re-sized ({delta:+d} bytes over all of them)")
+    gone = _noop_converts(state, edit)
+    if gone:
+        out.applied.append(f"{edit.text}: {len(gone)} conversions between "
+                           f"{_tname(edit.source)} and {_tname(edit.target)} become no-ops XLA "
+                           f"removes ({', '.join(gone[:4])}{' ...' if len(gone) > 4 else ''})")
     if kept:
         out.refused.append(
             f"{edit.text}: {len(kept)} buffers have a layout XLA:TPU chose for "
             f"{_tname(edit.source)} other than its default (the first: {kept[0]}): which "
             f"tiling it would give {_tname(edit.target)} is not known, they keep their size")
+
+
+def _convert_chain(model: HeapModel, ins) -> Optional[List[PrimitiveType]]:
+    """The element types along an instruction that only converts one operand
+    (a ``convert``, or a fusion whose body is converts and bitcasts of its
+    one parameter): ``[operand type, each convert's type...]``, else
+    ``None``."""
+    instructions, computations = model.rec.facts.module()
+    if ins.opcode == "convert":
+        src = instructions.get(ins.operand_names[0].split("#")[0]) if ins.operand_names else None
+        if src is None or src.shape is None or not src.shape.is_array:
+            return None
+        return [src.shape.element_type, ins.shape.element_type]
+    if ins.opcode != "fusion" or not ins.called_computations or len(ins.operand_names) != 1:
+        return None
+    body = computations.get(ins.called_computations[0])
+    if body is None:
+        return None
+    chain = []
+    for i in body.instructions:
+        if i.opcode == "parameter":
+            if i.shape is None or not i.shape.is_array:
+                return None
+            chain.insert(0, i.shape.element_type)
+        elif i.opcode == "convert":
+            chain.append(i.shape.element_type)
+        elif i.opcode != "bitcast":
+            return None
+    return chain if len(chain) >= 2 else None
+
+
+def _noop_converts(state: _State, edit: Edit) -> List[str]:
+    """Drop the values of conversions that the element-type edit makes no-ops
+    (every type along them ``FROM`` or ``TO``): XLA's simplifier removes them.
+    A live-out one stays (it is the output) and its operand's value goes
+    instead: the producer writes the output."""
+    model = state.model
+    if model.rec.facts is None or model.rec.facts.module() is None:
+        return []
+    instructions = model.rec.facts.module()[0]
+    values = model.value_records
+    root = model.rec.entry.root[0] if model.rec.entry and model.rec.entry.root else None
+    names = []
+    for vid, v in model.values.items():
+        if v.index != () or vid in state.dropped:
+            continue
+        ins = instructions.get(v.name)
+        if ins is None:
+            continue
+        chain = _convert_chain(model, ins)
+        if chain is None or not any(t is edit.source for t in chain):
+            continue
+        if not all(t is edit.source or t is edit.target for t in chain):
+            continue
+        r = values.get(vid)
+        if r is not None and any(p[0] == root for p in r.positions):
+            src = [i for i, w in model.values.items()
+                   if w.name == ins.operand_names[0].split("#")[0] and w.index == ()
+                   and not (values.get(i) and values[i].opcode == "parameter")]
+            state.dropped.update(src)
+        else:
+            state.dropped.add(vid)
+        names.append(v.name)
+    return names
 
 
 def _tname(t: PrimitiveType) -> str:
@@ -300,6 +374,9 @@ def _resize(state: _State, vid: int, size: int) -> None:
 
 
 def _aliasing(state: _State, edit: Edit, out: WhatIf) -> None:
+    if state.replay:
+        _aliasing_replay(state, edit, out)
+        return
     model = state.model
     rec = model.rec
     entry = rec.entry
@@ -348,6 +425,13 @@ def _aliasing(state: _State, edit: Edit, out: WhatIf) -> None:
             for i in temps:
                 state.heap_ids.setdefault(a.color, []).append(i)
             state.units_changed = True
+            evicted = _evictions(state, out_group)
+            if evicted:
+                out.applied.append(
+                    f"{edit.text}: the output was copied from VMEM into the donated buffer "
+                    f"({', '.join(evicted)}: memory-space assignment's eviction); without the "
+                    "donation its producer writes it in device memory, as XLA:TPU does: the "
+                    "VMEM buffer and the copy go")
             out.applied.append(
                 f"{edit.text}: parameter {al.parameter_number} no longer aliased; its output "
                 f"gets an allocation of its own ({state.alloc_size(na)} bytes)"
@@ -396,6 +480,92 @@ def _aliasing(state: _State, edit: Edit, out: WhatIf) -> None:
     del taken
 
 
+def _evictions(state: _State, outputs) -> List[str]:
+    """Outputs memory-space assignment copied from its memory (VMEM) into a
+    donated buffer (``copy-start`` of a VMEM value): the VMEM value, the copy's
+    other buffers (its tuple table, its sync flag) are dropped. Returns the
+    copies' names."""
+    model = state.model
+    values = model.value_records
+    msa = MSA_COLORS.get(model.platform or "", ())
+    names = []
+    for vid in outputs:
+        r = values.get(vid)
+        if r is None or r.opcode != "copy-start" or not r.positions or not r.operands:
+            continue
+        copy_name = r.positions[0][0]
+        src = [i for i, v in model.values.items() if v.name == r.operands[0] and v.index == ()
+               and v.color in msa]
+        if not src:
+            continue
+        state.dropped.update(src)
+        state.dropped.update(i for i, v in model.values.items()
+                             if v.name == copy_name and i != vid)
+        names.append(copy_name)
+    return names
+
+
+def _aliasing_replay(state: _State, edit: Edit, out: WhatIf) -> None:
+    """Undonate / donate by changing the entry's aliasing and replaying XLA's
+    assignment pass (:mod:`xlashape.memory.assignment`)."""
+    model = state.model
+    entry = model.rec.entry
+    values = model.value_records
+    if edit.kind == "undonate":
+        gone = [x for x in state.aliases if edit.number is None or x[0] == edit.number]
+        if not gone:
+            out.refused.append(f"{edit.text}: " + ("no parameter is donated" if edit.number is None
+                               else f"parameter {edit.number} is not donated"))
+            return
+        state.aliases = [x for x in state.aliases if x not in gone]
+        root = entry.root[0] if entry is not None and entry.root is not None else None
+        for n, pidx, oidx in gone:
+            out.applied.append(f"{edit.text}: parameter {n}" + (f"{{{','.join(map(str, pidx))}}}"
+                               if pidx else "") + " no longer aliased to output "
+                               f"{{{','.join(map(str, oidx))}}}")
+            outs = [vid for vid, r in values.items()
+                    if any(p[0] == root and tuple(p[1]) == tuple(oidx) for p in r.positions)]
+            evicted = _evictions(state, outs)
+            if evicted:
+                out.applied.append(
+                    f"{edit.text}: the output was copied from VMEM into the donated buffer "
+                    f"({', '.join(evicted)}: memory-space assignment's eviction); without the "
+                    "donation its producer writes it in device memory, as XLA:TPU does: the "
+                    "VMEM buffer and the copy go")
+        return
+    n = edit.number
+    if entry is None or n not in entry.params:
+        out.refused.append(f"{edit.text}: the module has no parameter {n}")
+        return
+    if any(x[0] == n for x in state.aliases):
+        out.refused.append(f"{edit.text}: parameter {n} is already donated")
+        return
+    pname, pshape = entry.params[n]
+    if pshape is None or pshape.is_tuple:
+        out.refused.append(f"{edit.text}: parameter {n} is a tuple of buffers: donate its "
+                           "elements in JAX and compile again")
+        return
+    root = entry.root[0] if entry.root is not None else None
+    taken = {x[2] for x in state.aliases}
+    found = None
+    for vid in sorted(values):
+        for name, idx in values[vid].positions:
+            if name != root or tuple(idx) in taken:
+                continue
+            v = model.values.get(vid)
+            if v is None or v.shape is None or v.shape != pshape:
+                continue
+            if found is None or tuple(idx) < found:
+                found = tuple(idx)
+    if found is None:
+        out.refused.append(f"{edit.text}: no output of parameter {n}'s shape ({pshape}) that no "
+                           "parameter holds")
+        return
+    state.aliases.append((n, (), found))
+    out.applied.append(f"{edit.text}: parameter {n} aliased to output "
+                       f"{{{','.join(map(str, found))}}}")
+
+
 def _shape_of(model: HeapModel, ids) -> Optional[object]:
     for i in ids:
         v = model.values.get(i)
@@ -410,30 +580,92 @@ class _Figures(NamedTuple):
     reasons: Dict[str, str]
 
 
+def _replayed(state: _State):
+    """XLA's assignment pass replayed with the edits: its allocations and the
+    values it leaves to the heap."""
+    model = state.model
+    rec = model.rec
+    buffers = Buffers(rec, model.value_records, rec.facts.module(), model.find,
+                      size_of=state.size.__getitem__, aliases=state.aliases)
+    sharing = model.sharing or OperandSharing(model.value_records, rec.facts.module(),
+                                              model.platform)
+    allocs, deferred = first_pass(buffers, model.ranges, sharing, rec.live.sequence,
+                                  dropped=state.dropped,
+                                  preset_colors=MSA_COLORS.get(model.platform or "", ()))
+    return buffers, allocs, deferred
+
+
+def _replay_valid(model: HeapModel) -> Optional[str]:
+    """``None`` when replaying XLA's assignment pass on the unedited module
+    gives the dump's allocations, else why not."""
+    if model.reason is not None or model.find is None:
+        return model.reason or "the values file and the module text are needed"
+    try:
+        buffers, allocs, deferred = _replayed(_State(model))
+    except (KeyError, XlaShapeError) as e:
+        return f"the replay failed ({e})"
+    why = check(model.rec, buffers, allocs, deferred)
+    if why is not None:
+        return why
+    heap = {i for ids in model.heap_ids().values() for i in ids}
+    if set(deferred) != heap:
+        return "the replay leaves other values to the heap simulator than the dump's"
+    return None
+
+
 def _figures(state: _State, mm, opts) -> _Figures:
     """XLA's figures of the edited module (see the module docstring)."""
+    if state.replay:
+        buffers, allocs, deferred = _replayed(state)
+        statics = []
+        for a in allocs:
+            if a.kind == "tuple" and not a.live_out:
+                continue
+            statics.append((a.kind == "parameter", a.live_out, a.color, a.size, a.ids, False))
+        replayed = {i for a in allocs for i in a.ids}
+        for a in state.model.rec.allocations:
+            k = kind_of(a)
+            if k == TEMPORARY or any(v.id in replayed for v in a.values):
+                continue
+            ids = [v.id for v in a.values]
+            statics.append((False, a.maybe_live_out, a.color,
+                            max((state.size[i] for i in ids), default=0), ids,
+                            a.is_thread_local))
+        heap_ids: Dict[int, List[int]] = {}
+        for i in deferred:
+            heap_ids.setdefault(buffers.ba[i].color, []).append(i)
+        return _figures_of(state, mm, statics, heap_ids)
+    statics = [(a.kind == PARAMETER, a.live_out, a.color, state.alloc_size(a), a.ids,
+                a.thread_local) for a in state.allocs]
+    heap_ids = {c: list(ids) for c, ids in state.heap_ids.items()}
+    return _figures_of(state, mm, statics, heap_ids)
+
+
+def _figures_of(state: _State, mm, statics, heap_ids) -> _Figures:
+    """The figures from the allocations that are not temporary (``statics``:
+    ``(is parameter, live out, color, size, value ids, thread-local)``) and
+    the values the heap packs per memory space."""
     model = state.model
     platform = mm.platform
     host = HOST_MEMORY_SPACE if platform != "cpu" else None
     f: Dict[str, Optional[int]] = {k: 0 for k in WhatIf.FIELDS}
     reasons: Dict[str, str] = {}
     fixed: Dict[int, int] = {}
-    for a in state.allocs:
-        size = state.alloc_size(a)
-        if a.kind == PARAMETER and a.color != host:
-            f["argument_size_in_bytes"] += size
-            if a.live_out:
-                f["alias_size_in_bytes"] += size
-        if a.live_out and a.color != host:
-            f["output_size_in_bytes"] += size
-        if a.thread_local:
+    for is_param, live_out, color, size, ids, thread_local in statics:
+        ids = [i for i in ids if i not in state.dropped]
+        if not ids:
             continue
-        ids = [i for i in a.ids if i not in state.dropped]
-        if ids:
-            fixed[a.color] = fixed.get(a.color, 0) + max(state.size[i] for i in ids)
+        if is_param and color != host:
+            f["argument_size_in_bytes"] += size
+            if live_out:
+                f["alias_size_in_bytes"] += size
+        if live_out and color != host:
+            f["output_size_in_bytes"] += size
+        if thread_local:
+            continue
+        fixed[color] = fixed.get(color, 0) + max(state.size[i] for i in ids)
     size_of = state.size.__getitem__
-    heap_ids = {c: [i for i in ids if i not in state.dropped]
-                for c, ids in state.heap_ids.items()}
+    heap_ids = {c: [i for i in ids if i not in state.dropped] for c, ids in heap_ids.items()}
     packed = model.pack(size_of=size_of, heap_ids=heap_ids) if model.reason is None else {}
     temp = 0
     heap_peak: Dict[int, int] = {}
@@ -524,10 +756,18 @@ def what_if(mm, rec, edits, opts) -> WhatIf:
             out.reasons[k] = "no buffer assignment"
         return out
     model = HeapModel(rec, mm.platform)
-    base = _figures(_State(model), mm, opts)
+    why = _replay_valid(model)
+    replay = why is None
+    if not replay:
+        out.assumptions.append(
+            "XLA's assignment pass is not replayed for this module (" + why + "): the values "
+            "that shared an allocation with a parameter or an output stay where the dump has "
+            "them (an undonated output's own values take an allocation of their own, the "
+            "temporaries that were in the donated buffer go to the heap)")
+    base = _figures(_State(model, replay), mm, opts)
     out.before = dict(base.figures)
     out.before["device_memory_peak_bytes"] = base.device_peak
-    state = _State(model)
+    state = _State(model, replay)
     for e in parsed:
         _apply(state, e, out, mm, opts)
     got = _figures(state, mm, opts)
