@@ -246,12 +246,15 @@ class HeapModel:
             cp.order_reason = self.layout.problem
 
 
-def pack_module(rec, platform: Optional[str]) -> Optional[List[PackedAllocation]]:
+def pack_module(rec, platform: Optional[str], model: Optional[HeapModel] = None
+                ) -> Optional[List[PackedAllocation]]:
     """The :class:`~xlashape.memory.model.PackedAllocation` of each temporary
-    allocation of a dump's module (``None`` without a buffer assignment)."""
+    allocation of a dump's module (``None`` without a buffer assignment;
+    ``model``: its :class:`HeapModel`, when already built)."""
     if rec.allocations is None:
         return None
-    model = HeapModel(rec, platform)
+    if model is None:
+        model = HeapModel(rec, platform)
     if not model.temps:
         return []
     by_index = {a.index: a for a in model.temps}

@@ -8,7 +8,7 @@ each padding fix xlashape suggests. Called from
 from __future__ import annotations
 
 from .model import FixPrediction
-from .packing import pack_module
+from .packing import HeapModel, pack_module
 from .whatif import fix_prediction, what_if
 
 __all__ = ["predict", "FIXES_PREDICTED"]
@@ -21,9 +21,10 @@ def predict(mm, rec, opts) -> None:
     """Fill ``mm.packing``, ``mm.what_if`` and ``mm.fix_predictions``."""
     if rec.allocations is None and not opts.what_if:
         return
-    mm.packing = pack_module(rec, mm.platform)
+    model = HeapModel(rec, mm.platform) if rec.allocations is not None else None
+    mm.packing = pack_module(rec, mm.platform, model)
     if opts.what_if:
-        mm.what_if = what_if(mm, rec, opts.what_if, opts)
+        mm.what_if = what_if(mm, rec, opts.what_if, opts, model)
     if mm.packing is None or mm.peak is None:
         return
     before = mm.peak.figures.get("peak_memory_in_bytes")
@@ -34,7 +35,7 @@ def predict(mm, rec, opts) -> None:
         fix = e.fixes[0]
         if fix.size_in_bytes is None or fix.size_in_bytes >= (a.size_in_bytes or 0):
             continue
-        got = fix_prediction(mm, rec, a.index, fix.size_in_bytes, opts)
+        got = fix_prediction(mm, rec, a.index, fix.size_in_bytes, opts, model)
         if got is None:
             continue
         after, name, base = got

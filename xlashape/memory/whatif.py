@@ -741,7 +741,14 @@ def _msa_peak(state: _State, mm, color: int) -> Optional[int]:
     return max((h.best for h in builder.heaps), default=0)
 
 
-def what_if(mm, rec, edits, opts) -> WhatIf:
+def _replay_of(model: HeapModel) -> Optional[str]:
+    """:func:`_replay_valid`, computed once per model."""
+    if not hasattr(model, "_replay_why"):
+        model._replay_why = _replay_valid(model)
+    return model._replay_why
+
+
+def what_if(mm, rec, edits, opts, model: Optional[HeapModel] = None) -> WhatIf:
     """The :class:`~xlashape.memory.model.WhatIf` of ``edits`` (texts or
     :class:`Edit`) on a module (``mm``, the model so far; ``rec``, its
     records)."""
@@ -755,8 +762,8 @@ def what_if(mm, rec, edits, opts) -> WhatIf:
             out.after[k] = None
             out.reasons[k] = "no buffer assignment"
         return out
-    model = HeapModel(rec, mm.platform)
-    why = _replay_valid(model)
+    model = model if model is not None else HeapModel(rec, mm.platform)
+    why = _replay_of(model)
     replay = why is None
     if not replay:
         out.assumptions.append(
@@ -792,12 +799,12 @@ def judge_what_if(w: WhatIf, limit_bytes: int, limit_name: str) -> Optional[Verd
     if dev is None and peak is None:
         return None
     if dev is None or dev == peak:
-        return Verdict(peak, limit_bytes, "predicted peak_memory_in_bytes", limit_name)
-    return Verdict(dev, limit_bytes, "predicted device_memory_peak_bytes", limit_name)
+        return Verdict(peak, limit_bytes, "peak_memory_in_bytes", limit_name)
+    return Verdict(dev, limit_bytes, "device_memory_peak_bytes", limit_name)
 
 
-def fix_prediction(mm, rec, allocation_index: int, size_in_bytes: int, opts
-                   ) -> Optional[Tuple[int, str, Optional[int]]]:
+def fix_prediction(mm, rec, allocation_index: int, size_in_bytes: int, opts,
+                   model: Optional[HeapModel] = None) -> Optional[Tuple[int, str, Optional[int]]]:
     """``(peak after, its name, the same peak before)`` if the values of
     allocation ``allocation_index`` took ``size_in_bytes`` (a padding fix):
     XLA's ``peak_memory_in_bytes`` rule, or ``device_memory_peak_bytes``
@@ -808,9 +815,10 @@ def fix_prediction(mm, rec, allocation_index: int, size_in_bytes: int, opts
     target = next((a for a in rec.allocations if a.index == allocation_index), None)
     if target is None:
         return None
-    model = HeapModel(rec, mm.platform)
-    base = _figures(_State(model), mm, opts)
-    state = _State(model)
+    model = model if model is not None else HeapModel(rec, mm.platform)
+    replay = _replay_of(model) is None
+    base = _figures(_State(model, replay), mm, opts)
+    state = _State(model, replay)
     for v in target.values:
         if v.size > size_in_bytes and not v.shape_text.startswith("("):
             _resize(state, v.id, size_in_bytes)

@@ -16,6 +16,7 @@ from typing import List, Optional
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
 from ..tiling import format_bytes
+from .predictions import prediction_lines
 from .tables import Table
 
 __all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "diff_lines", "fmt_bytes"]
@@ -93,6 +94,7 @@ def report_lines(result, modules, display: str, top: int, verdicts=None) -> List
         v = (verdicts or {}).get(id(m))
         if v is not None:
             out.append(verdict_line(v))
+        out.extend(prediction_lines(m, v))
     return out
 
 
