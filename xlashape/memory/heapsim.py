@@ -67,12 +67,15 @@ class HeapValue(NamedTuple):
 
 class Event(NamedTuple):
     """One event of the replay: ``kind`` (:data:`ALLOC`, :data:`FREE`,
-    :data:`SHARE_WITH`), the value ``id``, and for a share the value whose
-    memory it takes (``share_with``)."""
+    :data:`SHARE_WITH`), the value ``id``, for a share the value whose memory
+    it takes (``share_with``), and the ``size`` the algorithm is told
+    (``None``: the value's, or for a share the shared value's, as the heap
+    simulator passes it)."""
 
     kind: int
     id: int
     share_with: Optional[int] = None
+    size: Optional[int] = None
 
 
 def align_up(n: int, alignment: int) -> int:
@@ -246,7 +249,7 @@ class BestFitHeap:
         t = 0
         for e in events:
             if e.kind == ALLOC:
-                size = sizes[e.id]
+                size = sizes[e.id] if e.size is None else e.size
                 if size == 0:
                     zero.append(e.id)
                     continue
@@ -254,7 +257,7 @@ class BestFitHeap:
                 t += 1
             elif e.kind == SHARE_WITH:
                 shares.append((e.id, e.share_with))
-                size = sizes[e.share_with]
+                size = sizes[e.share_with] if e.size is None else e.size
                 if size == 0:
                     zero.append(e.id)
                     continue
