@@ -431,8 +431,7 @@ class ModuleMemory:
             d["peak"] = self.peak.to_json()
         d["packing"] = None if self.packing is None else [p.to_json() for p in self.packing]
         d["what_if"] = None if self.what_if is None else self.what_if.to_json()
-        if self.fix_predictions:
-            d["fix_predictions"] = [f.to_json() for f in self.fix_predictions]
+        d["fix_predictions"] = [f.to_json() for f in self.fix_predictions]
         return d
 
     def to_json(self) -> dict:

@@ -519,10 +519,10 @@ def _aliasing_replay(state: _State, edit: Edit, out: WhatIf) -> None:
             return
         state.aliases = [x for x in state.aliases if x not in gone]
         root = entry.root[0] if entry is not None and entry.root is not None else None
+        pairs = [f"parameter {n}" + (f"{{{','.join(map(str, pidx))}}}" if pidx else "")
+                 + f" -> output {{{','.join(map(str, oidx))}}}" for n, pidx, oidx in gone]
+        out.applied.append(f"{edit.text}: no longer aliased: " + ", ".join(pairs))
         for n, pidx, oidx in gone:
-            out.applied.append(f"{edit.text}: parameter {n}" + (f"{{{','.join(map(str, pidx))}}}"
-                               if pidx else "") + " no longer aliased to output "
-                               f"{{{','.join(map(str, oidx))}}}")
             outs = [vid for vid, r in values.items()
                     if any(p[0] == root and tuple(p[1]) == tuple(oidx) for p in r.positions)]
             evicted = _evictions(state, outs)
@@ -754,7 +754,7 @@ def what_if(mm, rec, edits, opts, model: Optional[HeapModel] = None) -> WhatIf:
     records)."""
     parsed = [e if isinstance(e, Edit) else parse_edit(e) for e in edits]
     out = WhatIf([e.text for e in parsed])
-    out.assumptions = list(ASSUMPTIONS)
+    out.assumptions = [a for a in ASSUMPTIONS if mm.platform == "tpu" or "on TPU" not in a]
     if rec.allocations is None:
         out.refused = [f"{e.text}: the input has no buffer assignment (give the dump: "
                        "XLA_FLAGS=--xla_dump_to=DIR)" for e in parsed]
