@@ -154,3 +154,27 @@ def test_trace_peak_counts_a_shared_buffer_once():
           Event(FREE, B), Event(FREE, C)]
     assert trace_peak(ev, {A: 10, B: 5, C: 10}) == (15, 1)
     assert trace_peak([], {}) == (0, -1)
+
+
+def test_the_array_best_fit_is_the_loop():
+    """Both ways of finding the gap (the loop for a few chunks, numpy for
+    many) give the same offset on random chunk sets."""
+    import random
+
+    import numpy as np
+
+    from xlashape.memory import heapsim
+
+    rng = random.Random(5)
+    heap = BestFitHeap(1)
+    for _ in range(400):
+        align = rng.choice((1, 4, 64, 256))
+        heap.alignment = align
+        used = [(rng.randrange(0, 4000) * rng.choice((1, 8)), rng.randrange(1, 300))
+                for _ in range(rng.randrange(1, 120))]
+        size = rng.randrange(1, 400)
+        biggest = size + rng.choice((0, 0, 50))
+        loop = heap._best_fit(list(used), size, biggest)
+        offsets = np.array([u[0] for u in used], dtype=np.int64)
+        sizes = np.array([u[1] for u in used], dtype=np.int64)
+        assert heapsim._best_fit_array(offsets, sizes, size, biggest, align) == loop

@@ -122,8 +122,8 @@ class Buffers:
                     self.copied.append(pnames[name])
                     break
         kinds = computation_kinds(self.computations)
-        pos = [post_order_positions(self.computations, kinds, False),
-               post_order_positions(self.computations, kinds, True)]
+        # the thread-local buffers are not replayed: their order does not matter
+        pos = [post_order_positions(self.computations, kinds, False), {}]
         params = {}
         if entry is not None:
             for n, (name, _) in entry.params.items():

@@ -46,9 +46,16 @@ _THREAD_LOCAL_CALLERS = frozenset((
     "reduce-window", "scatter", "select-and-scatter", "sort", "fusion"))
 
 
+#: opcodes that call computations
+_CALLERS = _THREAD_LOCAL_CALLERS | frozenset((
+    "while", "conditional", "call", "async-start", "async-update", "async-done"))
+
+
 def _called(ins) -> List[str]:
     """The computations an instruction calls, in XLA's order (a while's body
     before its condition)."""
+    if ins.opcode not in _CALLERS:
+        return []
     if ins.opcode == "while":
         out = []
         for key in ("body", "condition"):
@@ -245,8 +252,9 @@ def temporary_layout(rec, values, module, find, *, order: str, preset_colors=fro
     out = Layout()
     instructions, computations = module
     kinds = computation_kinds(computations)
-    pos = [post_order_positions(computations, kinds, False),
-           post_order_positions(computations, kinds, True)]
+    # the thread-local allocations come after every temporary: their order
+    # among themselves moves none, so only the global computations' order counts
+    pos = [post_order_positions(computations, kinds, False), {}]
 
     # XLA's buffers, with the entry's parameters joined to the outputs they alias
     parent: Dict[int, int] = {}

@@ -41,6 +41,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right, insort
 from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
+import numpy as np
+
 __all__ = ["HeapValue", "Event", "ALLOC", "FREE", "SHARE_WITH", "replay", "BestFitHeap",
            "HeapResult", "pack", "SPATIAL", "TEMPORAL", "SPAN", "align_up", "trace_peak"]
 
@@ -180,33 +182,43 @@ class _Interval:
 class _Placed:
     """The chunks placed so far, by the span of time (ticks) each is used:
     a stabbing tree over the ticks (the chunks in use at a tick) and the
-    starts in order (the chunks that start inside a span)."""
+    starts in order (the chunks that start inside a span). Chunks are
+    numbered; their offsets and sizes are kept as lists and as numpy arrays
+    (``capacity``: how many chunks at most)."""
 
-    def __init__(self, ticks: int):
+    def __init__(self, ticks: int, capacity: int):
         size = 1
         while size < max(ticks, 1):
             size *= 2
         self.size = size
-        self.nodes: Dict[int, List[Tuple[int, int]]] = {}
-        self.starts: List[Tuple[int, int, int]] = []    # (start, offset, size)
+        self.nodes: Dict[int, List[int]] = {}
+        self.starts: List[Tuple[int, int]] = []    # (start, chunk number)
+        self.offsets: List[int] = []
+        self.sizes: List[int] = []
+        self.offsets_array = np.zeros(max(capacity, 1), dtype=np.int64)
+        self.sizes_array = np.zeros(max(capacity, 1), dtype=np.int64)
 
     def add(self, start: int, end: int, offset: int, size: int) -> None:
-        chunk = (offset, size)
+        k = len(self.offsets)
+        self.offsets.append(offset)
+        self.sizes.append(size)
+        self.offsets_array[k] = offset
+        self.sizes_array[k] = size
         lo, hi = start + self.size, end + self.size + 1
         nodes = self.nodes
         while lo < hi:
             if lo & 1:
-                nodes.setdefault(lo, []).append(chunk)
+                nodes.setdefault(lo, []).append(k)
                 lo += 1
             if hi & 1:
                 hi -= 1
-                nodes.setdefault(hi, []).append(chunk)
+                nodes.setdefault(hi, []).append(k)
             lo >>= 1
             hi >>= 1
-        insort(self.starts, (start, offset, size))
+        insort(self.starts, (start, k))
 
-    def overlapping(self, start: int, end: int, out: List[Tuple[int, int]]) -> None:
-        """Append the chunks in use at some tick of ``[start, end]``."""
+    def overlapping(self, start: int, end: int, out: List[int]) -> None:
+        """Append the numbers of the chunks in use at some tick of ``[start, end]``."""
         i = start + self.size
         nodes = self.nodes
         while i:
@@ -215,11 +227,9 @@ class _Placed:
                 out.extend(got)
             i >>= 1
         starts = self.starts
-        k = bisect_right(starts, (start, float("inf"), 0))
-        stop = bisect_left(starts, (end + 1, -1, 0))
-        for j in range(k, stop):
-            s = starts[j]
-            out.append((s[1], s[2]))
+        k = bisect_right(starts, (start, 1 << 62))
+        stop = bisect_left(starts, (end + 1, -1))
+        out.extend(s[1] for s in starts[k:stop])
 
 
 _KEYS = {
@@ -284,7 +294,7 @@ class BestFitHeap:
                 hi = max(hi, other.end)
             iv.lo, iv.hi = lo, hi
         key = _KEYS[self.order]
-        placed = _Placed(t + 1)
+        placed = _Placed(t + 1, len(intervals))
         chunks: Dict[int, Tuple[int, int]] = {vid: (0, 0) for vid in zero}
         heap_size = 0
         align = self.alignment
@@ -293,12 +303,18 @@ class BestFitHeap:
                 continue
             members = colocs[iv.id]
             biggest = max([iv.size] + [intervals[c].size for c in members])
-            used: List[Tuple[int, int]] = []
+            used: List[int] = []
             placed.overlapping(iv.start, iv.end, used)
             for c in members:
                 other = intervals[c]
                 placed.overlapping(other.start, other.end, used)
-            offset = self._best_fit(used, iv.size, biggest)
+            if len(used) > _VECTOR_FROM:
+                idx = np.array(used, dtype=np.int64)
+                offset = _best_fit_array(placed.offsets_array[idx], placed.sizes_array[idx],
+                                         iv.size, biggest, align)
+            else:
+                offs, szs = placed.offsets, placed.sizes
+                offset = self._best_fit([(offs[k], szs[k]) for k in used], iv.size, biggest)
             chunk = (offset, biggest)
             heap_size = max(heap_size, offset + biggest)
             chunks[iv.id] = chunk
@@ -328,36 +344,75 @@ class BestFitHeap:
         ``biggest`` bytes at its aligned start, among the gaps of at least
         ``size`` bytes between the ``used`` chunks and the unbounded one above
         them."""
-        align = self.alignment
         if not used:
             return 0
-        used.sort()
-        gaps: List[Tuple[int, int]] = []
+        align = self.alignment
+        chunks = sorted(set(used))
         free_start = 0
-        cur_lo, cur_hi = used[0][0], used[0][0] + used[0][1]
-        for lo, n in used[1:]:
+        best = -1
+        best_size = 0
+        cur_lo, n = chunks[0]
+        cur_hi = cur_lo + n
+        for lo, n in chunks:
             if lo < cur_hi:
-                cur_hi = max(cur_hi, lo + n)
+                hi = lo + n
+                if hi > cur_hi:
+                    cur_hi = hi
                 continue
+            # the gap before the used range [cur_lo, cur_hi)
             if cur_lo - free_start >= size:
-                gaps.append((free_start, cur_lo))
-            free_start = max(free_start, align_up(cur_hi, align))
+                start = -(-free_start // align) * align
+                if cur_lo - biggest >= start:
+                    gap = cur_lo - free_start
+                    if best < 0 or gap < best_size:
+                        best, best_size = start, gap
+            end = -(-cur_hi // align) * align
+            if end > free_start:
+                free_start = end
             cur_lo, cur_hi = lo, lo + n
         if cur_lo - free_start >= size:
-            gaps.append((free_start, cur_lo))
-        free_start = max(free_start, align_up(cur_hi, align))
-        best = None
-        best_size = None
-        for lo, hi in gaps:
-            start = align_up(lo, align)
-            if hi - biggest < start:
-                continue
-            n = hi - lo
-            if best is None or n < best_size:
-                best, best_size = start, n
-        if best is None:
-            best = align_up(free_start, align)
-        return best
+            start = -(-free_start // align) * align
+            if cur_lo - biggest >= start:
+                gap = cur_lo - free_start
+                if best < 0 or gap < best_size:
+                    best, best_size = start, gap
+        if best >= 0:
+            return best
+        end = -(-cur_hi // align) * align
+        return -(-max(free_start, end) // align) * align
+
+
+#: from this many used chunks on, :func:`_best_fit_array` finds the gap
+_VECTOR_FROM = 48
+
+
+def _best_fit_array(offsets, sizes, size: int, biggest: int, align: int) -> int:
+    """:meth:`BestFitHeap._best_fit` on numpy arrays of the used chunks'
+    offsets and sizes (the same answer; for the many chunks live at once in a
+    large program)."""
+    order = np.lexsort((sizes, offsets))
+    lo = offsets[order]
+    hi = lo + sizes[order]
+    reach = np.maximum.accumulate(hi)
+    # a used range starts where a chunk begins at or above everything before it
+    new = np.empty(len(lo), dtype=bool)
+    new[0] = True
+    new[1:] = lo[1:] >= reach[:-1]
+    starts = lo[new]
+    ends_before = np.empty(len(starts), dtype=np.int64)
+    ends_before[0] = 0
+    if len(starts) > 1:
+        prev = reach[:-1][new[1:]]
+        ends_before[1:] = -(-prev // align) * align
+    free = np.maximum.accumulate(ends_before)
+    gap = starts - free
+    aligned = -(-free // align) * align
+    ok = (gap >= size) & (starts - biggest >= aligned)
+    if ok.any():
+        g = np.where(ok, gap, np.iinfo(np.int64).max)
+        return int(aligned[int(np.argmin(g))])
+    last = -(-int(reach[-1]) // align) * align
+    return -(-max(int(free[-1]), last) // align) * align
 
 
 def pack(events: Sequence[Event], sizes: Dict[int, int], alignment: int = 1,
