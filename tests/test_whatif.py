@@ -203,3 +203,15 @@ def test_the_cli_refuses_a_bad_edit():
                         str(PAIRS / "cpu_donation" / "a" / "dump"), "--what-if", "bogus"],
                        capture_output=True, text=True, cwd=str(ROOT))
     assert p.returncode == 2 and "what-if 'bogus'" in p.stderr
+
+
+def test_an_oom_report_says_where_the_prediction_can_be_made():
+    r = analyze(corpora.DATA / "oom_report.txt", what_if=["undonate"])
+    w = r.modules[-1].what_if
+    assert w.refused and "not the schedule" in w.refused[0]
+    assert w.after["peak_memory_in_bytes"] is None
+    oom = corpora.DATA / "gpu_corpus" / "oom"
+    r = analyze(oom / "dev_oom_three_temps.txt", dump=oom / "dev_oom_three_temps.cpu_dump",
+                what_if=["undonate"])
+    (m,) = [m for m in r.modules if m.what_if is not None]
+    assert "compiled for cpu" in m.what_if.refused[0]

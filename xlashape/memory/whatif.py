@@ -52,7 +52,7 @@ from .sharing import MSA_COLORS
 from .verdict import Verdict
 
 __all__ = ["Edit", "parse_edit", "what_if", "ASSUMPTIONS", "judge_what_if", "EDIT_HELP",
-           "fix_prediction"]
+           "fix_prediction", "refused_what_if"]
 
 #: what every prediction assumes
 ASSUMPTIONS = (
@@ -99,6 +99,8 @@ def parse_edit(text) -> Edit:
     """The :class:`Edit` of ``text``; raises
     :class:`~xlashape.ShapeValueError` (a ``ValueError``) naming what is
     wrong."""
+    if isinstance(text, Edit):
+        return text
     if not isinstance(text, str):
         raise ShapeValueError(f"a what-if edit is text ({EDIT_HELP}), not {type(text).__name__}")
     s = text.strip()
@@ -787,6 +789,18 @@ def what_if(mm, rec, edits, opts, model: Optional[HeapModel] = None) -> WhatIf:
         out.assumptions.append(f"xlashape's replay of the unedited module gives "
                                f"peak_memory_in_bytes {mine}, XLA's is {xla}: the prediction "
                                "carries that difference")
+    return out
+
+
+def refused_what_if(edits, why: str) -> WhatIf:
+    """A :class:`~xlashape.memory.model.WhatIf` that could not be made:
+    every edit refused with ``why``, every figure ``None``."""
+    parsed = [e if isinstance(e, Edit) else parse_edit(e) for e in edits]
+    out = WhatIf([e.text for e in parsed])
+    out.refused = [f"{e.text}: {why}" for e in parsed]
+    for k in WhatIf.FIELDS:
+        out.after[k] = None
+        out.reasons[k] = why
     return out
 
 

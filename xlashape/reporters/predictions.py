@@ -82,6 +82,8 @@ def prediction_lines(m, verdict=None) -> List[str]:
         before, after = w.before.get(k), w.after.get(k)
         if k == "device_memory_peak_bytes" and after == w.after.get("peak_memory_in_bytes"):
             continue
+        if before is None and after is None and w.refused and not w.applied:
+            continue
         line = f"  {k:28} {before_after(before, after)}"
         if after is None and k in w.reasons:
             line += f"  ({w.reasons[k]})"
@@ -126,6 +128,8 @@ def prediction_html(m, verdict, esc: Callable[[object], str]) -> List[str]:
     for k in _SHOWN:
         before, after = w.before.get(k), w.after.get(k)
         if k == "device_memory_peak_bytes" and after == w.after.get("peak_memory_in_bytes"):
+            continue
+        if before is None and after is None and w.refused and not w.applied:
             continue
         change = before_after(before, after).partition(" -> ")[2]
         out.append(f'<tr><td><code>{esc(k)}</code></td><td class="n">{esc(_b(before))}</td>'
