@@ -27,6 +27,8 @@ from __future__ import annotations
 
 from typing import Dict, List, Optional, Set, Tuple
 
+import numpy as np
+
 from ..allocation_kinds import TEMPORARY, kind_of
 from .buffer_order import BIGGEST_FIRST, TOPOLOGICAL, computation_kinds, post_order_positions
 from .sharing import _split_gte
@@ -61,7 +63,7 @@ class Buffers:
     assignment (colors, sizes) and live ranges."""
 
     def __init__(self, rec, values, module, find, *, order: str = BIGGEST_FIRST,
-                 size_of=None, aliases=None):
+                 size_of=None, aliases=None, positions=None):
         self.values = values
         self.instructions, self.computations = module
         self.rec = rec
@@ -123,7 +125,9 @@ class Buffers:
                     break
         kinds = computation_kinds(self.computations)
         # the thread-local buffers are not replayed: their order does not matter
-        pos = [post_order_positions(self.computations, kinds, False), {}]
+        if positions is None:
+            positions = post_order_positions(self.computations, kinds, False)
+        pos = [positions, {}]
         params = {}
         if entry is not None:
             for n, (name, _) in entry.params.items():
@@ -131,6 +135,7 @@ class Buffers:
         self.by_value: Dict[int, Buffer] = {}
         self.all: List[Buffer] = []
         big = 1 << 62
+        entry_name = self._entry_name()
         for ids in groups.values():
             b = Buffer(ids)
             first = b.ids[0]
@@ -143,7 +148,7 @@ class Buffers:
                 name, index = r.positions[0] if r.positions else (None, ())
                 if r.opcode == "constant":
                     b.constant = True
-                if name in params and self._comp(i) == self._entry_name() and \
+                if name in params and self._comp(i) == entry_name and \
                         r.opcode == "parameter":
                     b.param = (params[name], tuple(index))
                 if ba[i].shape_text.startswith("("):
@@ -239,6 +244,83 @@ class _Interference:
         return True
 
 
+class _Overlaps:
+    """The live ranges of the values in the allocations of ``indices`` (the
+    aliased parameters' and the outputs'), in growing numpy arrays, so that a
+    buffer is checked against all of them at once: an allocation with a value
+    that overlaps one of the buffer's by more than an end point surely
+    interferes (:meth:`_Interference.interferes` is true without asking the
+    sharing rule); only the pairs that touch at an end point are left to
+    ask. An allocation with a value of no live range always interferes."""
+
+    def __init__(self, ranges, dropped):
+        self.ranges = ranges
+        self.dropped = dropped
+        self.n = 0
+        self.start = np.zeros(64, np.int64)
+        self.end = np.zeros(64, np.int64)
+        self.owner = np.zeros(64, np.int64)
+        self.vid = np.zeros(64, np.int64)
+        self.owners = 0
+        self.unranged: Set[int] = set()
+
+    def add(self, position: int, ids) -> None:
+        self.owners = max(self.owners, position + 1)
+        for i in ids:
+            if i in self.dropped:
+                continue
+            r = self.ranges.get(i)
+            if r is None:
+                self.unranged.add(position)
+                continue
+            if self.n == len(self.start):
+                for name in ("start", "end", "owner", "vid"):
+                    old = getattr(self, name)
+                    new = np.zeros(2 * len(old), np.int64)
+                    new[:len(old)] = old
+                    setattr(self, name, new)
+            self.start[self.n], self.end[self.n] = r
+            self.owner[self.n] = position
+            self.vid[self.n] = i
+            self.n += 1
+
+    def against(self, ids):
+        """For the values ``ids`` of a buffer (each with a live range):
+        ``(ruled_out, touching)``, a bool per position of ``indices`` (true:
+        surely interferes) and, per position, the ``(new, old)`` pairs
+        whose ranges touch at an end point."""
+        out = np.zeros(self.owners, bool)
+        for p in self.unranged:
+            out[p] = True
+        touching: Dict[int, List[Tuple[int, int]]] = {}
+        if not self.n:
+            return out, touching
+        s2, e2 = self.start[:self.n], self.end[:self.n]
+        owner, vid = self.owner[:self.n], self.vid[:self.n]
+        for i in ids:
+            s1, e1 = self.ranges[i]
+            meet = (s1 <= e2) & (s2 <= e1)
+            ends = (e1 == s2) | (e2 == s1)
+            out[owner[meet & ~ends]] = True
+            for k in np.flatnonzero(meet & ends).tolist():
+                touching.setdefault(int(owner[k]), []).append((i, int(vid[k])))
+        return out, touching
+
+
+class _Once:
+    """``f(*args)``, computed at the first call."""
+
+    __slots__ = ("f", "args", "got")
+
+    def __init__(self, f, *args):
+        self.f, self.args, self.got = f, args, None
+
+    def __call__(self):
+        if self.got is None:
+            self.got = self.f(*self.args)
+        return self.got
+
+
 def first_pass(buffers: Buffers, ranges, sharing, sequence, *, aliased=None,
                dropped=frozenset(), preset_colors=frozenset()
                ) -> Tuple[List[SimAllocation], List[int]]:
@@ -256,10 +338,30 @@ def first_pass(buffers: Buffers, ranges, sharing, sequence, *, aliased=None,
     deferred: List[int] = []
     instructions = buffers.instructions
     values = buffers.values
+    overlaps = _Overlaps(ranges, dropped)
+    position = {}                      # id(allocation) -> its place in indices
+    made: Dict[int, int] = {}          # id(allocation) -> its place in allocs
 
-    def maybe(a: SimAllocation, buf: Buffer) -> bool:
+    def index(a: SimAllocation) -> None:
+        position[id(a)] = len(indices)
+        indices.append(a)
+        overlaps.add(position[id(a)], a.ids)
+
+    def maybe(a: SimAllocation, buf: Buffer, known=None) -> bool:
         if a.color != buf.color or buf.size > a.size or a.readonly or not a.reusable:
             return False
+        k = position.get(id(a))
+        if known is not None and k is not None:
+            # the overlaps are known at once: ask only the pairs that touch
+            out, touching = known()
+            if out[k]:
+                return False
+            for new, old in touching.get(k, ()):
+                if check.interferes(new, old):
+                    return False
+            if buf.live_out and a.size != buf.size:
+                return False
+            return accept(a, buf)
         for old in a.ids:
             if old in dropped:
                 continue
@@ -273,10 +375,15 @@ def first_pass(buffers: Buffers, ranges, sharing, sequence, *, aliased=None,
                         return False
         if buf.live_out and a.size != buf.size:
             return False
+        return accept(a, buf)
+
+    def accept(a: SimAllocation, buf: Buffer) -> bool:
         a.ids.extend(buf.ids)
         a.live_out = a.live_out or buf.live_out
         for i in buf.ids:
             where[i] = a
+        if id(a) in position:
+            overlaps.add(position[id(a)], buf.ids)
         return True
 
     for buf in buffers.all:
@@ -293,12 +400,17 @@ def first_pass(buffers: Buffers, ranges, sharing, sequence, *, aliased=None,
             if not has_alias:
                 a.live_out = False
             if has_alias:
-                indices.append(a)
+                index(a)
         elif buf.tuple:
             a = SimAllocation(buf, "tuple", False, False)
         else:
             a = None
             done = False
+            known = None
+            if indices and all(i in ranges for i in buf.ids) and not any(
+                    getattr(instructions.get(buffers._defining(i)), "opcode", None) == "copy"
+                    for i in buf.ids):
+                known = _Once(overlaps.against, buf.ids)
             for vid in buf.ids:
                 r = values.get(vid)
                 if r is None or not r.positions or r.positions[0][1] != () or \
@@ -316,16 +428,21 @@ def first_pass(buffers: Buffers, ranges, sharing, sequence, *, aliased=None,
                         if got is not None and id(got) not in tried:
                             tried.add(id(got))
                             cands.append(got)
-                cands.sort(key=lambda x: allocs.index(x))
+                cands.sort(key=lambda x: made[id(x)])
                 for c in cands:
-                    if maybe(c, buf):
+                    if maybe(c, buf, known):
                         done = True
                         break
                 if done:
                     break
             if not done:
-                for c in reversed(indices):
-                    if maybe(c, buf):
+                if known is None:
+                    order = range(len(indices) - 1, -1, -1)
+                else:
+                    order = np.flatnonzero(~known()[0])[::-1].tolist()
+                for k in order:
+                    c = indices[k]
+                    if maybe(c, buf, known):
                         done = True
                         break
             if done:
@@ -334,7 +451,8 @@ def first_pass(buffers: Buffers, ranges, sharing, sequence, *, aliased=None,
                 deferred.extend(buf.ids)
                 continue
             a = SimAllocation(buf, "output", False, True)
-            indices.append(a)
+            index(a)
+        made[id(a)] = len(allocs)
         allocs.append(a)
         for i in buf.ids:
             where[i] = a

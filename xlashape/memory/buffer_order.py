@@ -217,6 +217,7 @@ class Layout:
         self.units: List[TempUnit] = []
         self.colors: List[int] = []
         self.problem: Optional[str] = None
+        self.positions: Dict[str, int] = {}
 
     def place(self, color: int, alignment: int) -> Tuple[List[Tuple[TempUnit, int]], Optional[int]]:
         """The units of one memory space at their offsets (each at the
@@ -241,20 +242,25 @@ def _shape_is_tuple(v) -> bool:
     return v.shape_text.startswith("(")
 
 
-def temporary_layout(rec, values, module, find, *, order: str, preset_colors=frozenset()
-                     ) -> Layout:
+def temporary_layout(rec, values, module, find, *, order: str, preset_colors=frozenset(),
+                     positions: Optional[Dict[str, int]] = None) -> Layout:
     """The temporary allocations of ``rec`` (a dump's records) as XLA's buffer
     assignment made them before combining them (see the module docstring):
     ``values`` (the values file), ``module`` (``(instructions, computations)``
     by name), ``find`` (XLA's buffers: :func:`~xlashape.memory.sharing.alias_buffers`),
     ``order`` (:data:`BIGGEST_FIRST` or :data:`TOPOLOGICAL`),
-    ``preset_colors`` (memory spaces memory-space assignment placed)."""
+    ``preset_colors`` (memory spaces memory-space assignment placed),
+    ``positions`` (:func:`post_order_positions` of the global computations,
+    if known; kept as ``Layout.positions``)."""
     out = Layout()
     instructions, computations = module
     kinds = computation_kinds(computations)
     # the thread-local allocations come after every temporary: their order
     # among themselves moves none, so only the global computations' order counts
-    pos = [post_order_positions(computations, kinds, False), {}]
+    if positions is None:
+        positions = post_order_positions(computations, kinds, False)
+    out.positions = positions
+    pos = [positions, {}]
 
     # XLA's buffers, with the entry's parameters joined to the outputs they alias
     parent: Dict[int, int] = {}
@@ -364,7 +370,6 @@ def temporary_layout(rec, values, module, find, *, order: str, preset_colors=fro
     # compare the others with those masked
     second = {x[2] for x in second_pass}
     want = [a.index for a in rec.allocations if kind_of(a) != TEMPORARY]
-    out._debug = (items, others, want, seq)
     others = [-1 if x in second else x for x in others]
     want = [-1 if x in second else x for x in want]
     if others != want:

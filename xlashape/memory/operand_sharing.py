@@ -104,6 +104,7 @@ class OperandSharing:
         self._roots = {c.name: c.root for c in self.computations.values() if c.root is not None}
         self._users: Optional[Dict[str, List[str]]] = None
         self._gte: Optional[Dict[str, "_Gte"]] = None
+        self._candidates: Dict[int, List[int]] = {}
 
     # -- what the heap simulator asks -----------------------------------------------
 
@@ -121,7 +122,13 @@ class OperandSharing:
         operand order then by value id, whose memory XLA lets it take when
         they end where it starts: only values an operand defines (XLA asks
         ``IsUserOf`` of the value's defining instruction; a get-tuple-element
-        defines none)."""
+        defines none). Kept per value: it reads only the module text."""
+        got = self._candidates.get(vid)
+        if got is None:
+            got = self._candidates[vid] = self._find_candidates(vid)
+        return got
+
+    def _find_candidates(self, vid: int) -> List[int]:
         user, user_index = self.defining(vid)
         if user is None or user.opcode == "copy":
             return []

@@ -111,6 +111,7 @@ class HeapModel:
         self.sharing: Optional[OperandSharing] = None
         self.layout: Optional[Layout] = None
         self.value_records = {}
+        self._packed: Optional[Dict[int, ColorPacking]] = None
         live = rec.live
         for a in rec.allocations or ():
             for v in a.values:
@@ -171,7 +172,15 @@ class HeapModel:
         ``heap_ids`` (default :meth:`heap_ids`) with the values' sizes
         (``size_of(id)``, default the dump's) and live ranges (``ranges``,
         default the dump's), then the blocks put end to end
-        (``unit_sizes``: a tuple table's size, default the dump's)."""
+        (``unit_sizes``: a tuple table's size, default the dump's). With
+        every default, computed once per model."""
+        if size_of is None and heap_ids is None and unit_sizes is None and ranges is None:
+            if self._packed is None:
+                self._packed = self._pack(None, None, None, None)
+            return self._packed
+        return self._pack(size_of, heap_ids, unit_sizes, ranges)
+
+    def _pack(self, size_of, heap_ids, unit_sizes, ranges) -> Dict[int, ColorPacking]:
         if size_of is None:
             def size_of(vid):
                 return self.values[vid].size

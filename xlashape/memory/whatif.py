@@ -173,6 +173,7 @@ class _State:
         self.heap_ids = model.heap_ids() if model.layout is not None else {}
         self.dropped: set = set()
         self.units_changed = False
+        self.unedited = False             # set by _base_figures: no edit applied
 
     def alloc_size(self, a: _Alloc) -> int:
         ids = [i for i in a.ids if i not in self.dropped]
@@ -588,7 +589,8 @@ def _replayed(state: _State):
     model = state.model
     rec = model.rec
     buffers = Buffers(rec, model.value_records, rec.facts.module(), model.find,
-                      size_of=state.size.__getitem__, aliases=state.aliases)
+                      size_of=state.size.__getitem__, aliases=state.aliases,
+                      positions=getattr(model.layout, "positions", None))
     sharing = model.sharing or OperandSharing(model.value_records, rec.facts.module(),
                                               model.platform)
     allocs, deferred = first_pass(buffers, model.ranges, sharing, rec.live.sequence,
@@ -606,6 +608,7 @@ def _replay_valid(model: HeapModel) -> Optional[str]:
         buffers, allocs, deferred = _replayed(_State(model))
     except (KeyError, XlaShapeError) as e:
         return f"the replay failed ({e})"
+    model._unedited_replay = (buffers, allocs, deferred)
     why = check(model.rec, buffers, allocs, deferred)
     if why is not None:
         return why
@@ -615,10 +618,22 @@ def _replay_valid(model: HeapModel) -> Optional[str]:
     return None
 
 
-def _figures(state: _State, mm, opts) -> _Figures:
-    """XLA's figures of the edited module (see the module docstring)."""
+def _base_figures(model: HeapModel, mm, opts, replay: bool) -> _Figures:
+    """:func:`_figures` of the unedited module, computed once per model (the
+    replay of :func:`_replay_valid` reused)."""
+    cache = model.__dict__.setdefault("_base_figures", {})
+    if replay not in cache:
+        state = _State(model, replay)
+        state.unedited = True
+        cache[replay] = _figures(state, mm, opts, getattr(model, "_unedited_replay", None))
+    return cache[replay]
+
+
+def _figures(state: _State, mm, opts, replayed=None) -> _Figures:
+    """XLA's figures of the edited module (see the module docstring);
+    ``replayed``: :func:`_replayed` of ``state`` if known."""
     if state.replay:
-        buffers, allocs, deferred = _replayed(state)
+        buffers, allocs, deferred = replayed or _replayed(state)
         statics = []
         for a in allocs:
             if a.kind == "tuple" and not a.live_out:
@@ -668,7 +683,12 @@ def _figures_of(state: _State, mm, statics, heap_ids) -> _Figures:
         fixed[color] = fixed.get(color, 0) + max(state.size[i] for i in ids)
     size_of = state.size.__getitem__
     heap_ids = {c: [i for i in ids if i not in state.dropped] for c, ids in heap_ids.items()}
-    packed = model.pack(size_of=size_of, heap_ids=heap_ids) if model.reason is None else {}
+    if model.reason is not None:
+        packed = {}
+    elif state.unedited and _same_heaps(heap_ids, model.heap_ids()):
+        packed = model.pack()              # the dump's sizes: the packing --packing made
+    else:
+        packed = model.pack(size_of=size_of, heap_ids=heap_ids)
     temp = 0
     heap_peak: Dict[int, int] = {}
     temp_known = model.reason is None
@@ -711,6 +731,13 @@ def _figures_of(state: _State, mm, statics, heap_ids) -> _Figures:
         f["peak_memory_in_bytes"] = static + max(heap_peak.values(), default=0)
         device_peak = fixed.get(0, 0) + heap_peak.get(0, 0)
     return _Figures(f, device_peak, reasons)
+
+
+def _same_heaps(a: Dict[int, List[int]], b: Dict[int, List[int]]) -> bool:
+    """Whether two ``color -> value ids`` hold the same values per memory
+    space (the heap simulator orders them itself)."""
+    keys = {c for c, ids in a.items() if ids} | {c for c, ids in b.items() if ids}
+    return all(set(a.get(c, ())) == set(b.get(c, ())) for c in keys)
 
 
 def _msa_peak(state: _State, mm, color: int) -> Optional[int]:
@@ -773,7 +800,7 @@ def what_if(mm, rec, edits, opts, model: Optional[HeapModel] = None) -> WhatIf:
             "that shared an allocation with a parameter or an output stay where the dump has "
             "them (an undonated output's own values take an allocation of their own, the "
             "temporaries that were in the donated buffer go to the heap)")
-    base = _figures(_State(model, replay), mm, opts)
+    base = _base_figures(model, mm, opts, replay)
     out.before = dict(base.figures)
     out.before["device_memory_peak_bytes"] = base.device_peak
     state = _State(model, replay)
@@ -831,7 +858,7 @@ def fix_prediction(mm, rec, allocation_index: int, size_in_bytes: int, opts,
         return None
     model = model if model is not None else HeapModel(rec, mm.platform)
     replay = _replay_of(model) is None
-    base = _figures(_State(model, replay), mm, opts)
+    base = _base_figures(model, mm, opts, replay)
     state = _State(model, replay)
     for v in target.values:
         if v.size > size_in_bytes and not v.shape_text.startswith("("):
