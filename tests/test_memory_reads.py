@@ -127,7 +127,7 @@ def _reference_locations(text):
         if table:
             key, _, rest = s.partition(" ")
             if table == "FileNames":
-                files[int(key)] = rest.strip('"')
+                files[int(key)] = _c_unescape(rest.strip('"'))
             elif table == "FileLocations":
                 f = re.search(r"file_name_id=(\d+)", rest)
                 ln = re.search(r"\bline=(\d+)", rest)
@@ -145,8 +145,7 @@ def _reference_locations(text):
             got = re.search(r"(?:^|\s)" + key + "=" + pattern, meta)
             if got is None:
                 return None
-            v = got.group(1)
-            return v.replace('\\"', '"').replace("\\\\", "\\")
+            return _c_unescape(got.group(1))
 
         op = field("op_name", _STR)
         src = field("source_file", _STR)
@@ -165,6 +164,13 @@ def _reference_locations(text):
     return out
 
 
+def _c_unescape(text):
+    """A quoted value of XLA's text (absl::CEscape: \\' \\" \\\\ and octal
+    escapes of bytes) as Python's own escape decoder reads it."""
+    import codecs
+    return codecs.escape_decode(text.encode("utf-8"))[0].decode("utf-8", "backslashreplace")
+
+
 @pytest.mark.parametrize("prog", [p for p in corpora.programs() if p.module_hlo.exists()],
                          ids=corpora.program_id)
 def test_locations_read_in_blocks_equal_a_plain_reading(prog):
@@ -177,3 +183,18 @@ def test_locations_read_in_blocks_equal_a_plain_reading(prog):
             scanner.feed_block(block)
         got = {k: (v.op_name, v.source) for k, v in scanner.result().items()}
         assert got == expected
+
+
+def test_a_scanner_that_keeps_the_last_instructions_keeps_those_read_last():
+    # keep=N: the locations of the last N instructions read (the entry's, which
+    # XLA prints last), the oldest leaving first, one read again moving last
+    def line(k, name=None):
+        return (f'  %{name or f"i{k}"} = f32[] add(a, b), metadata={{op_name="op{k}" '
+                f'source_file="m.py" source_line={k}}}')
+
+    scanner = LocationScanner(keep=3)
+    scanner.feed_block("\n".join(line(k) for k in range(10)))
+    scanner.feed_line(line(42, "i7"))
+    got = scanner.result()
+    assert list(got) == ["i8", "i9", "i7"]
+    assert (got["i7"].op_name, got["i7"].source) == ("op42", "m.py:42")

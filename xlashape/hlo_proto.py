@@ -15,6 +15,18 @@ metadata={op_name="..." stack_frame_id=3}``, ...) for the fields this
 schema declares, the first time it is read (:class:`ProtoInstruction`).
 :meth:`HloProtoModule.to_text` writes the whole module as HLO text.
 
+Two readers build the same model. The compiled one (:mod:`xlashape._protoscan`)
+reads each instruction's name, id, opcode, shape, operand and callee ids
+from the module's serialized bytes (those protobuf has just parsed, or the
+message serialized again) and makes the objects in C, one Shape per
+distinct ShapeProto: about a fifth of the time of the reference, which reads
+protobuf's message objects field by field (:func:`_reference_module`). The
+reference reads what the compiled reader declines (an encoding protobuf
+reads otherwise than a plain walk would: a message field given twice, which
+protobuf merges, a varint of more than 64 bits, a group; names that must be
+sanitized; anything malformed) and is the only source of error messages;
+``tests/test_protos_compiled.py`` compares the two models.
+
 The result is an :class:`HloProtoModule` (a subclass of ``HloModule``) that
 also holds what only the proto has: the ``schedule`` (instruction names per
 computation, in order), the stack frames (:meth:`HloProtoModule.stack_trace`),
@@ -29,18 +41,32 @@ that newer XLA leaves out of its text (the get-tuple-elements it prints as
 shardings and the other undeclared fields are not in ``attributes``;
 ``backend_config`` is the string the compiler stored (XLA's text re-prints
 it from its parsed form).
+
+Names that HLO text cannot hold as one name (a newline, a space, a quote, a
+leading digit: never in a module XLA wrote, whose names its NameUniquer
+sanitizes) are sanitized the same way (``_`` for each such character) and
+made unique with a ``.N`` suffix, in the model and so in its text; quoted
+strings escape every character that could end a line, so that
+:meth:`HloProtoModule.to_text` reads back as the same instructions whatever
+the proto holds.
 """
 
 from __future__ import annotations
 
 import gc
+import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
-from .errors import ProtoDecodeError
-from .hlo_module import Computation, HloModule, Instruction, call_kind
+from .errors import ProtoDecodeError, XlaShapeError
+from .hlo_model import Computation, HloModule, Instruction, call_kind
 from .shape import Shape
 from .shape_proto import _shape_from_message
+
+try:
+    from . import _protoscan
+except ImportError:  # pragma: no cover - only without a build
+    _protoscan = None
 
 __all__ = [
     "HloProtoModule",
@@ -93,7 +119,7 @@ class HloProtoModule(HloModule):
         reads back into the same computations, instructions, shapes,
         operands, calls and metadata (header attributes, ``ENTRY``,
         ``ROOT``; operands without their shapes)."""
-        out = ["HloModule " + (self.name or "m")
+        out = ["HloModule " + _module_name(self.name or "m")
                + "".join(f", {k}={v}" for k, v in self.attributes.items()), ""]
         for comp in self.computations:
             head = ("ENTRY " if comp.is_entry else "") + "%" + comp.name
@@ -103,7 +129,8 @@ class HloProtoModule(HloModule):
             for ins in comp.instructions:
                 attrs = ins.attributes_text
                 out.append(f"  {'ROOT ' if ins.is_root else ''}%{ins.name} = {ins.shape} "
-                           f"{ins.opcode}({ins.operands_text})" + (", " + attrs if attrs else ""))
+                           f"{_token(ins.opcode)}({ins.operands_text})"
+                           + (", " + attrs if attrs else ""))
             out.append("}")
             out.append("")
         return "\n".join(out)
@@ -145,18 +172,26 @@ def _slot_descriptor(cls, name):
 _ATTRIBUTES_TEXT = _slot_descriptor(Instruction, "attributes_text")
 
 
-class ProtoInstruction(Instruction):
+# the fields of its own (_ip, _index, _called): C fields the compiled reader
+# fills, or slots without a build
+_BASES = (Instruction,) if _protoscan is None else (Instruction, _protoscan.ProtoInstructionBase)
+
+
+class ProtoInstruction(*_BASES):
     """An :class:`~xlashape.hlo_module.Instruction` read from a proto: its
     ``attributes_text`` is written from the proto the first time it is
-    read (most uses of a large module never read it)."""
+    read (most uses of a large module never read it). It keeps its
+    computation's message and its index there until then, not a message of
+    its own."""
 
-    __slots__ = ("_ip", "_called")
+    __slots__ = ("_ip", "_called", "_index") if _protoscan is None else ()
 
     @property
     def attributes_text(self) -> str:
         text = _ATTRIBUTES_TEXT.__get__(self, type(self))
         if text is None:
-            text = _attributes_text(self._ip, self.opcode, self._called)
+            text = _attributes_text(self._ip.instructions[self._index], self.opcode,
+                                    self._called)
             _ATTRIBUTES_TEXT.__set__(self, text)
             self._ip = None
         return text
@@ -170,11 +205,92 @@ def _at(names, one_based: int) -> str:
     return names[one_based - 1] if 0 < one_based <= len(names) else ""
 
 
+# What a quoted string escapes, as XLA's CEscape does: the backslash, the
+# quote, and every character that is not printable ASCII and could end a line
+# for a reader (str.splitlines ends lines at \v, \f, \x1c-\x1e, \x85,
+# U+2028, U+2029 too): control characters as \n, \r, \t or octal, the
+# others as the octal of their UTF-8 bytes.
+_ESCAPED = re.compile(r'[\\"\x00-\x1f\x7f\x85\u2028\u2029]')
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m) -> str:
+    c = m.group()
+    got = _ESCAPES.get(c)
+    return got if got is not None else "".join(f"\\{b:03o}" for b in c.encode("utf-8"))
+
+
 def _q(text: str) -> str:
-    """A string as XLA's text quotes it (CEscape-like: backslash, quote, newline)."""
-    if "\\" in text or '"' in text or "\n" in text:
-        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return '"' + text + '"'
+    """A string as XLA's text quotes it (CEscape-like: backslash, quote,
+    control characters), on one line whatever it holds."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'          # (isprintable: no line break of any kind)
+    return '"' + _ESCAPED.sub(_escape, text) + '"'
+
+
+# A name as XLA's HLO lexer reads one (and the text reader, after "%"):
+# NameUniquer::GetSanitizedName makes every name XLA gives one of these.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.\-]")
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# over names joined by "\n": a character no name has, a line (a name) that
+# does not start as one (an empty one too)
+_NOT_NAME_CHAR_OR_NL = re.compile(r"[^A-Za-z0-9_.\-\n]")
+_BAD_FIRST_CHAR = re.compile(r"\n(?![A-Za-z_])")
+
+
+def _sanitized(name: str) -> str:
+    """``name`` as XLA's ``NameUniquer::GetSanitizedName`` makes it: a first
+    character that is not a letter or ``_`` becomes ``_``, every other
+    character outside ``[A-Za-z0-9_.-]`` becomes ``_`` (one per character
+    here, one per UTF-8 byte there); an empty name is ``_``."""
+    out = _NOT_NAME_CHAR.sub("_", name) or "_"
+    return out if out[0] in _NAME_FIRST else "_" + out[1:]
+
+
+def _renames(names: List[str]) -> Dict[str, str]:
+    """``{name: new name}`` for each of ``names`` that the HLO text could not
+    hold as one name (a newline, a space, a quote, a leading digit, ...; XLA's
+    own names never do): sanitized as XLA does and made unique among
+    ``names`` with a ``.N`` suffix, as XLA's NameUniquer would. Empty (one
+    search over all the names at once) when every name is fine."""
+    joined = "\n".join(names)
+    if (joined.count("\n") == len(names) - 1 and _NOT_NAME_CHAR_OR_NL.search(joined) is None
+            and joined[:1] in _NAME_FIRST and _BAD_FIRST_CHAR.search(joined) is None):
+        return {}
+    taken = set(names)
+    out: Dict[str, str] = {}
+    for name in names:
+        if name in out or _NAME.match(name):
+            continue
+        base = new = _sanitized(name)
+        k = 0
+        while new in taken:
+            k += 1
+            new = f"{base}.{k}"
+        taken.add(new)
+        out[name] = new
+    return out
+
+
+def _token(text: str) -> str:
+    """An opcode, fusion kind or comparison direction as printed: characters
+    that could not be part of one (a newline, a parenthesis, ...) as ``_``."""
+    got = _TOKENS.get(text)
+    if got is None:
+        got = _NOT_NAME_CHAR.sub("_", text)
+        if len(_TOKENS) < 4096:          # a few dozen opcodes and kinds
+            _TOKENS[text] = got
+    return got
+
+
+_TOKENS: Dict[str, str] = {}
+
+
+def _module_name(name: str) -> str:
+    """The module's name as the ``HloModule`` line can hold it: whitespace
+    (line breaks included) and commas as ``_``."""
+    return re.sub(r"[\s,]", "_", name) or "m"
 
 
 # OpMetadata fields in the order XLA's text prints them (field number -> rank),
@@ -255,11 +371,11 @@ def _attributes_text(inst, opcode: str, called) -> str:
     elif dims or opcode in _ALWAYS_DIMENSIONS:
         parts.append("dimensions={" + ",".join(map(str, dims or ())) + "}")
     if 11 in f:
-        parts.append(f"kind={f[11]}")
+        parts.append(f"kind={_token(f[11])}")
     if called:
         parts.extend(_called_text(opcode, called))
     if 63 in f:
-        parts.append(f"direction={f[63]}")
+        parts.append(f"direction={_token(f[63])}")
     if 28 in f:
         parts.append(f"custom_call_target={_q(f[28])}")
     if 65 in f:
@@ -278,8 +394,34 @@ def _attributes_text(inst, opcode: str, called) -> str:
             cfg = raw.decode("utf-8")
         except UnicodeDecodeError:
             cfg = raw.decode("latin-1")
-        parts.append("backend_config=" + (cfg if cfg.startswith("{") else _q(cfg)))
+        parts.append("backend_config=" + (cfg if _prints_raw(cfg) else _q(cfg)))
     return ", ".join(parts)
+
+
+_CONFIG_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[{}()\[\]]")
+_INNERMOST = re.compile(r"\{[^{}()\[\]]*\}|\([^{}()\[\]]*\)|\[[^{}()\[\]]*\]")
+
+
+def _prints_raw(config: str) -> bool:
+    """Whether a ``backend_config`` can be printed as it is. XLA prints one
+    that starts with ``{`` as it is (JSON, or an MLIR attribute dictionary
+    such as ``{mode = 83 : ui8}``), any other quoted: here only one that is a
+    single bracketed value on one line (its strings closed, its brackets
+    matched, the first closing at the end, no comment), so that no quote,
+    bracket or line break of a malformed one can run into the attributes or
+    lines after it; any other is quoted."""
+    if not (config.startswith("{") and config.endswith("}")) or not config.isprintable():
+        return False
+    rest = _CONFIG_STRING.sub("", config)
+    if '"' in rest or "/*" in rest or "*/" in rest:
+        return False
+    # inside the outer braces, matched brackets removed from the innermost
+    # out (one pass per level of nesting) leave none
+    inner, before = rest[1:-1], None
+    while inner != before:
+        before, inner = inner, _INNERMOST.sub("", inner)
+    return _BRACKET.search(inner) is None
 
 
 def _index_text(index) -> str:
@@ -315,86 +457,236 @@ def _program_shape(ps, where: str, shapes) -> Tuple[Tuple[Shape, ...], Shape]:
 def module_from_proto(proto) -> HloProtoModule:
     """An :class:`HloProtoModule` from an ``HloProto`` or ``HloModuleProto``
     message of :mod:`xlashape.protos`."""
+    return _module_from_proto(proto, None)
+
+
+def _module_from_proto(proto, data) -> HloProtoModule:
+    """The module of ``proto``; ``data``: the serialized bytes of its
+    ``hlo_module`` if the caller has them (else they are serialized here
+    for the compiled reader)."""
     # Hundreds of thousands of new objects, none of them garbage: the cyclic
     # collector's passes over them would cost more than building them.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _module_from_proto(proto)
+        if isinstance(proto, _pb.HloModuleProto):
+            wrapped = _pb.HloProto()
+            wrapped.hlo_module.CopyFrom(proto)  # a copy: the caller keeps theirs
+            proto = wrapped
+        if not isinstance(proto, _pb.HloProto):
+            raise ProtoDecodeError(
+                "expected an xla.HloProto or xla.HloModuleProto message, "
+                f"got {type(proto).__name__}")
+        if _protoscan is not None:
+            if data is None:
+                data = proto.hlo_module.SerializeToString()
+            try:
+                module = _compiled_module(proto, data)
+            except XlaShapeError:
+                module = None          # the reference says what is wrong
+            if module is not None:
+                return module
+        return _reference_module(proto)
     finally:
         if enabled:
             gc.enable()
 
 
-def _module_from_proto(proto) -> HloProtoModule:
-    if isinstance(proto, _pb.HloModuleProto):
-        wrapped = _pb.HloProto()
-        wrapped.hlo_module.CopyFrom(proto)  # a copy: the caller keeps theirs
-        proto = wrapped
-    if not isinstance(proto, _pb.HloProto):
-        raise ProtoDecodeError(
-            f"expected an xla.HloProto or xla.HloModuleProto message, got {type(proto).__name__}")
-    mp = proto.hlo_module
-    cache: Dict[bytes, Shape] = {}
+def _require_unique(names: List[str], where: str) -> None:
+    """Refuse a name given twice (:class:`ProtoDecodeError` naming ``where``,
+    formatted with the name's index ``i``)."""
+    if len(set(names)) == len(names):
+        return
+    seen = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ProtoDecodeError(where.format(i=i) + f": {name!r} is given twice (XLA's "
+                                   "names are unique in a module)")
+        seen.add(name)
 
-    def shape(msg, where):
+
+class _Shapes:
+    """Shapes of ShapeProto messages, one per distinct serialized bytes."""
+
+    def __init__(self):
+        self.cache: Dict[bytes, Shape] = {}
+
+    def __call__(self, msg, where: str) -> Shape:
         key = msg.SerializeToString()
-        got = cache.get(key)
+        got = self.cache.get(key)
         if got is None:
             got = _shape_from_message(msg, where, 0)
-            cache[key] = got
+            self.cache[key] = got
         return got
 
+    def of_bytes(self, key: bytes) -> Optional[Shape]:
+        """The shape of a ShapeProto's bytes (for the compiled reader; it
+        keeps one per distinct bytes); ``None`` for one the reference must
+        explain."""
+        try:
+            return _shape_from_message(_pb.parse_message(_pb.ShapeProto, key), "ShapeProto", 0)
+        except XlaShapeError:
+            return None
+
+
+def _computation_names(mp) -> Tuple[Dict[int, str], Dict[str, str], Optional[int]]:
+    """``({computation id: name}, {name: new name}, entry id)``, after what
+    XLA's HloModule::CreateFromProto checks too: no computation without
+    instructions (one has a root), computation ids and names unique."""
+    # (Besides the sense: each empty computation costs 2 bytes of file and
+    # hundreds of bytes of model, a way to blow memory up.)
+    names = []
+    comp_ids: Dict[int, int] = {}
+    for ci, cp in enumerate(mp.computations):
+        if not len(cp.instructions):
+            raise ProtoDecodeError(f"HloModuleProto.computations[{ci}] ({cp.name!r}): a "
+                                   "computation without instructions")
+        if comp_ids.setdefault(cp.id, ci) != ci:
+            raise ProtoDecodeError(f"HloModuleProto.computations[{ci}].id: {cp.id} is also "
+                                   f"the id of computations[{comp_ids[cp.id]}]")
+        names.append(cp.name)
+    _require_unique(names, "HloModuleProto.computations[{i}].name")
+    # names the HLO text can hold (to_text, and memory's proto route, read
+    # the module through it): XLA's own always are; others are sanitized
+    comp_renames = _renames(names)
     comp_names: Dict[int, str] = {}
     for ci, cp in enumerate(mp.computations):
-        comp_names[cp.id] = cp.name
+        comp_names[cp.id] = comp_renames.get(cp.name, cp.name)
     entry_id = mp.entry_computation_id
     if entry_id not in comp_names:
         by_name = [cp.id for cp in mp.computations if cp.name == mp.entry_computation_name]
         entry_id = by_name[0] if by_name else (mp.computations[-1].id if len(mp.computations)
                                                 else None)
+    return comp_names, comp_renames, entry_id
 
+
+def _new_module(proto, comp_names: Dict[int, str]) -> HloProtoModule:
+    mp = proto.hlo_module
     module = HloProtoModule(mp.name)
     module.id = mp.id
     module.proto = proto
     module.mode = "hlo"
     module.computation_ids = dict(comp_names)
-    computations: Dict[str, Computation] = {}
+    return module
+
+
+def _computation(cp, where: str, cname: str, is_entry: bool, shape) -> Computation:
+    signature = ""
+    if cp.HasField("program_shape"):
+        ps = cp.program_shape
+        params, result = _program_shape(ps, f"{where}.program_shape", shape)
+        names = [_sanitized(n) if not _NAME.match(n) else n for n in ps.parameter_names]
+        signature = "(" + ", ".join(
+            f"{names[i] if i < len(names) else f'p{i}'}: {p.human_string()}"
+            for i, p in enumerate(params)) + f") -> {result.human_string()}"
+    return Computation(cname, is_entry, signature, 0)
+
+
+def _note_calls(module: HloProtoModule, kinds: Dict[str, set], opcode: str,
+                called: List[str]) -> None:
+    for key, callee in zip(_call_keys(opcode, len(called)), called):
+        if key == "calls" and opcode == "fusion":
+            module.fused_computations.add(callee)
+        elif key == "to_apply":
+            module.applied_computations.add(callee)
+        kinds.setdefault(callee, set()).add(call_kind(opcode, key))
+
+
+def _compiled_module(proto, data) -> Optional[HloProtoModule]:
+    """The module read by the compiled reader (:mod:`xlashape._protoscan`):
+    the same objects as :func:`_reference_module`'s, or ``None`` for a
+    module that reader leaves to the reference (a malformed one, names that
+    must be sanitized, a field protobuf merges)."""
+    mp = proto.hlo_module
+    scan = _protoscan.ModuleScan(data)
+    if not scan.ok:
+        return None
+    cps = list(mp.computations)
+    if scan.instructions_per_computation != [len(cp.instructions) for cp in cps]:
+        return None
+    comp_names, comp_renames, entry_id = _computation_names(mp)
+    names = scan.names()
+    if names is None or len(set(names)) != len(names) or _renames(names):
+        return None
+    inst_names = scan.instruction_ids(names)
+    if inst_names is None:
+        return None
+    module = _new_module(proto, comp_names)
+    module.instruction_ids = inst_names
+    shapes = _Shapes()
+    comps = []
+    for ci, cp in enumerate(cps):
+        cname = comp_renames.get(cp.name, cp.name)
+        comps.append(_computation(cp, f"HloModuleProto.computations[{ci}]", cname,
+                                  cp.id == entry_id, shapes))
+    calls = scan.build(ProtoInstruction, comps, cps, [cp.root_id for cp in cps], names,
+                       shapes.of_bytes)
+    if calls is None:
+        return None
+    kinds: Dict[str, set] = {}
+    for ins, ids in calls:
+        if ids is None:
+            return None
+        try:
+            called = [comp_names[cid] for cid in ids]
+        except KeyError:
+            return None
+        if called:
+            ins._called = called
+            _note_calls(module, kinds, ins.opcode, called)
+    module.computations.extend(comps)
+    _finish(module, mp, comp_names, inst_names, entry_id, kinds, shapes)
+    return module
+
+
+def _reference_module(proto) -> HloProtoModule:
+    """The module read through protobuf's message objects: the reference
+    (and the only source of error messages) for :func:`_compiled_module`."""
+    mp = proto.hlo_module
+    shape = _Shapes()
+    comp_names, comp_renames, entry_id = _computation_names(mp)
+    module = _new_module(proto, comp_names)
     # First pass: every instruction's id and name (operands may refer forward
     # across computations only through called computations, but ids are
     # module-wide).
     inst_names: Dict[int, str] = {}
+    count = 0
     for ci, cp in enumerate(mp.computations):
         for ii, ip in enumerate(cp.instructions):
             inst_names[ip.id] = ip.name
+        count += len(cp.instructions)
+    if len(inst_names) != count:          # ids are module-wide and unique in XLA
+        seen: Dict[int, str] = {}
+        for ci, cp in enumerate(mp.computations):
+            for ii, ip in enumerate(cp.instructions):
+                where = f"HloModuleProto.computations[{ci}].instructions[{ii}]"
+                if seen.setdefault(ip.id, where) != where:
+                    raise ProtoDecodeError(f"{where}.id: {ip.id} is also the id of "
+                                           f"{seen[ip.id]}")
+    all_names = list(inst_names.values())       # (one per instruction, the ids being unique)
+    _require_unique(all_names, "HloModuleProto: the name of instruction {i} (counted over the "
+                    "module)")
+    renames = _renames(all_names)
+    if renames:
+        inst_names = {k: renames.get(v, v) for k, v in inst_names.items()}
     module.instruction_ids = inst_names
 
     kinds: Dict[str, set] = {}
     for ci, cp in enumerate(mp.computations):
         where = f"HloModuleProto.computations[{ci}]"
-        is_entry = cp.id == entry_id
-        signature = ""
-        if cp.HasField("program_shape"):
-            ps = cp.program_shape
-            params, result = _program_shape(ps, f"{where}.program_shape", shape)
-            names = list(ps.parameter_names)
-            signature = "(" + ", ".join(
-                f"{names[i] if i < len(names) else f'p{i}'}: {p.human_string()}"
-                for i, p in enumerate(params)) + f") -> {result.human_string()}"
-        comp = Computation(cp.name, is_entry, signature, 0)
-        computations[cp.name] = comp
+        cname = comp_renames.get(cp.name, cp.name)
+        comp = _computation(cp, where, cname, cp.id == entry_id, shape)
         root_id = cp.root_id
-        cname = cp.name
         append = comp.instructions.append
         for ii, ip in enumerate(cp.instructions):
             # (an instruction without a shape has element type 0 there: refused)
-            sm = ip.shape
-            s = cache.get(sm.SerializeToString())
-            if s is None:
-                s = shape(sm, f"{where}.instructions[{ii}].shape")
+            s = shape(ip.shape, f"{where}.instructions[{ii}].shape")
             opcode = ip.opcode
             if opcode == "parameter":
                 operands_text = str(ip.parameter_number)
+            elif not opcode:                    # XLA writes none
+                raise ProtoDecodeError(f"{where}.instructions[{ii}]: an instruction without "
+                                       "an opcode")
             else:
                 try:
                     operands_text = ", ".join(["%" + inst_names[oid] for oid in ip.operand_ids])
@@ -413,19 +705,26 @@ def _module_from_proto(proto) -> HloProtoModule:
                     raise ProtoDecodeError(
                         f"{where}.instructions[{ii}].called_computation_ids[{k}]: "
                         f"no computation with id {cid}") from None
-                for key, callee in zip(_call_keys(opcode, len(called)), called):
-                    if key == "calls" and opcode == "fusion":
-                        module.fused_computations.add(callee)
-                    elif key == "to_apply":
-                        module.applied_computations.add(callee)
-                    kinds.setdefault(callee, set()).add(call_kind(opcode, key))
-            ins = ProtoInstruction(cname, ip.name, s, opcode, is_root=ip.id == root_id,
+                _note_calls(module, kinds, opcode, called)
+            name = ip.name
+            if renames:
+                name = renames.get(name, name)
+            ins = ProtoInstruction(cname, name, s, opcode, is_root=ip.id == root_id,
                                    line=0, operands_text=operands_text, attributes_text=None,
                                    comp=comp)
-            ins._ip = ip
+            ins._ip = cp
+            ins._index = ii
             ins._called = called
             append(ins)
         module.computations.append(comp)
+    _finish(module, mp, comp_names, inst_names, entry_id, kinds, shape)
+    return module
+
+
+def _finish(module: HloProtoModule, mp, comp_names: Dict[int, str], inst_names: Dict[int, str],
+            entry_id: Optional[int], kinds: Dict[str, set], shape) -> None:
+    """The computations' kinds, the header's attributes and the schedule."""
+    computations = {c.name: c for c in module.computations}
     for name, ks in kinds.items():
         c = computations.get(name)
         if c is not None:
@@ -459,7 +758,6 @@ def _module_from_proto(proto) -> HloProtoModule:
                 names.append(n)
             sched[cname] = tuple(names)
         module.schedule = sched
-    return module
 
 
 def read_hlo_proto_module(source) -> HloProtoModule:
@@ -471,5 +769,5 @@ def read_hlo_proto_module(source) -> HloProtoModule:
     """
     if isinstance(source, (_pb.HloProto, _pb.HloModuleProto)):
         return module_from_proto(source)
-    return module_from_proto(_pb.read_hlo_proto(source))
-
+    proto, data = _pb._read_hlo_proto(source)
+    return _module_from_proto(proto, data)

@@ -10,15 +10,14 @@ that kind (each reads its files once), accounts for every module's records
 from __future__ import annotations
 
 import gc
-import gzip
 import io
 import os
 import re
-import zlib
 from typing import Callable, Optional
 
+from .._files import check_regular_file, open_gzip, open_text, source_kind
 from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
-from ..hlo_module import HloWarning, _clip, check_regular_file, open_text, source_kind
+from ..hlo_warnings import HloWarning, _clip
 from ..oom_report import buffers_of_request, looks_like_oom_report
 from ..sizes import chip_of
 from .account import Options, account
@@ -153,9 +152,10 @@ def _read(source, reading: Reading):
         return "jax", None, [compiled_records(source, reading)]
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
-        if sniffed in PROTO_KINDS:
-            return "dump", None, proto_records(sniffed, data, None, reading)
+        if _sniff_kind(data[:_SNIFF_BYTES], "", maybe_proto=True) == "proto":
+            found = proto_kind(data)            # parsed once
+            if found is not None:
+                return "dump", None, proto_records(found[0], found[1], None, reading)
         return _read_text(_decode(data, "the given bytes"), reading)   # bytes are never a path
     kind = source_kind(source)
     if kind == "path":
@@ -178,13 +178,13 @@ def _decode(data: bytes, what: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = None
-                ) -> Optional[str]:
+def _sniff_kind(head, name: str = "", maybe_proto: bool = False) -> Optional[str]:
     """The kind of input whose first bytes (or text) are ``head``: ``hlo``,
     ``oom``, ``buffer-assignment``, ``memory-report`` (text), ``hlo-proto``,
     ``buffer-assignment-proto``, ``memory-report-proto`` (XLA's protobufs,
-    told by the file ``name`` or, failing that, by parsing ``whole()``, the
-    whole input), or ``None``."""
+    told by the file ``name``), ``proto`` (bytes that neither the name nor
+    the text tells, when ``maybe_proto``: :func:`~xlashape.memory.source_proto.proto_kind`
+    reads which message), or ``None``."""
     if isinstance(head, (bytes, bytearray)):
         base = name[: -len(".gz")] if name.endswith(".gz") else name
         binary = b"\0" in head or base.endswith(".pb")
@@ -198,7 +198,7 @@ def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = Non
             return "memory-report-proto"
         if base.endswith("buffer-assignment.pb") or base.endswith("buffer_assignment.pb"):
             return "buffer-assignment-proto"
-        return proto_kind(whole()) if whole is not None else None
+        return "proto" if maybe_proto else None
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -213,35 +213,23 @@ def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = Non
     return None
 
 
-def _gunzip_head(path: str) -> bytes:
-    try:
-        with gzip.open(path, "rb") as f:
-            return f.read(_SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error) as e:
-        raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
-
-
 def _read_file(path: str, reading: Reading):
     size = os.path.getsize(path) if os.path.isfile(path) else None
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if path.endswith(".gz"):
-        raw = _gunzip_head(path)
+        with open_gzip(path) as f:           # a corrupt stream: UnreadableInputError
+            raw = f.read(_SNIFF_BYTES)
     if not raw.strip():
         raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
                                    "directory or a TPU out-of-memory report")
 
-    def whole() -> bytes:
-        if path.endswith(".gz"):
-            try:
-                with gzip.open(path, "rb") as f:
-                    return f.read()
-            except (OSError, EOFError, zlib.error) as e:
-                raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
-        with open(path, "rb") as f:
-            return f.read()
-
-    kind = _sniff_kind(raw, os.path.basename(path), whole)
+    kind = _sniff_kind(raw, os.path.basename(path), maybe_proto=True)
+    if kind == "proto":
+        found = proto_kind(path)             # read and parsed once
+        if found is not None:
+            return "dump", path, proto_records(found[0], found[1], path, reading)
+        kind = None
     if kind in PROTO_KINDS:
         return "dump", path, proto_records(kind, path, path, reading)
     head = _decode(raw, path)

@@ -17,6 +17,10 @@ of :mod:`xlashape.memory.records`; nothing here reads a file, and the views
 - :class:`OomSummary` / :class:`GpuOomSummary`: what an out-of-memory report
   says and what follows from it; :class:`PaddingExplanation`: why a buffer is
   padded and the fixes, with the sizes they give;
+- :class:`ModuleAudit`: what XLA did with the program's buffers -- each
+  donation (:class:`Donation`) and whether an output reuses it, the copies
+  made only to change a layout (:class:`LayoutCopy`), the moves between
+  memory spaces (:class:`SpaceMove`);
 - :class:`PackedAllocation`: xlashape's own packing of a temporary allocation
   (:mod:`xlashape.memory.packing`), :class:`WhatIf`: a prediction of the
   figures after edits (:mod:`xlashape.memory.whatif`), never XLA's.
@@ -28,7 +32,7 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..allocation_kinds import TEMPORARY
 from ..errors import XlaShapeError
-from ..hlo_module import WarningList
+from ..hlo_warnings import WarningList
 from ..layout import memory_space_name
 from ..live_range import Location
 from ..padding import Fix, advice, origin_of
@@ -36,9 +40,11 @@ from ..shape import Shape
 from .figures import HEADER_FIELDS, PEAK_FIELDS, STATS_FIELDS, host_twin
 
 __all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomSummary",
-           "GpuOomSummary", "ModuleMemory", "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
+           "GpuOomSummary", "AutotuneSummary", "AutotuneInstruction", "ModuleMemory",
+           "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
            "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
-           "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION", "PackedValue",
+           "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION",
+           "Donation", "LayoutCopy", "SpaceMove", "ModuleAudit", "DONATION_WHY", "PackedValue",
            "PackedAllocation", "WhatIf", "FixPrediction"]
 
 
@@ -372,6 +378,10 @@ class ModuleMemory:
         #: the peak and what is live at it (:class:`PeakAnalysis`), for a
         #: dump with a buffer assignment; else ``None``
         self.peak: Optional[PeakAnalysis] = None
+        #: what XLA did with the buffers (:class:`ModuleAudit`): donations,
+        #: layout copies, moves between memory spaces; ``None`` for an
+        #: out-of-memory report or a memory-usage report alone
+        self.audit: Optional[ModuleAudit] = None
         self.locations: Dict[str, Location] = {}
         #: xlashape's packing of the temporary allocations (:class:`PackedAllocation`),
         #: when asked for (``analyze(..., packing=True)``); else ``None``
@@ -429,6 +439,8 @@ class ModuleMemory:
             d["memory_analysis"] = dict(self.memory_analysis)
         if self.peak is not None:
             d["peak"] = self.peak.to_json()
+        if self.audit is not None:
+            d["audit"] = self.audit.to_json()
         d["packing"] = None if self.packing is None else [p.to_json() for p in self.packing]
         d["what_if"] = None if self.what_if is None else self.what_if.to_json()
         d["fix_predictions"] = [f.to_json() for f in self.fix_predictions]
@@ -478,6 +490,53 @@ class MemoryAnalysis:
 
 
 
+class AutotuneInstruction(NamedTuple):
+    """One instruction XLA's autotuner could not configure: its ``name``, its
+    output ``shape`` (as XLA's log prints it) and ``size_in_bytes`` (``None``
+    when the log does not give the shape), ``configs_failed`` (how many
+    configurations failed) and ``out_of_memory`` (how many of them ran out
+    of memory), ``requested`` (what they asked for, as printed)."""
+
+    name: str
+    shape: Optional[str]
+    size_in_bytes: Optional[int]
+    configs_failed: int
+    out_of_memory: int
+    requested: Tuple[str, ...]
+
+    def to_json(self) -> dict:
+        d = self._asdict()
+        d["requested"] = list(self.requested)
+        return d
+
+
+class AutotuneSummary(NamedTuple):
+    """XLA's autotuner ran out of memory while compiling (one event, however
+    many lines repeat it): ``failed_instructions`` of ``instructions`` (XLA's
+    counts, ``None`` when the text has no summary), ``configs_failed`` and
+    ``out_of_memory`` (configurations, over the instructions named, or the
+    exception's example when it names none: ``from_example``),
+    ``requested`` (the sizes asked for, as printed), ``failed``
+    (:class:`AutotuneInstruction` per instruction the log names) and
+    ``repeats`` (the out-of-memory lines of the text: each configuration's
+    failure, printed again by the exception)."""
+
+    failed_instructions: Optional[int]
+    instructions: Optional[int]
+    configs_failed: int
+    out_of_memory: int
+    requested: Tuple[str, ...]
+    failed: Tuple[AutotuneInstruction, ...]
+    from_example: bool
+    repeats: int
+
+    def to_json(self) -> dict:
+        d = self._asdict()
+        d["requested"] = list(self.requested)
+        d["failed"] = [f.to_json() for f in self.failed]
+        return d
+
+
 class GpuOomSummary(NamedTuple):
     """What XLA:GPU's out-of-memory messages say (the ``oom`` of a module
     read from them; see :class:`xlashape.oom_report.GpuOomReport`):
@@ -487,7 +546,10 @@ class GpuOomSummary(NamedTuple):
     ``allocator`` (``GPU_0_bfc``), ``origin`` (``allocator`` or
     ``autotuner``), ``memory_limit_source``, ``remat_target_bytes``, and
     ``matching_buffers``: given the dump of the same program
-    (``analyze(..., dump=DIR)``), the allocations of that size."""
+    (``analyze(..., dump=DIR)``), the allocations of that size; ``autotune``
+    (:class:`AutotuneSummary`, when the autotuner ran out), ``io_bytes``
+    (the program's arguments and outputs, as XLA's scheduler logs them) and
+    ``advice`` (what to do, one sentence each)."""
 
     form: str
     memory_space: str
@@ -513,9 +575,15 @@ class GpuOomSummary(NamedTuple):
     remat_original_bytes: Optional[int] = None
     #: the messages say the allocator rounded the request (its figure is exact)
     allocator_rounded: bool = False
+    autotune: Optional[AutotuneSummary] = None
+    io_bytes: Optional[int] = None
+    advice: Tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return dict(self._asdict())
+        d = dict(self._asdict())
+        d["autotune"] = None if self.autotune is None else self.autotune.to_json()
+        d["advice"] = list(self.advice)
+        return d
 
 
 
@@ -807,3 +875,160 @@ class FixPrediction(NamedTuple):
     def to_json(self) -> dict:
         return {"prediction": True, "allocation": self.allocation, "fix": self.fix.to_json(),
                 "before": self.before, "after": self.after, "peak_name": self.peak_name}
+
+
+#: why no output reuses a donated buffer (:attr:`Donation.why`): ``size`` (no
+#: output of its byte size in its memory space), ``padding`` (an output with
+#: the same data bytes, padded to another size on this chip), ``layout`` (the
+#: same array, in another layout of another size), ``taken`` (every output of
+#: its size reuses another parameter), ``memory-space`` (no output in its
+#: memory space), ``dynamic`` (a dynamic result), ``unexplained`` (an output
+#: fits and is free: not XLA's rule as xlashape knows it), ``unknown``
+DONATION_WHY = ("size", "padding", "layout", "taken", "memory-space", "dynamic", "unexplained",
+                "unknown")
+
+
+def _index_text(index) -> str:
+    return "{" + ",".join(map(str, index or ())) + "}"
+
+
+class Donation(NamedTuple):
+    """One donated buffer of an entry parameter, as the module before
+    optimizations marks it (jax's ``donate_argnums`` / ``donate_argnames``):
+    ``parameter`` and ``shape_index`` (into a tuple parameter), its
+    ``shape`` (with the layout the compiled program takes it in) and
+    ``bytes`` (its buffer on this platform, padding included: what XLA
+    compares); ``aliased``: an output reuses it in the compiled program, at
+    ``output_index``; else ``reason`` (why XLA could not, in terms of the
+    program's outputs) and ``fix`` (what would make the donation usable).
+    ``marked``: ``"input_output_alias"`` when jax paired it with an output of
+    its own type itself, ``"buffer_donor"`` when it left the choice to XLA;
+    ``why``: the reason as one word of :data:`DONATION_WHY` (``None`` when
+    aliased)."""
+
+    parameter: int
+    shape_index: Tuple[int, ...]
+    shape: Optional[str]
+    bytes: Optional[int]
+    aliased: bool
+    output_index: Optional[Tuple[int, ...]]
+    reason: Optional[str]
+    fix: Optional[str]
+    marked: str
+    why: Optional[str] = None
+
+    @property
+    def label(self) -> str:
+        """``parameter 1`` (``parameter 1{0}`` in a tuple)."""
+        return f"parameter {self.parameter}" + (_index_text(self.shape_index)
+                                                 if self.shape_index else "")
+
+    def to_json(self) -> dict:
+        return {"parameter": self.parameter, "shape_index": list(self.shape_index),
+                "shape": self.shape, "bytes": self.bytes, "aliased": self.aliased,
+                "output_index": None if self.output_index is None else list(self.output_index),
+                "reason": self.reason, "why": self.why, "fix": self.fix, "marked": self.marked}
+
+
+class LayoutCopy(NamedTuple):
+    """An instruction whose only effect is to change a value's layout or
+    tiling: ``instruction`` (a ``copy``, a ``transpose`` that moves every
+    element, or a fusion wrapping one: ``opcode``), in ``computation``
+    (``None``: the entry), ``bytes`` (its result's buffer, padded),
+    ``operand``, ``source`` and ``target`` (the array's shape with its layout
+    before and after: JSON ``from`` / ``to``), ``live_at_peak`` (its result
+    is among the buffers live at the peak; ``None`` without a peak);
+    ``made_by``: the entry layout that made it (``"parameter 0"``, ``"output
+    {1}"``; ``None`` for a copy between two instructions whose layouts XLA
+    chose), ``requested`` (that layout is not the one XLA gives the shape by
+    default: a jax ``Format``), ``cause`` (one sentence) and ``fix`` (what
+    to request instead; ``None`` when no layout a program requests avoids it)."""
+
+    instruction: str
+    opcode: str
+    computation: Optional[str]
+    bytes: Optional[int]
+    operand: Optional[str]
+    source: str
+    target: str
+    live_at_peak: Optional[bool]
+    made_by: Optional[str]
+    requested: Optional[bool]
+    cause: str
+    fix: Optional[str]
+
+    def to_json(self) -> dict:
+        return {"instruction": self.instruction, "opcode": self.opcode,
+                "computation": self.computation, "bytes": self.bytes, "operand": self.operand,
+                "from": self.source, "to": self.target, "live_at_peak": self.live_at_peak,
+                "made_by": self.made_by, "requested": self.requested, "cause": self.cause,
+                "fix": self.fix}
+
+
+class SpaceMove(NamedTuple):
+    """A copy between memory spaces: ``instruction`` (a ``copy-start``, whose
+    ``copy-done`` is ``done``; or a synchronous ``copy``), in ``computation``
+    (``None``: the entry), ``bytes`` (the destination buffer), ``from_space``
+    / ``to_space`` (``S(n)``), the ``operand`` moved and its ``shape`` at
+    the destination; ``kind``: ``"to-host"`` / ``"from-host"`` (host
+    offload, ``S(5)``), ``"prefetch"`` / ``"eviction"`` (into and out of
+    on-chip memory, XLA's memory-space assignment), else ``"move"``."""
+
+    instruction: str
+    done: Optional[str]
+    computation: Optional[str]
+    bytes: Optional[int]
+    from_space: int
+    to_space: int
+    operand: Optional[str]
+    shape: str
+    kind: str
+
+    def to_json(self) -> dict:
+        return {"instruction": self.instruction, "done": self.done,
+                "computation": self.computation, "bytes": self.bytes,
+                "from_space": self.from_space, "to_space": self.to_space,
+                "operand": self.operand, "shape": self.shape, "kind": self.kind}
+
+
+class ModuleAudit:
+    """What XLA did with a module's buffers (:mod:`xlashape.memory.audit`):
+    ``donations`` (:class:`Donation`, in parameter order), ``layout_copies``
+    (:class:`LayoutCopy`, largest first), ``space_moves`` (:class:`SpaceMove`,
+    in program order), ``donations_from`` (``"before optimizations"``: the
+    module jax handed XLA; ``"after optimizations"``: the dump holds no such
+    module, so the donations are the compiled module's aliases and the
+    donors left over; ``None`` without a module header) and ``notes``."""
+
+    def __init__(self):
+        self.donations: List[Donation] = []
+        self.layout_copies: List[LayoutCopy] = []
+        self.space_moves: List[SpaceMove] = []
+        self.donations_from: Optional[str] = None
+        self.notes: List[str] = []
+
+    @property
+    def unused_donations(self) -> List[Donation]:
+        return [d for d in self.donations if not d.aliased]
+
+    @property
+    def host_moves(self) -> List[SpaceMove]:
+        return [m for m in self.space_moves if m.kind in ("to-host", "from-host")]
+
+    def something_to_say(self) -> bool:
+        """A donation no output reuses, a layout copy or a move to or from
+        host memory: what a user may want to act on (XLA's own moves in
+        on-chip memory alone are not)."""
+        return bool(self.unused_donations or self.layout_copies or self.host_moves)
+
+    def to_json(self) -> dict:
+        return {"donations": [d.to_json() for d in self.donations],
+                "donations_from": self.donations_from,
+                "layout_copies": [c.to_json() for c in self.layout_copies],
+                "space_moves": [m.to_json() for m in self.space_moves],
+                "notes": list(self.notes)}
+
+    def __repr__(self):
+        return (f"<ModuleAudit: {len(self.donations)} donations "
+                f"({len(self.unused_donations)} unused), {len(self.layout_copies)} layout copies, "
+                f"{len(self.space_moves)} moves between memory spaces>")

@@ -831,17 +831,24 @@ def refused_what_if(edits, why: str) -> WhatIf:
     return out
 
 
-def judge_what_if(w: WhatIf, limit_bytes: int, limit_name: str) -> Optional[Verdict]:
+def judge_what_if(w: WhatIf, limit_bytes: int, limit_name: str, *,
+                  limit_basis: Optional[str] = None, device_platform: Optional[str] = None,
+                  module_platform: Optional[str] = None) -> Optional[Verdict]:
     """The :class:`~xlashape.memory.verdict.Verdict` of a prediction: its
     device-memory peak (its ``peak_memory_in_bytes`` when that is the same)
-    against ``limit_bytes``."""
+    against ``limit_bytes``; ``limit_basis``, ``device_platform`` and
+    ``module_platform`` as :func:`~xlashape.memory.verdict.judge` gives
+    them."""
     dev = w.after.get("device_memory_peak_bytes")
     peak = w.after.get("peak_memory_in_bytes")
     if dev is None and peak is None:
         return None
     if dev is None or dev == peak:
-        return Verdict(peak, limit_bytes, "peak_memory_in_bytes", limit_name)
-    return Verdict(dev, limit_bytes, "device_memory_peak_bytes", limit_name)
+        peak_name = "peak_memory_in_bytes"
+    else:
+        peak, peak_name = dev, "device_memory_peak_bytes"
+    return Verdict(peak, limit_bytes, peak_name, limit_name, limit_basis, device_platform,
+                   module_platform)
 
 
 def fix_prediction(mm, rec, allocation_index: int, size_in_bytes: int, opts,

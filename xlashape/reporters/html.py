@@ -316,14 +316,9 @@ def _card(key: str, value, why: Optional[str] = None) -> str:
 def _verdict_html(v) -> str:
     if v is None:
         return ""
-    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
-    if v.fits:
-        text = (f"fits: peak {_b(v.peak_bytes)}{what} of {_b(v.limit_bytes)} "
-                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
-        return f'<div class="verdict fits">{esc(text)}</div>'
-    text = (f"does not fit by {_b(-v.margin_bytes)}: peak {_b(v.peak_bytes)}{what} of "
-            f"{_b(v.limit_bytes)} on {v.limit_name}")
-    return f'<div class="verdict nofit">{esc(text)}</div>'
+    first, *rest = v.lines()
+    return (f'<div class="verdict {"fits" if v.fits else "nofit"}">{esc(first)}</div>'
+            + "".join(f'<div class="note">{esc(x.strip())}</div>' for x in rest))
 
 
 def _space_name(color: int) -> str:
@@ -523,17 +518,97 @@ def _padding_section(m, out: List[str]) -> None:
         out.append("</ul></div>")
 
 
+_MOVE_KINDS = {"to-host": "to host memory", "from-host": "back from host memory",
+               "prefetch": "into on-chip memory", "eviction": "out of on-chip memory",
+               "move": "between other memory spaces"}
+
+
+def _audit_section(m, out: List[str], limit: int = 200) -> None:
+    """What XLA did with the buffers (the module's audit): its donations,
+    layout copies and moves between memory spaces, each a table; nothing
+    when the module has none of them."""
+    a = getattr(m, "audit", None)
+    if a is None or not (a.donations or a.layout_copies or a.space_moves):
+        return
+    out.append("<h3>What XLA did with your buffers</h3>")
+    if a.donations:
+        unused = a.unused_donations
+        out.append(f'<div class="note">{len(a.donations):,} donated buffer'
+                   f'{"s" if len(a.donations) != 1 else ""}, {len(a.donations) - len(unused):,} '
+                   f'reused by an output, {len(unused):,} not</div>')
+        out.append('<table class="sortable"><thead><tr><th>donated</th><th>bytes</th>'
+                   '<th>shape</th><th>reused by</th><th>why not, and the fix</th></tr></thead>'
+                   '<tbody>')
+        for d in a.donations[:limit]:
+            by = ("output {" + ",".join(map(str, d.output_index)) + "}") if d.aliased else "-"
+            why = "" if d.aliased else f"{d.reason}. Fix: {d.fix}." if d.fix else d.reason or ""
+            out.append(f'<tr><td>{esc(d.label)}</td><td class="n" data-v="{d.bytes or 0}">'
+                       f'{esc(_b(d.bytes))}</td><td class="mono">{esc(d.shape or "")}</td>'
+                       f'<td>{esc(by)}</td><td>{esc(why)}</td></tr>')
+        out.append("</tbody></table>")
+    if a.layout_copies:
+        total = sum(c.bytes or 0 for c in a.layout_copies)
+        out.append(f'<div class="note">{len(a.layout_copies):,} cop'
+                   f'{"ies" if len(a.layout_copies) != 1 else "y"} made only to change a layout, '
+                   f'{esc(_b(total))}</div>')
+        out.append('<table class="sortable"><thead><tr><th>instruction</th><th>bytes</th>'
+                   '<th>from</th><th>to</th><th>live at the peak</th><th>made by</th>'
+                   '<th>why, and the fix</th></tr></thead><tbody>')
+        for c in a.layout_copies[:limit]:
+            live = {True: "yes", False: "no", None: "?"}[c.live_at_peak]
+            why = c.cause + (f". Fix: {c.fix}." if c.fix else "")
+            out.append(f'<tr><td class="mono">{esc(c.instruction)}</td><td class="n" '
+                       f'data-v="{c.bytes or 0}">{esc(_b(c.bytes))}</td><td class="mono">'
+                       f'{esc(c.source)}</td><td class="mono">{esc(c.target)}</td><td>{live}</td>'
+                       f'<td>{esc(c.made_by or "-")}</td><td>{esc(why)}</td></tr>')
+        out.append("</tbody></table>")
+    if a.space_moves:
+        host = a.host_moves
+        out.append(f'<div class="note">{len(a.space_moves):,} move'
+                   f'{"s" if len(a.space_moves) != 1 else ""} between memory spaces'
+                   + (f', {len(host):,} to or from host memory' if host else '') + '</div>')
+        out.append('<table class="sortable"><thead><tr><th>move</th><th>bytes</th><th>from</th>'
+                   '<th>to</th><th>what</th><th>moved</th></tr></thead><tbody>')
+        for mv in a.space_moves[:limit]:
+            name = mv.instruction + (f" / {mv.done}" if mv.done else "")
+            out.append(f'<tr><td class="mono">{esc(name)}</td><td class="n" '
+                       f'data-v="{mv.bytes or 0}">{esc(_b(mv.bytes))}</td>'
+                       f'<td>{esc(_space_name(mv.from_space))}</td>'
+                       f'<td>{esc(_space_name(mv.to_space))}</td>'
+                       f'<td>{esc(_MOVE_KINDS.get(mv.kind, mv.kind))}</td>'
+                       f'<td class="mono">{esc(mv.operand or "")}</td></tr>')
+        out.append("</tbody></table>")
+    for n in a.notes:
+        out.append(f'<div class="note">{esc(n)}</div>')
+
+
 def _oom_section(m, out: List[str]) -> None:
     o = m.oom
-    out.append('<div class="note"><b>No heap over program order:</b> an out-of-memory report '
-               'lists the allocations the compiler could not place, not the schedule, so there is '
-               'no program order to draw. The dump of the same program (XLA_FLAGS='
-               '--xla_dump_to=DIR) has it: <code>xlashape memory DIR --html</code>.</div>')
+    what = ("an XLA:GPU out-of-memory error says what could not be allocated"
+            if o.form == "gpu" else
+            "an out-of-memory report lists the allocations the compiler could not place")
+    out.append(f'<div class="note"><b>No heap over program order:</b> {what}, not the '
+               'schedule, so there is no program order to draw. The dump of the same program '
+               '(XLA_FLAGS=--xla_dump_to=DIR) has it: <code>xlashape memory DIR --html</code>.'
+               '</div>')
     if o.used is not None and o.limit is not None:
         ex = f": {_b(o.excess)} too much" if o.excess is not None else ""
         out.append(f'<div class="verdict nofit">{esc(o.memory_space)}: needs {esc(_b(o.used))} of '
                    f'{esc(_b(o.limit))}{esc(ex)}</div>')
     out.append(f'<div class="note">{esc(o.note)}</div>')
+    at = getattr(o, "autotune", None)
+    if at is not None and at.failed:
+        out.append('<div class="note"><b>Instructions the autotuner could not configure:</b><ul>'
+                   + "".join(f"<li><code>{esc(f.name)}</code> <code>{esc(f.shape or '?')}</code>"
+                             f" ({esc(_b(f.size_in_bytes))}): {f.configs_failed} configurations "
+                             f"failed, {f.out_of_memory} out of memory</li>" for f in at.failed)
+                   + "</ul></div>")
+    advice = getattr(o, "advice", ())
+    if advice:
+        out.append('<div class="note"><b>What to do:</b><ul>'
+                   + "".join(f"<li>{esc(a)}</li>" for a in advice) + "</ul></div>")
+    for n in m.notes:
+        out.append(f'<div class="note">{esc(n)}</div>')
 
 
 def _module_section(m, out: List[str], verdict) -> None:
@@ -600,6 +675,7 @@ def _module_section(m, out: List[str], verdict) -> None:
                    'assignment and the live ranges of a dump (XLA_FLAGS=--xla_dump_to=DIR writes '
                    '*-buffer-assignment.txt and *-live-range.txt).</div>')
     _padding_section(m, out)
+    _audit_section(m, out)
     out.extend(prediction_html(m, verdict, esc))
     _alloc_table(m, out)
     for w in m.warnings[:20]:
