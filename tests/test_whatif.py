@@ -13,6 +13,7 @@ figures on every dump of the corpora.
 """
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -189,6 +190,54 @@ def test_the_json_is_a_prediction_and_the_views_say_so(tmp_path):
     html = page.read_text()
     assert "Predictions (xlashape's, not XLA's report)" in html
     assert "What if <code>undonate</code>" in html
+
+
+def test_drop_refuses_what_the_caller_gives_or_takes():
+    """A parameter of the entry or a value of the program's output cannot be
+    dropped (no rematerialization or fusion removes them): refused with why,
+    the figures unchanged. In this dump (read from its module text below)
+    w.1 is parameter 0 and the root tuple holds multiply_subtract_fusion,
+    which shares allocation 0 with wrapped_tanh, a temporary XLA put there."""
+    dump = PAIRS / "cpu_donation" / "b" / "dump"
+    text = next(dump.glob("*after_optimizations.txt")).read_text()
+    assert "ENTRY %main.2 (w.1: f32[1024,1024]" in text
+    assert "ROOT %tuple.1 = (f32[1024,1024]{1,0}, f32[]) tuple(%multiply_subtract_fusion, " \
+           "%ynn_fusion)" in text
+    for name, why in (("w.1", "an entry parameter"),
+                      ("multiply_subtract_fusion", "the program's output"),
+                      ("ynn_fusion", "the program's output"), ("tuple.1", "the program's output")):
+        _, w = _what_if(dump, [f"drop:{name}"])
+        assert not w.applied and len(w.refused) == 1, name
+        assert w.refused[0].startswith(f"drop:{name}: {name} is {why}"), w.refused
+        assert w.after == w.before
+    _, w = _what_if(dump, ["drop:wrapped_tanh"])
+    assert w.applied and not w.refused
+
+
+def test_the_report_of_a_prediction_fits_the_terminal_and_judges_like_the_module():
+    """At 80 columns every line of the predictions' section fits (the
+    undonate edit of the SGD step lists eight aliases), and its verdict is
+    worded as the module's: the peak XLA reported for the same step
+    compiled without donation, against the limit."""
+    from xlashape.tiling import format_bytes
+    dump = corpora.DATA / "cpu_corpus" / "sgd_donated" / "dump"
+    peak = _ma(corpora.DATA / "diff_pairs" / "sgd_not_donated")["peak_memory_in_bytes"]
+    limit = 200 << 20
+    env = dict(os.environ, COLUMNS="80")
+    out = subprocess.run([sys.executable, "-m", "xlashape", "memory", str(dump), "--what-if",
+                          "undonate", "--what-if", "drop:grads_0_.1", "--limit", "200M",
+                          "--top", "0"], capture_output=True, text=True, check=True,
+                         cwd=str(ROOT), env=env).stdout.splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("what if undonate"))
+    section = out[start:]
+    assert len(section) > 8
+    assert all(len(line) <= 80 for line in section), [x for x in section if len(x) > 80]
+    joined = " ".join(line.strip() for line in section)
+    for n in range(8):
+        assert f"parameter {n} -> output {{{n}}}" in joined
+    assert "not applied: drop:grads_0_.1: grads_0_.1 is an entry parameter" in joined
+    assert (f"  predicted: does not fit by {format_bytes(peak - limit)}: peak "
+            f"{format_bytes(peak)} of {format_bytes(limit)} on --limit 200M") in section
 
 
 def test_the_verdict_of_a_prediction():

@@ -23,7 +23,8 @@ rules (:mod:`xlashape.memory.peak`). Edits (:func:`parse_edit`):
     whole shape ``f32[8,128]{1,0}``);
 ``drop:NAME``
     instruction ``NAME``'s buffers are gone (as rematerialization or a fusion
-    would make them).
+    would make them); refused for an entry parameter or a value of the
+    program's output.
 
 It is a prediction under stated assumptions (:data:`ASSUMPTIONS`): XLA keeps
 the schedule, the fusions and the sharing decisions it made, and only the
@@ -188,6 +189,30 @@ def _values_named(model: HeapModel, name: str) -> List[int]:
     return [vid for vid, v in model.values.items() if v.name == name]
 
 
+def _kept_by_caller(model: HeapModel, ids) -> Optional[str]:
+    """Why the values ``ids`` cannot be dropped (an entry parameter, the
+    program's output: a value at the entry's root, the root's tuple too), or
+    ``None``: from the values file's positions, else from the
+    allocations' parameter mark."""
+    entry = model.rec.entry
+    root = entry.root[0] if entry is not None and entry.root is not None else None
+    params = {name for name, _ in entry.params.values()} if entry is not None else set()
+    records = model.value_records or {}
+    parameter_values = {v.id for a in model.rec.allocations or () if kind_of(a) == PARAMETER
+                        for v in a.values}
+    for vid in ids:
+        r = records.get(vid)
+        if r is None:
+            if vid in parameter_values:
+                return "an entry parameter (the caller gives it)"
+            continue
+        if r.opcode == "parameter" and r.positions and r.positions[0][0] in params:
+            return "an entry parameter (the caller gives it)"
+        if root is not None and any(p[0] == root for p in r.positions):
+            return "the program's output (the caller takes it)"
+    return None
+
+
 def _resized(shape, target: PrimitiveType, platform: Optional[str], chip):
     """``shape`` holding ``target`` elements (on TPU with the tiling XLA gives
     ``target`` where ``shape`` has XLA's default tiling), or ``None``."""
@@ -223,6 +248,11 @@ def _apply(state: _State, edit: Edit, out: WhatIf, mm, opts) -> None:
         if not ids:
             out.refused.append(f"{edit.text}: no buffer of the buffer assignment is defined by "
                                f"{edit.name!r}")
+            return
+        kept = _kept_by_caller(model, ids)
+        if kept is not None:
+            out.refused.append(f"{edit.text}: {edit.name} is {kept}: neither rematerialization "
+                               "nor a fusion removes it")
             return
         state.dropped.update(ids)
         for a in state.allocs:

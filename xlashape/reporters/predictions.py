@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Callable, List, Optional
 
 from ..tiling import format_bytes
+from .tables import text_width, wrapped
 
 __all__ = ["prediction_lines", "prediction_html", "before_after"]
 
@@ -55,50 +56,53 @@ def _packing_line(m) -> Optional[str]:
     return text
 
 
-def prediction_lines(m, verdict=None) -> List[str]:
+def prediction_lines(m, verdict=None, width: Optional[int] = None) -> List[str]:
     """The report's lines about the module's packing, the peak after each
     padding fix, and the what-if (``verdict``: the module's, whose limit the
-    predictions are judged against)."""
+    predictions are judged against), their sentences wrapped for a terminal
+    ``width`` characters wide (at most 100)."""
+    w = text_width(width)
     out: List[str] = []
     line = _packing_line(m)
     if line:
-        out.append(line)
+        out.extend(wrapped(line, w, ""))
         for p in m.packing:
             if p.size_in_bytes is None:
-                out.append(f"  allocation {p.allocation} (S({p.color})) not rebuilt: {p.reason}")
+                out.extend(wrapped(f"allocation {p.allocation} (S({p.color})) not rebuilt: "
+                                   f"{p.reason}", w))
             elif p.order_note and not p.equal_to_dump:
-                out.append(f"  allocation {p.allocation} (S({p.color})): {p.order_note}")
+                out.extend(wrapped(f"allocation {p.allocation} (S({p.color})): {p.order_note}", w))
     for f in getattr(m, "fix_predictions", ()) or ():
-        out.append(f"prediction: apply the fix of allocation {f.allocation} ({f.fix.kind}) and "
-                   f"{f.peak_name} becomes {before_after(f.before, f.after)}"
-                   f"{_fits(f.after, verdict)}")
-    w = getattr(m, "what_if", None)
-    if w is None:
+        out.extend(wrapped(f"prediction: apply the fix of allocation {f.allocation} "
+                           f"({f.fix.kind}) and {f.peak_name} becomes "
+                           f"{before_after(f.before, f.after)}{_fits(f.after, verdict)}", w, ""))
+    w_if = getattr(m, "what_if", None)
+    if w_if is None:
         return out
-    out.append(f"what if {', '.join(w.edits)} (a prediction by xlashape, not XLA's report):")
+    out.extend(wrapped(f"what if {', '.join(w_if.edits)} (a prediction by xlashape, not XLA's "
+                       "report):", w, ""))
     for k in _SHOWN:
-        if k not in w.after and k not in w.before:
+        if k not in w_if.after and k not in w_if.before:
             continue
-        before, after = w.before.get(k), w.after.get(k)
-        if k == "device_memory_peak_bytes" and after == w.after.get("peak_memory_in_bytes"):
+        before, after = w_if.before.get(k), w_if.after.get(k)
+        if k == "device_memory_peak_bytes" and after == w_if.after.get("peak_memory_in_bytes"):
             continue
-        if before is None and after is None and w.refused and not w.applied:
+        if before is None and after is None and w_if.refused and not w_if.applied:
             continue
-        line = f"  {k:28} {before_after(before, after)}"
-        if after is None and k in w.reasons:
-            line += f"  ({w.reasons[k]})"
-        out.append(line)
-    for a in w.applied:
-        out.append(f"  applied: {a}")
-    for r in w.refused:
-        out.append(f"  not applied: {r}")
-    if w.verdict is not None:
-        v = w.verdict
-        state = ("fits" if v.fits else f"does not fit by {format_bytes(-v.margin_bytes)}")
-        out.append(f"  predicted: {state}: {v.peak_name} {format_bytes(v.peak_bytes)} of "
-                   f"{format_bytes(v.limit_bytes)} on {v.limit_name}")
-    for a in w.assumptions:
-        out.append(f"  assumes: {a}")
+        out.append(f"  {k:28} {before_after(before, after)}")
+        if after is None and k in w_if.reasons:
+            out.extend(wrapped(f"({w_if.reasons[k]})", w, "    "))
+    for a in w_if.applied:
+        out.extend(wrapped(f"applied: {a}", w))
+    for r in w_if.refused:
+        out.extend(wrapped(f"not applied: {r}", w))
+    if w_if.verdict is not None:
+        first, *rest = w_if.verdict.lines()
+        out.extend(wrapped(f"predicted: {first}", w))
+        for extra in rest:
+            out.extend(wrapped(extra.strip(), w, "    "))
+    for a in w_if.assumptions:
+        out.extend(wrapped(f"assumes: {a}", w))
     return out
 
 
@@ -140,10 +144,10 @@ def prediction_html(m, verdict, esc: Callable[[object], str]) -> List[str]:
     if w.verdict is not None:
         v = w.verdict
         cls = "fits" if v.fits else "nofit"
-        state = ("fits" if v.fits else f"does not fit by {format_bytes(-v.margin_bytes)}")
-        out.append(f'<div class="verdict {cls}">predicted: {esc(state)}: {esc(v.peak_name)} '
-                   f'{esc(format_bytes(v.peak_bytes))} of {esc(format_bytes(v.limit_bytes))} on '
-                   f'{esc(v.limit_name)}</div>')
+        out.append(f'<div class="verdict {cls}">'
+                   + "<br>".join(esc(("predicted: " if i == 0 else "") + line.strip())
+                                 for i, line in enumerate(v.lines()))
+                   + '</div>')
     items = ([f"applied: {a}" for a in w.applied] + [f"not applied: {r}" for r in w.refused]
              + [f"assumes: {a}" for a in w.assumptions])
     out.append('<ul class="why">' + "".join(f"<li>{esc(i)}</li>" for i in items) + "</ul>")
