@@ -175,6 +175,9 @@ class _State:
         self.dropped: set = set()
         self.units_changed = False
         self.unedited = False             # set by _base_figures: no edit applied
+        #: the values' live ranges as the edits leave them (the dump's until
+        #: an edit moves one: :func:`_evictions`)
+        self.ranges: Dict[int, Tuple[int, int]] = model.ranges
 
     def alloc_size(self, a: _Alloc) -> int:
         ids = [i for i in a.ids if i not in self.dropped]
@@ -531,6 +534,14 @@ def _evictions(state: _State, outputs) -> List[str]:
                and v.color in msa]
         if not src:
             continue
+        # the producer writes the output where the VMEM value was made: the
+        # output lives from there (a temporary that ended there no longer
+        # takes its memory)
+        starts = [state.ranges[i][0] for i in src if i in state.ranges]
+        if starts and vid in state.ranges and min(starts) < state.ranges[vid][0]:
+            if state.ranges is model.ranges:
+                state.ranges = dict(model.ranges)
+            state.ranges[vid] = (min(starts), state.ranges[vid][1])
         state.dropped.update(src)
         state.dropped.update(i for i, v in model.values.items()
                              if v.name == copy_name and i != vid)
@@ -623,7 +634,7 @@ def _replayed(state: _State):
                       positions=getattr(model.layout, "positions", None))
     sharing = model.sharing or OperandSharing(model.value_records, rec.facts.module(),
                                               model.platform)
-    allocs, deferred = first_pass(buffers, model.ranges, sharing, rec.live.sequence,
+    allocs, deferred = first_pass(buffers, state.ranges, sharing, rec.live.sequence,
                                   dropped=state.dropped,
                                   preset_colors=MSA_COLORS.get(model.platform or "", ()))
     return buffers, allocs, deferred
@@ -718,7 +729,8 @@ def _figures_of(state: _State, mm, statics, heap_ids) -> _Figures:
     elif state.unedited and _same_heaps(heap_ids, model.heap_ids()):
         packed = model.pack()              # the dump's sizes: the packing --packing made
     else:
-        packed = model.pack(size_of=size_of, heap_ids=heap_ids)
+        packed = model.pack(size_of=size_of, heap_ids=heap_ids,
+                            ranges=None if state.ranges is model.ranges else state.ranges)
     temp = 0
     heap_peak: Dict[int, int] = {}
     temp_known = model.reason is None
@@ -753,8 +765,10 @@ def _figures_of(state: _State, mm, statics, heap_ids) -> _Figures:
     static = sum(fixed.values())
     device_peak = None
     if platform == "cpu":
+        # XLA:CPU's figure leaves the temporaries out; device memory holds
+        # them too, at their heap's highest point (the module's own peak: peak.py)
         f["peak_memory_in_bytes"] = static
-        device_peak = fixed.get(0, 0)
+        device_peak = fixed.get(0, 0) + heap_peak.get(0, 0) if temp_known else None
     elif "peak_memory_in_bytes" in reasons:
         f["peak_memory_in_bytes"] = None
     else:
