@@ -17,7 +17,8 @@ from typing import List, Optional
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
 from ..tiling import format_bytes, format_bytes_apart
-from .tables import Table
+from .predictions import prediction_lines
+from .tables import Table, text_width, wrapped as _wrapped
 
 __all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
            "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix", "audit_lines"]
@@ -105,6 +106,7 @@ def report_lines(result, modules, display: str, top: int, verdicts=None,
         v = (verdicts or {}).get(id(m))
         if v is not None:
             out.extend(v.lines())
+        out.extend(prediction_lines(m, v, width))
     return out
 
 
@@ -205,11 +207,6 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
         out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
                    "value, tuple tables and thread-local scratch too: not memory_analysis()'s)")
     return out
-
-
-def _wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False, break_long_words=False)
 
 
 _BARS = " ▁▂▃▄▅▆▇█"
@@ -710,7 +707,7 @@ def audit_lines(m, top: int = 5, width: Optional[int] = None) -> List[str]:
     if a is None or not a.something_to_say():
         return []
     n = max(top, 1)
-    w = 100 if width is None else max(min(width, 100), 40)
+    w = text_width(width)
     out = ["what XLA did with your buffers:"]
     if a.donations:
         unused = a.unused_donations
