@@ -58,13 +58,34 @@ def test_the_quoted_string_pattern_is_the_plain_alternation(text):
                 assert (m and m.end()) == (n and n.end())
 
 
+def _layout_follows(text, at):
+    """Independently: blanks and comments (each ends at its first "*/", as
+    XLA's lexer ends it) from ``at``, then "{", blanks and a digit or ":"."""
+    i = at
+    while True:
+        while i < len(text) and text[i] in " \t\n\r\f\v":
+            i += 1
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return None
+            i = end + 2
+            continue
+        break
+    if not text.startswith("{", i):
+        return None
+    i += 1
+    while i < len(text) and text[i] in " \t\n\r\f\v":
+        i += 1
+    return i + 1 if i < len(text) and text[i] in "0123456789:" else None
+
+
 @settings(max_examples=3000, deadline=None)
 @given(st.text(alphabet=" \n/*{0:x", max_size=24))
-def test_the_layout_lookahead_is_the_plain_alternation(text):
-    old = re.compile(r"(?:\s|/\*.*?\*/)*\{\s*[0-9:]", re.S)
+def test_the_layout_lookahead_skips_blanks_and_comments_as_xla_does(text):
     for at in range(len(text) + 1):
-        m, n = old.match(text, at), hlo_syntax._LAYOUT_FOLLOWS.match(text, at)
-        assert (m and m.end()) == (n and n.end())
+        n = hlo_syntax._LAYOUT_FOLLOWS.match(text, at)
+        assert (n and n.end()) == _layout_follows(text, at)
 
 
 @settings(max_examples=3000, deadline=None)
@@ -203,9 +224,23 @@ resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
 reports = oom_report.read_oom_reports(lines)
 resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
 assert len(reports) == 1 and ("ab " * 3 + "ab") in list(reports[0].usage)[0], reports[0].usage
-# a shape followed by 8 MB of blanks, read where the reader reads an operand
+# shapes with an 8 MB NxN or padding token where a dimension belongs: refused
+from xlashape import hlo_text
+from xlashape.errors import HloParseError
+for bad in ("f32[" + "1x" * 4_000_000 + "1]", "f32[0_0" + "x0_0" * 2_000_000 + "]"):
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+    try:
+        hlo_text.parse_shape(bad)
+    except HloParseError:
+        pass
+    else:
+        raise AssertionError("parsed")
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+# a shape followed by 8 MB of blanks or of comments, read where the reader
+# reads an operand
 from xlashape import hlo_syntax
-text = "f32[4]" + " " * 8_000_000 + "{0} %p"
+text = "f32[4]" + " " * 4_000_000 + "/**/" * 1_000_000 + "{0} %p"
 soft, hard = resource.getrlimit(resource.RLIMIT_AS)
 resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
 shape, end = hlo_syntax._shape_at(text, 0, {})

@@ -19,7 +19,12 @@ them (see :mod:`xlashape.memory.account` for each rule):
   source line of each instruction, and a warning for any value whose size
   differs from xlashape's size of its shape;
 - from an out-of-memory report, the limit, the excess, the listed
-  allocations, and whether the program would fit without padding.
+  allocations, and whether the program would fit without padding;
+- with ``packing=True``, xlashape's own packing of each temporary allocation
+  as XLA's heap simulator does it (:mod:`~xlashape.memory.packing`), and
+  with ``what_if=[...]`` a prediction of the figures after edits -- a
+  donation undone or made, another element type, another layout, a buffer
+  dropped (:mod:`~xlashape.memory.whatif`) -- never shown as XLA's numbers.
 
 Every allocation with padding says why (:func:`xlashape.padding.padding_report`:
 which dimension and tile level) and what would make it smaller.
@@ -51,11 +56,12 @@ from ..sizes import (HOST_MEMORY_SPACE, buffer_size, normalize_chip, tuple_table
                      unpadded_size)
 from .analyze import EXAMPLE_DUMP, PLATFORMS, analyze, match_oom_dump
 from .figures import PEAK_FIELDS
-from .model import (Allocation, GpuOomSummary, MemoryAnalysis, ModuleMemory, OomSummary,
-                    PaddingExplanation, PeakAnalysis, PeakBuffer, ValueInfo, explain_padding,
-                    space_label)
+from .model import (Allocation, FixPrediction, GpuOomSummary, MemoryAnalysis, ModuleMemory,
+                    OomSummary, PackedAllocation, PackedValue, PaddingExplanation, PeakAnalysis,
+                    PeakBuffer, ValueInfo, WhatIf, explain_padding, space_label)
 from .peak import VERIFIED
 from .verdict import Verdict, judge, module_peak, parse_size
+from .whatif import judge_what_if, parse_edit
 
 __all__ = [
     "analyze",
@@ -70,6 +76,12 @@ __all__ = [
     "PeakBuffer",
     "Verdict",
     "judge",
+    "judge_what_if",
+    "parse_edit",
+    "PackedAllocation",
+    "PackedValue",
+    "WhatIf",
+    "FixPrediction",
     "module_peak",
     "parse_size",
     "PEAK_FIELDS",

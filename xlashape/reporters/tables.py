@@ -5,9 +5,28 @@ command's start-up imports it."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
-__all__ = ["Table", "clip_middle"]
+__all__ = ["Table", "clip_middle", "wrapped", "text_width"]
+
+
+def text_width(width: Optional[int]) -> int:
+    """The width the views wrap their sentences at on a terminal ``width``
+    characters wide (``None``: no terminal): at most 100, at least 40."""
+    return 100 if width is None else max(min(width, 100), 40)
+
+
+def wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
+    """``text`` in lines of at most ``width`` characters (a word longer than
+    that on a line of its own, never cut), the first indented by
+    ``indent``, the others by two more spaces.
+
+    >>> wrapped("applied: parameter 0 -> output {0}, parameter 1 -> output {1}", 40)
+    ['  applied: parameter 0 -> output {0},', '    parameter 1 -> output {1}']
+    """
+    import textwrap      # only where a view wraps (the command's start-up imports this module)
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+                         break_on_hyphens=False, break_long_words=False)
 
 
 def clip_middle(text: str, n: Optional[int]) -> str:

@@ -18,7 +18,8 @@ from ..memory.diff import memory_bytes, shared
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
 from ..tiling import format_bytes, format_bytes_apart
-from .tables import Table, clip_middle as _clip_middle
+from .predictions import prediction_lines
+from .tables import Table, clip_middle as _clip_middle, text_width, wrapped as _wrapped
 
 __all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
            "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix", "audit_lines"]
@@ -106,6 +107,7 @@ def report_lines(result, modules, display: str, top: int, verdicts=None,
         v = (verdicts or {}).get(id(m))
         if v is not None:
             out.extend(v.lines())
+        out.extend(prediction_lines(m, v, width))
     return out
 
 
@@ -188,8 +190,7 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
             out.append((f"  S({color}) {_clip(space_label(color), 28):<28} highest "
                         f"{fmt_bytes(max(h)):>8}  " + _sparkline(h)).rstrip())
             if color in over:
-                out.extend(_wrapped(over[color].sentence(), 100 if width is None
-                                    else max(min(width, 100), 40), "    "))
+                out.extend(_wrapped(over[color].sentence(), text_width(width), "    "))
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
@@ -227,11 +228,6 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
         out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
                    "value, tuple tables and thread-local scratch too: not memory_analysis()'s)")
     return out
-
-
-def _wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False, break_long_words=False)
 
 
 _BARS = " ▁▂▃▄▅▆▇█"
@@ -760,7 +756,7 @@ def audit_lines(m, top: int = 5, width: Optional[int] = None) -> List[str]:
     if a is None or not a.something_to_say():
         return []
     n = max(top, 1)
-    w = 100 if width is None else max(min(width, 100), 40)
+    w = text_width(width)
     out = ["what XLA did with your buffers:"]
     if a.donations:
         unused = a.unused_donations
