@@ -565,3 +565,19 @@ def test_the_terminals_op_paths_keep_buffers_without_metadata_apart():
         if r is not noop and "more op paths" not in r:
             # the jit(train_step)/ the live table's note says is left out
             assert tail in ops or "jit(train_step)/" + tail in ops, r
+
+
+def test_the_figure_lines_wrap_at_the_terminal_width_without_splitting_a_figure():
+    ref = json.loads((DATA / "tpu_corpus" / "example_conv_rgb" / "memory_analysis.json")
+                     .read_text())["memory_analysis"]
+    for columns in (60, 80):
+        out = run("memory", "--example", env={"COLUMNS": str(columns)}).stdout.splitlines()
+        start = next(i for i, l in enumerate(out) if l.startswith("CompiledMemoryStats figures:"))
+        end = next(i for i, l in enumerate(out) if l.startswith("largest allocations"))
+        block = out[start:end]
+        assert all(len(line) <= columns for line in block), block
+        joined = " ".join(line.strip() for line in block)
+        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes"):
+            assert f"{k} {ref[k]}," in joined      # each figure with its value, on one line
+        peak = next(i for i, l in enumerate(out) if l.startswith("peak figures:"))
+        assert len(out[peak]) <= columns and len(out[peak + 1]) <= columns

@@ -271,6 +271,21 @@ def test_the_cli_refuses_a_bad_edit():
     assert p.returncode == 2 and "what-if 'bogus'" in p.stderr
 
 
+def test_the_cli_fails_when_no_edit_applies():
+    dump = str(PAIRS / "cpu_donation" / "a" / "dump")
+    p = subprocess.run([sys.executable, "-m", "xlashape", "memory", dump, "--top", "0",
+                        "--what-if", "drop:nothing"], capture_output=True, text=True, cwd=str(ROOT))
+    assert p.returncode == 2, p.stderr
+    assert "not applied: drop:nothing" in p.stdout
+    assert "no --what-if edit applied to the module" in p.stderr
+    # one edit that applies is enough (the other is reported, not an error)
+    p = subprocess.run([sys.executable, "-m", "xlashape", "memory", dump, "--top", "0",
+                        "--what-if", "drop:nothing", "--what-if", "undonate"],
+                       capture_output=True, text=True, cwd=str(ROOT))
+    assert p.returncode == 0, p.stderr
+    assert "not applied: drop:nothing" in p.stdout and "applied: undonate" in p.stdout
+
+
 def test_an_oom_report_says_where_the_prediction_can_be_made():
     r = analyze(corpora.DATA / "oom_report.txt", what_if=["undonate"])
     w = r.modules[-1].what_if

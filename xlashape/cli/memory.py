@@ -250,6 +250,13 @@ def run(args) -> int:
         else:
             write_lines(report_lines(result, modules, display, args.top, verdicts,
                                      width=terminal_width()))
+        tried = [m.what_if for m in modules if m.what_if is not None]
+        if tried and not any(w.applied for w in tried):
+            # a typo'd edit must not pass for a prediction that changed nothing
+            warn("no --what-if edit applied to "
+                 + ("the module" if len(tried) == 1 else f"any of the {len(tried)} modules")
+                 + " (see 'not applied' above): the figures are the unedited program's")
+            return 2
         if most is not None:
             over = [(m, module_peak(m)) for m in modules]
             over = [(m, p) for m, p in over if p is not None and p[0] > most]

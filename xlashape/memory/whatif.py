@@ -43,6 +43,7 @@ from ..errors import HloParseError, ShapeValueError, XlaShapeError
 from ..hlo_text import parse_layout, parse_shape
 from ..primitive_types import PrimitiveType, primitive_type_from_name
 from ..sizes import HOST_MEMORY_SPACE
+from ..tiling import format_bytes
 from .assignment import Buffers, check, first_pass
 from .heapsim import trace_peak
 from .model import WhatIf
@@ -320,7 +321,9 @@ def _apply(state: _State, edit: Edit, out: WhatIf, mm, opts) -> None:
     if n == 0 and not kept:
         out.refused.append(f"{edit.text}: no buffer holds {_tname(edit.source)}")
         return
-    out.applied.append(f"{edit.text}: {n} buffers re-sized ({delta:+d} bytes over all of them)")
+    change = ("-" if delta < 0 else "+") + format_bytes(abs(delta))
+    out.applied.append(f"{edit.text}: {n} buffers re-sized ({change} over all of them, "
+                       f"{delta:+d} bytes)")
     gone = _noop_converts(state, edit)
     if gone:
         out.applied.append(f"{edit.text}: {len(gone)} conversions between "

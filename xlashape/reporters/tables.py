@@ -16,6 +16,26 @@ def text_width(width: Optional[int]) -> int:
     return 100 if width is None else max(min(width, 100), 40)
 
 
+def wrapped_items(head: str, items: List[str], width: int = 100) -> List[str]:
+    """``head`` and the ``items`` joined by ", " in lines of at most
+    ``width`` characters, an item never split (``name value`` pairs stay on
+    one line), the lines after the first indented by two spaces.
+
+    >>> wrapped_items("figures:", ["a_size 10", "b_size 20", "c_size 30"], 24)
+    ['figures: a_size 10,', '  b_size 20, c_size 30']
+    """
+    lines, line = [], head
+    for i, item in enumerate(items):
+        piece = item + ("," if i < len(items) - 1 else "")
+        if line.strip() and len(line) + 1 + len(piece) > width:
+            lines.append(line)
+            line = "  " + piece
+        else:
+            line = (line + " " + piece) if line else piece
+    lines.append(line)
+    return lines
+
+
 def wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
     """``text`` in lines of at most ``width`` characters (a word longer than
     that on a line of its own, never cut), the first indented by
