@@ -959,3 +959,17 @@ def test_sizes_compared_that_print_alike_show_their_bytes():
         f"xlashape: warning: {what} grew by 96.02M (151019584 -> 251699264 bytes, +66.7%), "
         "more than --max-growth 90M"
         for what in ("peak_memory_in_bytes", "arguments + outputs + temporaries - aliased")]
+
+
+def test_a_verdict_names_its_figure_in_one_pair_of_brackets():
+    from xlashape.memory.verdict import Verdict
+    # sizes that print the same carry their bytes in brackets: the figure's
+    # name joins them there ("12.00M (12582932 bytes) (device_...)" before)
+    v = Verdict(12582932, 12582912, "device_memory_peak_bytes", "--limit 12M", None, None, None,
+                None, None)
+    assert v.lines()[0] == ("does not fit by 20B: peak 12.00M (12582932 bytes, "
+                            "device_memory_peak_bytes) of 12.00M (12582912 bytes) on --limit 12M")
+    v = Verdict(1 << 20, 1 << 30, "device_memory_peak_bytes", "--limit 1G", None, None, None,
+                None, None)
+    assert v.lines()[0] == ("fits: peak 1.00M (device_memory_peak_bytes) of 1.00G (0.1%) "
+                            "on --limit 1G")

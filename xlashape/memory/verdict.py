@@ -97,12 +97,15 @@ class Verdict(NamedTuple):
         with their bytes), then what qualifies it: another limit than the
         out-of-memory report's own, another kind of device."""
         peak, limit = format_bytes_apart(self.peak_bytes, self.limit_bytes)
-        what = "" if self.peak_name == "peak_memory_in_bytes" else f" ({self.peak_name})"
+        if self.peak_name != "peak_memory_in_bytes":
+            # the figure's name in the size's brackets, or in its own: one pair
+            peak = (f"{peak[:-1]}, {self.peak_name})" if peak.endswith(")")
+                    else f"{peak} ({self.peak_name})")
         if self.fits:
-            out = [f"fits: peak {peak}{what} of {limit} ({100 * self.fraction:.1f}%) "
+            out = [f"fits: peak {peak} of {limit} ({100 * self.fraction:.1f}%) "
                    f"on {self.limit_name}"]
         else:
-            out = [f"does not fit by {format_bytes(-self.margin_bytes)}: peak {peak}{what} of "
+            out = [f"does not fit by {format_bytes(-self.margin_bytes)}: peak {peak} of "
                    f"{limit} on {self.limit_name}"]
         if self.report_limit_bytes is not None:
             out.append(f"  (the report's own limit is {format_bytes(self.report_limit_bytes)}: "
