@@ -581,3 +581,14 @@ def test_the_figure_lines_wrap_at_the_terminal_width_without_splitting_a_figure(
             assert f"{k} {ref[k]}," in joined      # each figure with its value, on one line
         peak = next(i for i, l in enumerate(out) if l.startswith("peak figures:"))
         assert len(out[peak]) <= columns and len(out[peak + 1]) <= columns
+
+
+def test_the_allocation_lists_wrap_at_the_terminal_width():
+    out = run("memory", "--example", "--top", "3", env={"COLUMNS": "80"}).stdout.splitlines()
+    start = next(i for i, l in enumerate(out) if l.startswith("largest allocations"))
+    end = next(i for i, l in enumerate(out) if l.startswith("the peak:"))
+    block = out[start:end]
+    assert any(l.lstrip().startswith("why:") for l in block)
+    # every line fits, unless it is one word (a shape) that cannot be cut
+    assert all(len(l) <= 80 or len(l.split()) == 1 for l in block), \
+        [l for l in block if len(l) > 80]

@@ -90,8 +90,11 @@ def test_the_h200s_temporary_arena_is_not_shown_as_its_workspace():
     assert len(values) == 7 and sum(1 for v in values if v[3] == "s8[33554432]{0}") == 2
     text = ok("memory", dump).stdout.splitlines()
     head = next(i for i, ln in enumerate(text) if "allocation 7, temporary" in ln)
-    assert text[head + 1] == (
-        "      arena of 7 values, the largest s8[33554432]{0} (32.00M, custom-call.1{1}: "
+    head += text[head + 1].startswith(" " * 16)   # the head, wrapped at 100 columns
+    under = text[head + 1:head + 3]
+    assert under[0].startswith("      arena") and under[1].startswith("        ")
+    assert " ".join(ln.strip() for ln in under) == (
+        "arena of 7 values, the largest s8[33554432]{0} (32.00M, custom-call.1{1}: "
         "cuBLAS workspace); 2 cuBLAS workspaces (32.00M of memory)")
     # the workspace live at the peak, in the terminal's table (custom-call.0's: live 8-8)
     assert any(ln.endswith(" custom-call.0{1} (cuBLAS workspace)") for ln in text)
@@ -108,7 +111,15 @@ def test_every_section_of_the_text_says_the_same_of_one_allocation(dump):
     for i, ln in enumerate(lines):
         got = re.match(r"^ +\d+\. +\S+ +allocation (\d+), ", ln)
         if got and holds[int(got.group(1))] is not None:
-            assert lines[i + 1] == "      " + holds[int(got.group(1))], ln
+            j = i + 1
+            while re.match(r"^ {16}\S", lines[j]):      # the head's own continuation
+                j += 1
+            block = [lines[j]]
+            while re.match(r"^ {8}\S", lines[j + 1]):   # the line under it, wrapped
+                j += 1
+                block.append(lines[j])
+            assert block[0].startswith("      ") and not block[0].startswith("       "), ln
+            assert " ".join(b.strip() for b in block) == holds[int(got.group(1))], ln
             seen += 1
     assert seen >= 1
 

@@ -28,6 +28,7 @@ from ..render import MissingMatplotlib
 from ..reporters.html import write_html
 from ..reporters.jsondoc import memory_document
 from ..reporters.plot import picture_module, save_memory_picture
+from ..reporters.tables import text_width, wrapped
 from ..reporters.text import max_peak_line, report_lines
 from .memory_diff import run_diff, take_extra as diff_extra, wants_diff
 
@@ -181,9 +182,10 @@ def run(args) -> int:
             raise UsageError(f"the example dump is not installed ({path} is missing)")
         display = "xlashape/examples/tpu_dump"
         if not args.json:
-            write_lines(["(the example: a real XLA:TPU dump shipped with xlashape, the first "
-                         "layer of a convolutional network on 8 RGB 64x64 images; "
-                         "--example-path prints where it is)", ""])
+            write_lines(wrapped("(the example: a real XLA:TPU dump shipped with xlashape, the "
+                                "first layer of a convolutional network on 8 RGB 64x64 images; "
+                                "--example-path prints where it is)",
+                                text_width(terminal_width()), indent="") + [""])
     elif args.path is None:
         raise UsageError("give a PATH (an HLO file, a dump directory, an out-of-memory report, "
                          "or - for standard input), or --example")

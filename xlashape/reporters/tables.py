@@ -36,16 +36,18 @@ def wrapped_items(head: str, items: List[str], width: int = 100) -> List[str]:
     return lines
 
 
-def wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
+def wrapped(text: str, width: int = 100, indent: str = "  ",
+            more: Optional[str] = None) -> List[str]:
     """``text`` in lines of at most ``width`` characters (a word longer than
     that on a line of its own, never cut), the first indented by
-    ``indent``, the others by two more spaces.
+    ``indent``, the others by ``more`` (two spaces more than ``indent``).
 
     >>> wrapped("applied: parameter 0 -> output {0}, parameter 1 -> output {1}", 40)
     ['  applied: parameter 0 -> output {0},', '    parameter 1 -> output {1}']
     """
     import textwrap      # only where a view wraps (the command's start-up imports this module)
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
+    return textwrap.wrap(text, width, initial_indent=indent,
+                         subsequent_indent=indent + "  " if more is None else more,
                          break_on_hyphens=False, break_long_words=False)
 
 

@@ -101,7 +101,7 @@ def report_lines(result, modules, display: str, top: int, verdicts=None,
         if i:
             out.append("")
         if m.source == "oom":
-            out.extend(oom_lines(m, top))
+            out.extend(oom_lines(m, top, width))
         else:
             out.extend(module_lines(m, top, width))
         v = (verdicts or {}).get(id(m))
@@ -172,12 +172,12 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
                    f"for the whole program + {fmt_bytes(pa.live_at_peak_bytes - fixed)} of "
                    "temporaries")
         if pa.peak_time is not None:
-            out.append(f"  the temporaries' heap, S({pa.peak_memory_space}) "
-                       f"{space_label(pa.peak_memory_space)}, is highest at "
-                       + (f"event {pa.peak_time} of the heap simulator's trace"
-                          if getattr(pa, "time_axis", "") == "trace events" else
-                          f"position {pa.peak_time} in program order")
-                       + f": {pa.peak_instruction or '?'}")
+            out.extend(_wrapped(f"the temporaries' heap, S({pa.peak_memory_space}) "
+                                f"{space_label(pa.peak_memory_space)}, is highest at "
+                                + (f"event {pa.peak_time} of the heap simulator's trace"
+                                   if getattr(pa, "time_axis", "") == "trace events" else
+                                   f"position {pa.peak_time} in program order")
+                                + f": {pa.peak_instruction or '?'}", text_width(width)))
         if m.platform == "cpu":
             out.append("  (XLA:CPU's peak_memory_in_bytes leaves the temporaries out: its "
                        "executable keeps no heap traces)")
@@ -425,12 +425,14 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
     if m.largest and top:
         out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
-            out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
+            out.extend(_allocation_lines(rank, a, numbered=m.source == "dump", width=width))
     ps = getattr(m, "padding_summary", None)
     if m.padding_wasters and top:
-        out.append("most padding" + (f" ({ps.text})" if ps is not None else "") + ":")
+        out.extend(_wrapped("most padding" + (f" ({ps.text})" if ps is not None else "") + ":",
+                            text_width(width), indent=""))
         for rank, a in enumerate(m.padding_wasters, 1):
-            out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
+            out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump",
+                                         width=width))
     elif top and ps is not None and ps.padding_bytes:
         out.append(ps.text)
     elif top:
@@ -458,7 +460,9 @@ def _what(a) -> str:
     return a.kind
 
 
-def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = False) -> List[str]:
+def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = False,
+                      width: Optional[int] = None) -> List[str]:
+    w = text_width(width)
     names = a.values[:3]
     more = len(a.values) - len(names)
     vals = ", ".join(names) + (f" and {more} more" if more > 0 else "")
@@ -476,28 +480,29 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
     head = f"  {rank:>2}. {size:>8}  {idx}{_what(a)}, S({a.memory_space}){pad}"
     if vals:
         head += f": {vals}"
-    lines = [head]
+    # continued under "allocation ...", past the rank and the size
+    lines = _wrapped(head, w, indent="", more=" " * 16)
     holds = a.holds
     if holds:
-        lines.append(f"      {holds}")
+        lines.extend(_wrapped(holds, w, "      "))
     if explain:
         pv = a.padded_value()
         if pv is not None:
-            lines.append(f"      its most padded value: {pv.described}, "
-                         f"{fmt_bytes(pv.padding_in_bytes)} of padding")
+            lines.extend(_wrapped(f"its most padded value: {pv.described}, "
+                                  f"{fmt_bytes(pv.padding_in_bytes)} of padding", w, "      "))
     if a.label and not a.values:
         lines.append(f"      {a.label}")
     if explain:
         e = a.explanation()
         if e is not None:
             for s in e.sources:
-                lines.append(f"      why: {s}")
+                lines.extend(_wrapped(f"why: {s}", w, "      "))
             if e.note:
-                lines.append(f"      note: {e.note}")
+                lines.extend(_wrapped(f"note: {e.note}", w, "      "))
             if e.fixes:
-                lines.append(f"      fix: {e.fixes[0]}")
+                lines.extend(_wrapped(f"fix: {e.fixes[0]}", w, "      "))
                 for f in e.fixes[1:3]:
-                    lines.append(f"       or: {f}")
+                    lines.extend(_wrapped(f"or: {f}", w, "       "))
     return lines
 
 
@@ -578,7 +583,7 @@ def _gpu_oom_text(m) -> List[str]:
     return out
 
 
-def oom_lines(m, top: int) -> List[str]:
+def oom_lines(m, top: int, width: Optional[int] = None) -> List[str]:
     o = m.oom
     if o.form == "gpu":
         return _gpu_oom_text(m)
@@ -607,11 +612,11 @@ def oom_lines(m, top: int) -> List[str]:
         # one numbering for the whole list (the report numbers its temporaries
         # and its arguments/outputs separately, from 1 each)
         for rank, a in enumerate(listed[:top], 1):
-            out.extend(_allocation_lines(rank, a))
+            out.extend(_allocation_lines(rank, a, width=width))
     if m.padding_wasters and top:
         out.append("most padding among them:")
         for rank, a in enumerate(m.padding_wasters, 1):
-            out.extend(_allocation_lines(rank, a, explain=True))
+            out.extend(_allocation_lines(rank, a, explain=True, width=width))
     for w in m.warnings:
         out.append(f"warning: {w}")
     return out
