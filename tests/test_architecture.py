@@ -266,7 +266,7 @@ READERS = {"hlo_module", "_hloscan", "xla_dump", "live_range", "oom_report", "hl
 #: what turns an input into the model: a view may use none of it
 BUILDERS = READERS | {"memory/analyze", "memory/account", "memory/records", "memory/peak",
                       "memory/source_dump", "memory/source_proto", "memory/source_hlo",
-                      "memory/source_oom", "memory/source_jax"}
+                      "memory/source_oom", "memory/source_jax", "memory/partitions"}
 #: calls that open or look for a file
 _FILE_CALLS = re.compile(r"\b(open|open_text|os\.path\.(isfile|exists|isdir|getsize)|os\.stat|"
                          r"os\.listdir|os\.scandir|os\.walk|glob|read_text|read_bytes)\s*\(")

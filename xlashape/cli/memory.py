@@ -21,9 +21,8 @@ from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, i
                       relabel, renamed, spool_stdin, warn)
 from ._output import write_lines
 from ._sizes import fmt_bytes
-from ..devices import lookup, usable_bytes
 from ..errors import XlaShapeError
-from ..memory import EXAMPLE_DUMP, analyze, judge, module_peak, parse_size
+from ..memory import EXAMPLE_DUMP, analyze, device_limit, judge, module_peak, parse_size
 from ..render import MissingMatplotlib
 from ..reporters.html import write_html
 from ..reporters.jsondoc import memory_document
@@ -246,9 +245,7 @@ def _limit_of(args):
     if args.limit is not None:
         return parse_size(args.limit), f"--limit {args.limit}"
     if args.device is not None or args.chip is not None:
-        d = lookup(args.device if args.device is not None else args.chip)
-        return usable_bytes(d), d.name + (f" ({fmt_bytes(d.memory_bytes)}, jax's 75%)"
-                                          if d.platform == "gpu" and d.basis == "estimated" else "")
+        return device_limit(args.device if args.device is not None else args.chip)
     return None
 
 

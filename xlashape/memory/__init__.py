@@ -19,7 +19,13 @@ them (see :mod:`xlashape.memory.account` for each rule):
   source line of each instruction, and a warning for any value whose size
   differs from xlashape's size of its shape;
 - from an out-of-memory report, the limit, the excess, the listed
-  allocations, and whether the program would fit without padding.
+  allocations, and whether the program would fit without padding;
+- from a JAX lowered function (``jax.jit(f).lower(*args)``), everything a
+  dump gives, from a compile made here with a temporary dump, with that
+  compile's own ``memory_analysis()`` beside it (:mod:`~xlashape.memory.source_jax`).
+
+``print(analysis)`` prints the terminal report of ``xlashape memory``, and a
+notebook shows the memory page inline (:mod:`~xlashape.memory.display`).
 
 Every allocation with padding says why (:func:`xlashape.padding.padding_report`:
 which dimension and tile level) and what would make it smaller.
@@ -55,7 +61,10 @@ from .model import (Allocation, GpuOomSummary, MemoryAnalysis, ModuleMemory, Oom
                     PaddingExplanation, PeakAnalysis, PeakBuffer, ValueInfo, explain_padding,
                     space_label)
 from .peak import VERIFIED
-from .verdict import Verdict, judge, module_peak, parse_size
+from .verdict import Verdict, device_limit, judge, module_peak, parse_size
+from . import display as _display
+
+_display.install()   # print() and a notebook's inline page (the views sit above the model)
 
 __all__ = [
     "analyze",
@@ -70,6 +79,7 @@ __all__ = [
     "PeakBuffer",
     "Verdict",
     "judge",
+    "device_limit",
     "module_peak",
     "parse_size",
     "PEAK_FIELDS",

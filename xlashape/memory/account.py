@@ -40,6 +40,7 @@ from ..shape import Shape
 from ..sizes import (HOST_MEMORY_SPACE, Chip, SizeCache, buffers_of, chip_of, logical_size,
                      memory_space_of, shape_text, tuple_table_size)
 from ..tiling import format_bytes
+from . import partitions
 from .figures import STATS_FIELDS
 from .model import (TIMELINE_BUFFERS, Allocation, GpuOomSummary, ModuleMemory, OomSummary,
                     Timeline, TimelineBuffer, ValueInfo)
@@ -109,6 +110,7 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
         mm.notes.extend(rec.notes)
         mm.reasons.update(rec.reasons)
         _memory_analysis(mm, rec)
+        partitions.apply(mm, rec)
         return mm
     _from_buffer_assignment(mm, rec, opts)
     if rec.no_module and mm.platform is None and mm.temp_size_in_bytes is not None:
@@ -126,6 +128,7 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
     if opts.peak:
         _peak(mm, rec, opts)
     _memory_analysis(mm, rec)
+    partitions.apply(mm, rec)
     return mm
 
 
@@ -369,6 +372,7 @@ def _from_buffer_assignment(mm: ModuleMemory, rec: ModuleRecords, opts: Options)
     """The figures, memory spaces and allocations of a buffer assignment."""
     platform = mm.platform
     chip = mm.chip = opts.chip
+    mm.buffer_assignment = True
     for k in STATS_FIELDS:
         setattr(mm, k, 0)
     sizes = opts.sizes
@@ -603,9 +607,11 @@ def _timeline(rec: ModuleRecords, pa) -> Optional[Timeline]:
 
 
 def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
-    """What the module's records cannot determine, XLA's own
-    ``memory_analysis()`` says (a JAX compiled object): its temporaries; the
-    other figures are checked against it."""
+    """XLA's own ``memory_analysis()`` of the compile (a JAX object), beside
+    the figures: each figure the records determine is checked against it (a
+    difference is a warning); one they cannot determine (the temporaries of
+    a module text alone; on TPU, ``temp_size_in_bytes``, which libtpu's
+    allocator decides) is XLA's, taken from it, with a note saying so."""
     if rec.memory_analysis is None:
         return
     ma = mm.memory_analysis = dict(rec.memory_analysis)
@@ -619,6 +625,28 @@ def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
         if theirs is not None and theirs != getattr(mm, k):
             mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the module text gives "
                                f"{getattr(mm, k)}")
+    if rec.allocations is None:
+        return
+    figures = {k: getattr(mm, k) for k in ("temp_size_in_bytes", "host_temp_size_in_bytes")}
+    sides = [(figures, mm.reasons)]
+    if mm.peak is not None:
+        sides.append((mm.peak.figures, mm.peak.reasons))
+    for got, reasons in sides:
+        for k in list(got):
+            theirs = ma.get(k)
+            if theirs is None:
+                continue
+            ours = got[k]
+            if ours is None:
+                got[k] = theirs
+                why = reasons.pop(k, None)
+                mm.notes.append(f"{k} {theirs} is the compile's memory_analysis()"
+                                + (f" (the dump alone does not determine it: {why})" if why
+                                   else ""))
+            elif ours != theirs:
+                mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the dump gives {ours}")
+    for k, v in figures.items():
+        setattr(mm, k, v)
 
 
 # -- reports --------------------------------------------------------------------------------

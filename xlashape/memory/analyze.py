@@ -24,9 +24,10 @@ from ..sizes import chip_of
 from .account import Options, account
 from .model import MemoryAnalysis
 from .records import Reading
+from .verdict import device_limit, judge, parse_size
 from .source_dump import buffer_assignment_records, dump_records, text_buffer_assignment_records
 from .source_hlo import module_records
-from .source_jax import compiled_records, is_compiled
+from .source_jax import compiled_records, is_compiled, is_lowered, lowered_records
 from .source_oom import oom_records
 from .source_proto import PROTO_KINDS, proto_kind, proto_records
 
@@ -46,12 +47,22 @@ _SNIFF_BYTES = 1 << 16
 def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
-            prefer: str = "text", dump=None) -> MemoryAnalysis:
+            prefer: str = "text", dump=None, device: Optional[str] = None,
+            limit=None, compiler_options: Optional[dict] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
-    text of one of those, or a JAX compiled object
-    (``jax.jit(f).lower(...).compile()``: its ``as_text()`` is analysed and
-    its ``memory_analysis()`` kept beside, in ``memory_analysis``).
+    text of one of those, a JAX lowered function or a JAX compiled object.
+
+    A lowered function (``jax.jit(f).lower(*args)``, with arrays or
+    ``jax.ShapeDtypeStruct``, sharded or not) is compiled here with a dump
+    into a temporary directory, read as that dump directory would be and
+    removed (:mod:`xlashape.memory.source_jax`): every figure, the heap,
+    what is live at the peak with its JAX op paths and source lines, the
+    compile's own ``memory_analysis()`` beside them (in ``memory_analysis``),
+    and for a partitioned program how many devices its (per-device) figures
+    are for. ``compiler_options`` go to that compile. A compiled object
+    (``....compile()``) gives its ``as_text()`` and ``memory_analysis()``
+    only: no buffer assignment, so no peak of its own.
 
     XLA's protobufs too, as a path or bytes: a ``*.hlo.pb`` / ``.hlo.pb.gz``
     (``--xla_dump_hlo_as_proto``: the module and its buffer assignment, the
@@ -83,6 +94,10 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     same program: the allocations of the requested size are named
     (:func:`match_oom_dump`).
 
+    ``device`` (``h100``, ``v5e``, ...: :mod:`xlashape.devices`) or ``limit``
+    (bytes, or a size such as ``"16G"``): judge each module's peak against
+    it (:attr:`ModuleMemory.verdict`, shown by ``print()`` and the page).
+
     A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
     decides (pass a ``pathlib.Path`` to name any file).
 
@@ -93,9 +108,13 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     """
     if dump is not None:
         result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
-                         on_warning=on_warning, progress=progress)
+                         on_warning=on_warning, progress=progress, device=device, limit=limit)
         match_oom_dump(result, dump, top=top)
         return result
+    spec = _limit(device, limit)
+    if compiler_options is not None and not is_lowered(source):
+        raise ShapeTypeError("compiler_options go with a JAX lowered function "
+                             "(jax.jit(f).lower(...)), which analyze() compiles")
     if platform is not None:
         platform = platform.lower()
         if platform not in PLATFORMS:
@@ -111,10 +130,17 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     collecting = gc.isenabled()
     gc.disable()
     try:
-        kind, path, records = _read(source, reading)
+        if is_lowered(source):
+            kind, records = lowered_records(source, reading, compiler_options)
+            path = None
+        else:
+            kind, path, records = _read(source, reading)
         result = MemoryAnalysis(kind, path)
         result.modules = [account(rec, opts) for rec in records]
     finally:
+        # what a source made to read (a JAX compile's dump) goes once the
+        # accounting has read it: the model holds everything the views need
+        reading.close()
         if collecting:
             gc.enable()
     for rec, mm in zip(records, result.modules):
@@ -123,8 +149,28 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     if kind == "oom":
         for m in result.modules[:-1]:
             m.superseded = True
+    if spec is not None:
+        for m in result.modules:
+            m.verdict = judge(m, *spec)
     result.warnings = reading.warnings
     return result
+
+
+def _limit(device, limit):
+    """``(bytes, name)`` to judge against, from ``device`` or ``limit``."""
+    if device is not None and limit is not None:
+        raise ShapeValueError("give device= or limit=, not both")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, (int, str)):
+            raise ShapeTypeError(f"limit: expected bytes (an int) or a size such as '16G', "
+                                 f"not {type(limit).__name__}")
+        n = parse_size(limit) if isinstance(limit, str) else limit
+        if n <= 0:
+            raise ShapeValueError(f"limit {limit!r}: expected a positive size")
+        return n, f"limit {limit}"
+    if device is not None:
+        return device_limit(device)
+    return None
 
 
 def _read(source, reading: Reading):
@@ -145,7 +191,8 @@ def _read(source, reading: Reading):
         return _read_file(check_regular_file(path), reading)
     if kind == "text":
         return _read_text(source, reading)
-    raise ShapeTypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
+    raise ShapeTypeError("analyze() takes a path, HLO or report text, XLA's protobuf bytes, "
+                         "or a JAX lowered function or compiled object, "
                          f"not {type(source).__name__}")
 
 

@@ -1,20 +1,52 @@
-"""The source of JAX compiled objects: ``jax.jit(f).lower(...).compile()``.
+"""The source of JAX programs: a lowered function compiled here with a dump, or a compiled object.
 
-A compiled object gives its optimized module as HLO text (``as_text()``) and
-XLA's own figures (``memory_analysis()``): the text is read as any module's
-(:mod:`xlashape.memory.source_hlo`) and XLA's figures are kept beside it, to
-fill in what the text cannot determine (the temporaries) and to check the
-rest. jax itself is never imported here: the object brings its methods.
+A *lowered* function (``jax.jit(f).lower(*args)``, a ``jax.stages.Lowered``)
+is compiled once more, with ``compiler_options={"xla_dump_to": DIR}`` for a
+fresh temporary ``DIR`` (XLA takes the dump flags per compile: no
+``XLA_FLAGS``, no restart; a new directory each time, since jax caches a
+compile by its options and a cached compile writes no dump). The dump is
+then read as any dump directory (:mod:`xlashape.memory.source_dump`, or
+:mod:`~xlashape.memory.source_proto` with ``prefer="proto"``, which asks
+XLA for the ``.hlo.pb`` instead of the text files): the buffer assignment,
+the live ranges, the module text with its op paths and source lines. The
+module of the jitted function is kept (a dump may hold others), with that
+compile's own ``memory_analysis()`` beside it, how many devices it was
+compiled for and their kind. The directory is removed when the analysis is
+built (:meth:`~xlashape.memory.records.Reading.later`): every file the
+accounting reads, the values file it reads only on demand included, is read
+by then, and the model holds no path into it.
+
+A compile that runs out of memory (XLA:TPU's ``RESOURCE_EXHAUSTED`` at
+compile time) is read as the out-of-memory report its exception carries
+(:mod:`xlashape.memory.source_oom`); any other compile error is jax's, and
+propagates unchanged.
+
+A *compiled* object (``....compile()``) gives its optimized module as HLO
+text (``as_text()``) and XLA's figures (``memory_analysis()``), but no
+buffer assignment and no live ranges: its text is read as any module's
+(:mod:`xlashape.memory.source_hlo`), XLA's figures kept beside it.
+
+jax itself is never imported here: the objects bring their methods.
 """
 
 from __future__ import annotations
 
-from ..errors import UnreadableInputError
+import shutil
+import tempfile
+from typing import Iterator, List, Optional, Tuple
+
+from ..errors import ShapeTypeError, UnreadableInputError
+from ..oom_report import looks_like_oom_report
 from .figures import PEAK_FIELDS
 from .records import ModuleRecords, Reading
+from .source_dump import dump_records
 from .source_hlo import module_records
+from .source_oom import oom_records
 
-__all__ = ["is_compiled", "compiled_records"]
+__all__ = ["is_compiled", "is_lowered", "compiled_records", "lowered_records", "DUMP_PREFIX"]
+
+#: the temporary dump directories are named ``DUMP_PREFIX...``
+DUMP_PREFIX = "xlashape-jax-"
 
 
 def is_compiled(source) -> bool:
@@ -22,11 +54,26 @@ def is_compiled(source) -> bool:
     return hasattr(source, "as_text") and hasattr(source, "memory_analysis")
 
 
+def is_lowered(source) -> bool:
+    """Whether ``source`` looks like a JAX lowered function
+    (``jax.jit(f).lower(...)``: it compiles, and has a compiler IR)."""
+    return (not is_compiled(source) and callable(getattr(source, "compile", None))
+            and callable(getattr(source, "compiler_ir", None)))
+
+
 def _stats_dict(stats) -> dict:
     """The integer fields of a ``CompiledMemoryStats``."""
-    return {k: getattr(stats, k) for k in dir(stats)
-            if (k.endswith("_in_bytes") or k in PEAK_FIELDS)
-            and isinstance(getattr(stats, k), int) and not isinstance(getattr(stats, k), bool)}
+    out = {}
+    for k in dir(stats):
+        if not (k.endswith("_in_bytes") or k in PEAK_FIELDS):
+            continue
+        try:
+            v = getattr(stats, k)
+        except Exception:  # noqa: BLE001 - a field the binding cannot give
+            continue
+        if isinstance(v, int) and not isinstance(v, bool):
+            out[k] = v
+    return out
 
 
 def compiled_records(compiled, reading: Reading) -> ModuleRecords:
@@ -37,4 +84,102 @@ def compiled_records(compiled, reading: Reading) -> ModuleRecords:
     stats = compiled.memory_analysis()
     if stats is not None:
         rec.memory_analysis = _stats_dict(stats)
+    rec.notes.append("a compiled object gives its module text and memory_analysis() only: "
+                     "analyze the lowered function (jax.jit(f).lower(...), before .compile()) "
+                     "for the buffer assignment, the peak and what is live at it")
+    rec.devices, rec.device_kind = _devices(compiled)
     return rec
+
+
+def lowered_records(lowered, reading: Reading, compiler_options: Optional[dict] = None
+                    ) -> Tuple[str, List[ModuleRecords]]:
+    """``(kind, records)`` of a lowered function: compiled with a dump into
+    a fresh temporary directory (removed when the analysis is built), the
+    jitted function's module read from it (``kind`` ``"jax"``); or, when the
+    compile runs out of memory, the report its error carries (``"oom"``).
+    ``compiler_options`` are passed to the compile with the dump's own."""
+    options = {}
+    if compiler_options is not None:
+        if not isinstance(compiler_options, dict):
+            raise ShapeTypeError("compiler_options: expected a dict of XLA options, not "
+                                 f"{type(compiler_options).__name__}")
+        options.update(compiler_options)
+    where = tempfile.mkdtemp(prefix=DUMP_PREFIX)
+    reading.later(lambda: shutil.rmtree(where, ignore_errors=True))
+    options["xla_dump_to"] = where
+    if reading.prefer == "proto":
+        options["xla_dump_hlo_as_proto"] = True
+    try:
+        compiled = lowered.compile(compiler_options=options)
+    except Exception as e:  # noqa: BLE001 - jax's own error types vary by version
+        text = str(e)
+        if looks_like_oom_report(text):
+            return "oom", oom_records(text.splitlines(), reading, None)
+        raise
+    records = [r for r in dump_records(where, reading) if r.optimized]
+    if not records:   # pragma: no cover - XLA writes the optimized module of every compile
+        raise UnreadableInputError("the compile wrote no optimized module into its dump")
+    rec = _pick(records, _module_name(lowered))
+    rec.source = "jax"
+    rec.path = None     # the directory goes away: nothing may point into it
+    stats = compiled.memory_analysis()
+    if stats is not None:
+        rec.memory_analysis = _stats_dict(stats)
+    rec.devices, rec.device_kind = _devices(compiled)
+    return "jax", [rec]
+
+
+def _module_name(lowered) -> Optional[str]:
+    """The name of the lowered module (``jit_f``), from its IR's symbol name;
+    ``None`` where the IR does not give it."""
+    try:
+        attr = lowered.compiler_ir("stablehlo").operation.attributes["sym_name"]
+        return getattr(attr, "value", None) or str(attr).strip('"')
+    except Exception:  # noqa: BLE001 - an IR of another shape: pick by position
+        return None
+
+
+def _pick(records: List[ModuleRecords], name: Optional[str]) -> ModuleRecords:
+    """The module of the jitted function among a dump's (usually one): the
+    last one of its name, else the last one compiled."""
+    named = [r for r in records if name is not None and r.name == name]
+    rec = (named or records)[-1]
+    others = [r.name or "?" for r in records if r is not rec]
+    if others:
+        rec.notes.append(f"the compile dumped {len(records)} modules; this is the jitted "
+                         f"function's, the others were left out ({', '.join(others[:5])})")
+    return rec
+
+
+def _shardings(tree) -> Iterator:
+    """The shardings in jax's ``input_shardings`` / ``output_shardings``
+    (nested tuples, lists and dicts of objects with a ``device_set``)."""
+    todo = [tree]
+    while todo:
+        x = todo.pop()
+        if hasattr(x, "device_set"):
+            yield x
+        elif isinstance(x, (tuple, list)):
+            todo.extend(x)
+        elif isinstance(x, dict):
+            todo.extend(x.values())
+
+
+def _devices(compiled) -> Tuple[Optional[int], Optional[str]]:
+    """How many devices the compiled program runs on, and their
+    ``device_kind``, from its shardings; ``(None, None)`` where it has none."""
+    count, kind = None, None
+    for attr in ("input_shardings", "output_shardings"):
+        try:
+            tree = getattr(compiled, attr)
+        except Exception:  # noqa: BLE001 - a jax without this property
+            continue
+        for s in _shardings(tree):
+            try:
+                devices = list(s.device_set)
+            except Exception:  # noqa: BLE001 - an abstract sharding
+                continue
+            if devices and (count is None or len(devices) > count):
+                count = len(devices)
+                kind = getattr(devices[0], "device_kind", None)
+    return count, kind

@@ -10,9 +10,11 @@ its own name), :func:`judge` makes the :class:`Verdict`, and
 import re
 from typing import NamedTuple, Optional, Tuple
 
+from ..devices import lookup, usable_bytes
 from ..errors import ShapeValueError
+from ..tiling import format_bytes
 
-__all__ = ["parse_size", "Verdict", "module_peak", "judge"]
+__all__ = ["parse_size", "Verdict", "module_peak", "judge", "device_limit"]
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10 ** 3, "kib": 1 << 10, "m": 1 << 20, "mb": 10 ** 6,
           "mib": 1 << 20, "g": 1 << 30, "gb": 10 ** 9, "gib": 1 << 30, "t": 1 << 40,
@@ -37,6 +39,17 @@ def parse_size(text: str) -> int:
     if not value < 2.0 ** 63:       # inf from a huge exponent or mantissa too
         raise ShapeValueError(f"not a size: {text!r} (more bytes than a 64-bit count holds)")
     return int(round(value))
+
+
+def device_limit(device: str) -> Tuple[int, str]:
+    """``(usable bytes, name)`` of a device of :mod:`xlashape.devices`
+    (``h100``, ``v5e``, ``v5e:2x2``, jax's ``device_kind``): what one program
+    may use on it, and the name a verdict gives it (a GPU's says when the
+    figure is jax's default share of an estimated capacity). Raises
+    :class:`~xlashape.ShapeValueError` for an unknown device."""
+    d = lookup(device)
+    return usable_bytes(d), d.name + (f" ({format_bytes(d.memory_bytes)}, jax's 75%)"
+                                      if d.platform == "gpu" and d.basis == "estimated" else "")
 
 
 class Verdict(NamedTuple):

@@ -46,6 +46,11 @@ _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, "
 _LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
                ("live", 13, "<"),
                ("buffer", 30, "<"), ("JAX op path", 44, "<"), ("source", 30, "<")], indent="  ")
+#: the same for a partitioned program: each buffer's per-device shape, a
+#: parameter's sharding beside it
+_LIVE_SHARDED = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
+                       ("live", 13, "<"), ("buffer", 30, "<"), ("JAX op path", 44, "<"),
+                       ("source", 30, "<"), ("per-device shape, sharding", 0, "<")], indent="  ")
 
 
 
@@ -140,12 +145,16 @@ def _peak_text(m, top: int) -> List[str]:
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
-        out.append(_LIVE.header().rstrip())
+        sharded = any(b.sharding for b in pa.live_at_peak)
+        table = _LIVE_SHARDED if sharded else _LIVE
+        out.append(table.header().rstrip())
         for b in shown:
             live = "whole program" if b.start is None else f"{b.start}-{b.end}"
-            out.append(_LIVE.format(fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live,
-                                    _clip(b.label, 30), _clip(b.op_name or "", 44),
-                                    _clip(b.source or "", 30)).rstrip())
+            cells = [fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live,
+                     _clip(b.label, 30), _clip(b.op_name or "", 44), _clip(b.source or "", 30)]
+            if sharded:
+                cells.append(b.shape + (f" sharding={b.sharding}" if b.sharding else ""))
+            out.append(table.format(*cells).rstrip())
         if rest_n:
             out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
         groups = pa.by_op_path()
@@ -187,9 +196,12 @@ def _clip(text: str, n: int) -> str:
 
 def module_lines(m, top: int) -> List[str]:
     out = []
-    where = {"hlo": "HLO text", "dump": "XLA dump", "jax": "a JAX compiled object"}.get(m.source, m.source)
+    dumped = m.source == "dump" or m.buffer_assignment
+    where = {"hlo": "HLO text", "dump": "XLA dump",
+             "jax": ("a JAX program, compiled with a dump" if m.buffer_assignment
+                     else "a JAX compiled object")}.get(m.source, m.source)
     bits = [where]
-    if m.source == "dump":
+    if dumped:
         bits.append("buffer assignment read" if m.allocation_count
                     else "no buffer assignment: figures from the module text")
         if not m.optimized:
@@ -199,7 +211,13 @@ def module_lines(m, top: int) -> List[str]:
     platform = {"tpu": "TPU (tiled layouts)", "cpu": "CPU", "gpu": "GPU"}.get(m.platform or "")
     if platform:
         bits.append(platform)
+    if m.devices is not None and m.devices > 1:
+        bits.append(f"{m.devices} devices")
     out.append(f"module {m.name or '?'} ({', '.join(bits)})")
+    if m.devices is not None and m.devices > 1:
+        out.append(f"  every figure is per device: the program runs on {m.devices} devices"
+                   + (f" ({m.device_kind})" if m.device_kind else "")
+                   + ", each with its own part of every sharded array")
     if m.path and m.source == "dump":
         out.append(f"  {os.path.basename(m.path)}")
     out.append(_SPACES.header())
@@ -212,7 +230,7 @@ def module_lines(m, top: int) -> List[str]:
                                   _size(t.total)))
     if not m.memory_spaces:
         out.append("  (no buffers)")
-    if m.source == "dump":
+    if dumped:
         out.append("  (outputs include parameters the outputs reuse; other: thread-local and "
                    "constant allocations)")
     elif m.source == "memory-report":
@@ -230,7 +248,7 @@ def module_lines(m, top: int) -> List[str]:
     out.append("CompiledMemoryStats figures: " + ", ".join(stats))
     if m.memory_analysis:
         theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
-        out.append(f"memory_analysis() of the compiled object: {theirs}")
+        out.append(f"memory_analysis() of the compile: {theirs}")
     for k, why in m.reasons.items():
         out.extend(_wrapped(f"{k} is null: {why}"))
     if m.hbm_temp_allocation_bytes is not None:
@@ -239,12 +257,12 @@ def module_lines(m, top: int) -> List[str]:
     if m.largest and top:
         out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
-            out.extend(_allocation_lines(rank, a, numbered=m.source == "dump"))
+            out.extend(_allocation_lines(rank, a, numbered=dumped))
     ps = getattr(m, "padding_summary", None)
     if m.padding_wasters and top:
         out.append("most padding" + (f" ({ps.text})" if ps is not None else "") + ":")
         for rank, a in enumerate(m.padding_wasters, 1):
-            out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump"))
+            out.extend(_allocation_lines(rank, a, explain=True, numbered=dumped))
     elif top and ps is not None and ps.padding_bytes:
         out.append(ps.text)
     elif top:
