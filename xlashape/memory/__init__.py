@@ -61,6 +61,7 @@ from .model import (Allocation, GpuOomSummary, MemoryAnalysis, ModuleMemory, Oom
                     PaddingExplanation, PeakAnalysis, PeakBuffer, ValueInfo, explain_padding,
                     space_label)
 from .peak import VERIFIED
+from .topology import lower_for_tpu, tpu_topology
 from .verdict import Verdict, device_limit, judge, module_peak, parse_size
 from . import display as _display
 
@@ -68,6 +69,8 @@ _display.install()   # print() and a notebook's inline page (the views sit above
 
 __all__ = [
     "analyze",
+    "lower_for_tpu",
+    "tpu_topology",
     "MemoryAnalysis",
     "ModuleMemory",
     "Allocation",

@@ -20,6 +20,7 @@ from typing import Callable, Optional
 from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
 from ..hlo_module import HloWarning, _clip, check_regular_file, open_text, source_kind
 from ..oom_report import buffers_of_request, looks_like_oom_report
+from ..devices import tpu_generation
 from ..sizes import chip_of
 from .account import Options, account
 from .model import MemoryAnalysis
@@ -112,6 +113,7 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         match_oom_dump(result, dump, top=top)
         return result
     spec = _limit(device, limit)
+    chip_of(chip)   # a bad name fails before anything is read or compiled
     if compiler_options is not None and not is_lowered(source):
         raise ShapeTypeError("compiler_options go with a JAX lowered function "
                              "(jax.jit(f).lower(...)), which analyze() compiles")
@@ -122,7 +124,6 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
                                   + ", ".join(PLATFORMS))
     if prefer not in ("text", "proto"):
         raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
-    opts = Options(top, chip_of(chip), platform, peak)
     reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform)
     # Hundreds of thousands of records and model objects, none of them
     # garbage until the analysis is dropped: the cyclic collector's passes
@@ -133,8 +134,12 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         if is_lowered(source):
             kind, records = lowered_records(source, reading, compiler_options)
             path = None
+            if chip is None:   # the TPU generation the compile was for (its device kind)
+                chip = next((tpu_generation(r.device_kind) for r in records if r.device_kind),
+                            None)
         else:
             kind, path, records = _read(source, reading)
+        opts = Options(top, chip_of(chip), platform, peak)
         result = MemoryAnalysis(kind, path)
         result.modules = [account(rec, opts) for rec in records]
     finally:

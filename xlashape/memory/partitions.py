@@ -10,14 +10,17 @@ says so in the model (:class:`~xlashape.memory.model.ModuleMemory`):
   JAX object's shardings say when the source had one, else the module
   header's ``num_partitions`` x ``replica_count`` (``None`` when neither is
   given: one device, as far as the input tells);
-- ``parameter_shardings``: each entry parameter's ``sharding={...}`` as XLA
-  prints it (``{devices=[8,1]<=[8]}``: dimension 0 split 8 ways;
-  ``{replicated}``: a whole copy on each device), and the same on each
-  parameter buffer live at the peak (:attr:`PeakBuffer.sharding
-  <xlashape.memory.model.PeakBuffer>`), beside its per-device shape.
+- ``parameter_shardings``: each entry parameter's sharding -- as jax states
+  it when the input was a JAX object (``P('data', None) over mesh data=8``,
+  from its ``input_shardings``), else the ``sharding={...}`` XLA prints on
+  the parameter (``{devices=[8,1]<=[8]}``: dimension 0 split 8 ways;
+  ``{replicated}``: a whole copy on each device; XLA of jax 0.12 prints none
+  in the optimized module) -- and the same on each parameter buffer live at
+  the peak (:attr:`PeakBuffer.sharding <xlashape.memory.model.PeakBuffer>`),
+  beside its per-device shape.
 
-The proto route reads no shardings (the ``OpSharding`` message is not among
-the fields xlashape decodes); the JAX source still gives ``devices``.
+The proto route reads no sharding of its own (the ``OpSharding`` message is
+not among the fields xlashape decodes); a JAX object still gives them.
 """
 
 from __future__ import annotations
@@ -55,13 +58,19 @@ def apply(mm: ModuleMemory, rec: ModuleRecords) -> None:
     mm.devices = devices_of(rec)
     mm.device_kind = rec.device_kind
     entry = rec.entry
-    if entry is None or not entry.shardings:
+    if entry is None or not (mm.devices or 1) > 1:
+        return   # one device: a sharding says nothing (jax may still print one)
+    shardings = entry.shardings
+    jax_side = rec.parameter_shardings
+    if jax_side and len(jax_side) == len(entry.params):
+        shardings = jax_side   # as the user wrote them (newer XLA prints none in the module)
+    if not shardings:
         return
-    mm.parameter_shardings = dict(entry.shardings)
+    mm.parameter_shardings = dict(shardings)
     pa = mm.peak
     if pa is None or not pa.live_at_peak:
         return
-    by_name = {entry.params[n][0]: text for n, text in entry.shardings.items()
+    by_name = {entry.params[n][0]: text for n, text in shardings.items()
                if n in entry.params and entry.params[n][0]}
     if by_name:
         pa.live_at_peak = [b._replace(sharding=by_name[b.instruction])

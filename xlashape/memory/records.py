@@ -78,7 +78,9 @@ class ModuleRecords:
     report of :mod:`xlashape.oom_report`), ``memory_analysis`` (jax's
     ``memory_analysis()`` fields), ``devices`` / ``device_kind`` (how many
     devices the program was compiled for and their kind, when the source
-    knows: a JAX object).
+    knows: a JAX object) and ``parameter_shardings`` (entry parameter number
+    -> its sharding as jax states it, ``P('data', None) over mesh data=8``;
+    a JAX object's, else ``None``).
 
     ``locations``: instruction name -> :class:`~xlashape.live_range.Location`
     for the instructions the model names. ``warnings`` / ``notes``: strings
@@ -115,6 +117,7 @@ class ModuleRecords:
         self.memory_analysis: Optional[dict] = None
         self.devices: Optional[int] = None
         self.device_kind: Optional[str] = None
+        self.parameter_shardings: Optional[Dict[int, str]] = None
         self.locations: Dict[str, Location] = {}
         self.warnings: List[str] = []
         self.notes: List[str] = []

@@ -26,14 +26,16 @@ text (``as_text()``) and XLA's figures (``memory_analysis()``), but no
 buffer assignment and no live ranges: its text is read as any module's
 (:mod:`xlashape.memory.source_hlo`), XLA's figures kept beside it.
 
-jax itself is never imported here: the objects bring their methods.
+jax is never imported at the top of this module: the objects bring their
+methods, and the one function that flattens their shardings imports the jax
+that made them.
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import Iterator, List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 from ..errors import ShapeTypeError, UnreadableInputError
 from ..oom_report import looks_like_oom_report
@@ -87,7 +89,7 @@ def compiled_records(compiled, reading: Reading) -> ModuleRecords:
     rec.notes.append("a compiled object gives its module text and memory_analysis() only: "
                      "analyze the lowered function (jax.jit(f).lower(...), before .compile()) "
                      "for the buffer assignment, the peak and what is live at it")
-    rec.devices, rec.device_kind = _devices(compiled)
+    rec.devices, rec.device_kind, rec.parameter_shardings = _devices(compiled)
     return rec
 
 
@@ -114,7 +116,11 @@ def lowered_records(lowered, reading: Reading, compiler_options: Optional[dict] 
     except Exception as e:  # noqa: BLE001 - jax's own error types vary by version
         text = str(e)
         if looks_like_oom_report(text):
-            return "oom", oom_records(text.splitlines(), reading, None)
+            records = oom_records(text.splitlines(), reading, None)
+            name = _module_name(lowered)
+            for r in records:
+                r.name = r.name or name
+            return "oom", records
         raise
     records = [r for r in dump_records(where, reading) if r.optimized]
     if not records:   # pragma: no cover - XLA writes the optimized module of every compile
@@ -125,7 +131,7 @@ def lowered_records(lowered, reading: Reading, compiler_options: Optional[dict] 
     stats = compiled.memory_analysis()
     if stats is not None:
         rec.memory_analysis = _stats_dict(stats)
-    rec.devices, rec.device_kind = _devices(compiled)
+    rec.devices, rec.device_kind, rec.parameter_shardings = _devices(compiled)
     return "jax", [rec]
 
 
@@ -151,30 +157,39 @@ def _pick(records: List[ModuleRecords], name: Optional[str]) -> ModuleRecords:
     return rec
 
 
-def _shardings(tree) -> Iterator:
-    """The shardings in jax's ``input_shardings`` / ``output_shardings``
-    (nested tuples, lists and dicts of objects with a ``device_set``)."""
-    todo = [tree]
-    while todo:
-        x = todo.pop()
-        if hasattr(x, "device_set"):
-            yield x
-        elif isinstance(x, (tuple, list)):
-            todo.extend(x)
-        elif isinstance(x, dict):
-            todo.extend(x.values())
-
-
-def _devices(compiled) -> Tuple[Optional[int], Optional[str]]:
-    """How many devices the compiled program runs on, and their
-    ``device_kind``, from its shardings; ``(None, None)`` where it has none."""
-    count, kind = None, None
-    for attr in ("input_shardings", "output_shardings"):
+def _describe(sharding) -> str:
+    """A sharding as a JAX user writes it: a ``NamedSharding``'s
+    ``PartitionSpec`` and its mesh (``P('data', None) over mesh data=4
+    model=2``); any other sharding as jax prints it."""
+    spec, mesh = getattr(sharding, "spec", None), getattr(sharding, "mesh", None)
+    shape = getattr(mesh, "shape", None)
+    if spec is not None and shape is not None:
         try:
-            tree = getattr(compiled, attr)
-        except Exception:  # noqa: BLE001 - a jax without this property
-            continue
-        for s in _shardings(tree):
+            axes = " ".join(f"{k}={v}" for k, v in dict(shape).items())
+        except (TypeError, ValueError):
+            axes = str(shape)
+        return f"{spec} over mesh {axes}"
+    return str(sharding)
+
+
+def _devices(compiled) -> Tuple[Optional[int], Optional[str], Optional[Dict[int, str]]]:
+    """How many devices the compiled program runs on, their
+    ``device_kind``, and its parameters' shardings (parameter number ->
+    :func:`_describe`; jax's ``input_shardings`` in the order of its
+    flattened arguments, which is the order of the entry parameters, with an
+    unused argument jit left out as ``None``); ``None`` for what it does not
+    say."""
+    try:
+        import jax  # the caller's jax: it made the compiled object (never imported at the top)
+        trees = [compiled.input_shardings, compiled.output_shardings]
+    except Exception:  # noqa: BLE001 - an object of another jax, or not jax's
+        return None, None, None
+    count, kind, params = None, None, None
+    for i, tree in enumerate(trees):
+        leaves = jax.tree_util.tree_leaves(tree)
+        if i == 0:
+            params = {n: _describe(s) for n, s in enumerate(leaves)}
+        for s in leaves:
             try:
                 devices = list(s.device_set)
             except Exception:  # noqa: BLE001 - an abstract sharding
@@ -182,4 +197,4 @@ def _devices(compiled) -> Tuple[Optional[int], Optional[str]]:
             if devices and (count is None or len(devices) > count):
                 count = len(devices)
                 kind = getattr(devices[0], "device_kind", None)
-    return count, kind
+    return count, kind, params
