@@ -9,6 +9,11 @@ Shared strategies live in ``strategies.py``.
 import os
 import warnings
 
+# The suite runs on a host without accelerators; with libtpu installed (the
+# tpu extra, for compiling for a TPU topology) jax would otherwise try to
+# start a TPU runtime in every process that uses it, children included.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 from hypothesis import HealthCheck, Phase, settings
 
 # No "explain" phase: it imports libcst, whose DeprecationWarning would turn a

@@ -678,7 +678,7 @@ def _memory_report(rec: ModuleRecords, opts: Options) -> ModuleMemory:
 
 def _tpu_oom(rec: ModuleRecords, opts: Options) -> ModuleMemory:
     r = rec.oom
-    mm = ModuleMemory(r.module_name, "oom", rec.path)
+    mm = ModuleMemory(r.module_name or rec.name, "oom", rec.path)
     mm.platform = _TPU
     mm.memory_used_bytes = r.used_bytes
     mm.memory_limit_bytes = r.limit_bytes
@@ -797,7 +797,7 @@ def _fits_without_padding(r, allocations: List[Allocation]) -> OomSummary:
 
 def _gpu_oom(rec: ModuleRecords) -> ModuleMemory:
     r = rec.oom
-    mm = ModuleMemory(r.executable_name, "oom", rec.path)
+    mm = ModuleMemory(r.executable_name or rec.name, "oom", rec.path)
     mm.platform = "gpu"
     mm.memory_limit_bytes = r.memory_limit_bytes
     mm.memory_used_bytes = r.used_bytes

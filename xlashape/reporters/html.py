@@ -141,11 +141,13 @@ root.querySelectorAll('table.sortable').forEach(function(t){
 #: the class of a fragment's outer element: every rule of its style is scoped under it
 ROOT_CLASS = "xlashape-memory"
 
-# a fragment in a notebook's cell: charts shrink to the cell (down to a width
-# where their text stays readable, then they scroll), bar labels give way
+# a fragment in a notebook's cell: charts shrink to the cell down to a width
+# where their 11px text is still 7px, then scroll (a heap chart in its own
+# box, the timeline with the fragment); bar labels give way
 _FRAGMENT_CSS = """
 body{overflow-x:auto;margin:0}
-svg.heap,svg.timeline{max-width:100%;min-width:560px;height:auto}
+svg.heap,svg.timeline{max-width:100%;min-width:640px;height:auto}
+.space{overflow-x:auto}
 .bar .lab{width:auto;flex:0 1 420px;min-width:0}.bar .track{min-width:80px}
 """
 
