@@ -306,3 +306,32 @@ def test_importing_the_package_and_its_memory_api_imports_no_jax():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["False", "False"]
+
+
+_CACHED = r"""
+import json, sys, tempfile
+import jax, jax.numpy as jnp
+jax.config.update("jax_compilation_cache_dir", sys.argv[1])
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
+import xlashape.memory as memory
+f = lambda x: jnp.sort(x) * 2
+jax.jit(f).lower(jnp.zeros((1000,))).compile()            # now in the persistent cache
+(m,) = memory.analyze(jax.jit(f).lower(jnp.zeros((1000,)))).modules
+print(json.dumps({"ba": m.buffer_assignment, "warnings": m.warnings, "temp": m.temp_size_in_bytes,
+                  "xla": m.memory_analysis["temp_size_in_bytes"]}))
+"""
+
+
+@needs_jax
+def test_a_compile_the_persistent_cache_answers_says_why_there_is_no_peak(tmp_path):
+    # jax's persistent compilation cache leaves the dump options out of its
+    # key: a compile it has seen runs none of XLA's passes, and XLA writes the
+    # module but no buffer assignment
+    r = subprocess.run([sys.executable, "-c", _CACHED, str(tmp_path)], capture_output=True,
+                       text=True, timeout=600, env=_child_env())
+    assert r.returncode == 0, r.stderr[-4000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["ba"] is False and got["temp"] == got["xla"]
+    (said,) = [w for w in got["warnings"] if "persistent compilation cache" in w]
+    assert f"jax_compilation_cache_dir is {tmp_path}" in said

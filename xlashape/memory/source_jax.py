@@ -99,13 +99,16 @@ def lowered_records(lowered, reading: Reading, compiler_options: Optional[dict] 
     a fresh temporary directory (removed when the analysis is built), the
     jitted function's module read from it (``kind`` ``"jax"``); or, when the
     compile runs out of memory, the report its error carries (``"oom"``).
-    ``compiler_options`` are passed to the compile with the dump's own."""
+    ``compiler_options`` are passed to the compile with the dump's own
+    (which replace any ``xla_dump_*`` of theirs)."""
     options = {}
     if compiler_options is not None:
         if not isinstance(compiler_options, dict):
             raise ShapeTypeError("compiler_options: expected a dict of XLA options, not "
                                  f"{type(compiler_options).__name__}")
         options.update(compiler_options)
+    for k in [k for k in options if str(k).startswith("xla_dump_")]:
+        del options[k]      # the dump is this source's: where, and in which form
     where = tempfile.mkdtemp(prefix=DUMP_PREFIX)
     reading.later(lambda: shutil.rmtree(where, ignore_errors=True))
     options["xla_dump_to"] = where
@@ -125,14 +128,37 @@ def lowered_records(lowered, reading: Reading, compiler_options: Optional[dict] 
     records = [r for r in dump_records(where, reading) if r.optimized]
     if not records:   # pragma: no cover - XLA writes the optimized module of every compile
         raise UnreadableInputError("the compile wrote no optimized module into its dump")
-    rec = _pick(records, _module_name(lowered))
+    rec = _pick(records, lowered)
     rec.source = "jax"
     rec.path = None     # the directory goes away: nothing may point into it
+    if rec.allocations is None:
+        rec.warnings.append(_NO_BUFFER_ASSIGNMENT + _cache_dir_said())
     stats = compiled.memory_analysis()
     if stats is not None:
         rec.memory_analysis = _stats_dict(stats)
     rec.devices, rec.device_kind, rec.parameter_shardings = _devices(compiled)
     return "jax", [rec]
+
+
+_NO_BUFFER_ASSIGNMENT = (
+    "XLA wrote no buffer assignment for this compile, only its module: jax's persistent "
+    "compilation cache answers a compile it has seen without running XLA's passes, so the "
+    "figures here are the module text's and memory_analysis()'s, with no peak of their own; "
+    "analyze in a process where the cache is off (jax_enable_compilation_cache=False before "
+    "the first compile) for the buffer assignment and what is live at the peak")
+
+
+def _cache_dir_said() -> str:
+    """`` (jax_compilation_cache_dir is DIR)`` when the jax that is loaded
+    has a persistent cache directory set, else nothing."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    try:
+        where = jax.config.jax_compilation_cache_dir if jax is not None else None
+    except AttributeError:
+        where = None
+    return f" (jax_compilation_cache_dir is {where})" if where else ""
 
 
 def _module_name(lowered) -> Optional[str]:
@@ -145,9 +171,12 @@ def _module_name(lowered) -> Optional[str]:
         return None
 
 
-def _pick(records: List[ModuleRecords], name: Optional[str]) -> ModuleRecords:
+def _pick(records: List[ModuleRecords], lowered) -> ModuleRecords:
     """The module of the jitted function among a dump's (usually one): the
     last one of its name, else the last one compiled."""
+    if len(records) == 1:
+        return records[0]
+    name = _module_name(lowered)
     named = [r for r in records if name is not None and r.name == name]
     rec = (named or records)[-1]
     others = [r.name or "?" for r in records if r is not rec]
