@@ -217,12 +217,12 @@ def explain_rows(rows, rounds, n=8192):
         t.join()
 
     fns = {
-        "default (1 thread, streaming stores, %s blocks, carry)"
-        % ("64x128" if full else "128x64"): assign(dst, src),
+        "default (threads as configured, streaming stores, 64x128 blocks, carry)":
+            assign(dst, src),
+        "1 thread": with_settings(threads=1),
         "carry off": with_settings(carry=False),
         "blocks 64x64": with_settings(block=(64, 64)),
         "blocks 128x64": with_settings(block=(128, 64)),
-        "blocks 64x128": with_settings(block=(64, 128)),
         "blocks 32x32": with_settings(block=(32, 32)),
         "streaming stores off": with_settings(stream_threshold=1 << 62),
         "2 threads": with_settings(threads=2, thread_threshold=0),
@@ -230,10 +230,8 @@ def explain_rows(rows, rounds, n=8192):
         "np.copyto in 2 threads (halves; the machine's 2-core bandwidth)": copy2,
         "np.copyto (limit)": lambda: np.copyto(out, x),
     }
-    if full:
-        del fns["blocks 64x128"]
-    else:
-        for k in ("blocks 128x64", "blocks 32x32", "numpy np.copyto(out, x.T)",
+    if not full:
+        for k in ("blocks 32x32", "numpy np.copyto(out, x.T)",
                   "np.copyto in 2 threads (halves; the machine's 2-core bandwidth)"):
             del fns[k]
     if small is not None:

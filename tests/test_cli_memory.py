@@ -9,6 +9,7 @@ arithmetic written out here.
 import gzip
 import json
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -445,3 +446,80 @@ def test_memory_diff_prints_the_files_it_skipped(tmp_path):
     r = run("memory", "diff", d, CPU_DUMP, "--max-warnings", "0")
     assert r.stderr.splitlines() == [
         "xlashape: warning: 1 more warning not shown (see --max-warnings)"]
+
+
+# -- the live-at-peak table at a terminal's width (issue 25) -----------------------------
+
+
+def _table(out: str):
+    """The live-at-peak table's lines (from its heading to its last buffer)."""
+    lines = out.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("live at the peak:"))
+    end = next(i for i in range(start + 1, len(lines))
+               if lines[i].startswith(("  ... and", "by JAX op path:")))
+    return lines[start + 1:end]
+
+
+def _prefix(ops):
+    """The first component every op path with a '/' outside parentheses
+    starts with, computed here."""
+    firsts = set()
+    for op in ops:
+        depth = 0
+        for i, c in enumerate(op or ""):
+            depth += (c == "(") - (c == ")")
+            if c == "/" and depth == 0:
+                firsts.add(op[:i + 1])
+                break
+    return firsts.pop() if len(firsts) == 1 else None
+
+
+LIVE_DUMPS = [DATA / "escaped_op_paths" / "dump",
+              DATA / "gpu_corpus" / "dev_remat_scan" / "dump",
+              DATA / "tpu_corpus" / "train_step_donated" / "dump",
+              Path(memory.EXAMPLE_DUMP)]
+
+
+@pytest.mark.parametrize("columns", [80, 200])
+@pytest.mark.parametrize("dump", LIVE_DUMPS, ids=lambda p: p.parent.name)
+def test_live_at_peak_table_shows_shape_and_whole_op_paths(dump, columns):
+    r = run("memory", dump, "--top", "3", env={"COLUMNS": str(columns)})
+    assert r.returncode == 0, r.stderr
+    table = _table(r.stdout)
+    (m,) = json.loads(run("memory", dump, "--json").stdout)["modules"]
+    shown = [b for b in m["peak"]["live_at_peak"] if b["size"] >= 16 * 1024][:6]
+    prefix = _prefix(b["op_name"] for b in shown)
+    body = "\n".join(table)
+    # an op path longer than a line goes on over the next, after a '/'
+    joined = re.sub(r"/\n +", "/", body)
+    if prefix is not None:
+        # the common start said once, above the table, and nowhere in it
+        assert table[0] == f"  ({prefix} left out of the JAX op paths below, which start with it)"
+        assert prefix not in "\n".join(table[1:])
+    for b in shown:
+        op = b["op_name"] or ""
+        if prefix is not None and op.startswith(prefix):
+            op = op[len(prefix):]
+        assert b["shape"] in body, b["shape"]
+        assert op in joined, op                    # whole: not cut
+        if b["source"]:
+            assert b["source"] in body
+    assert all(len(line) <= columns for line in table), max(table, key=len)
+    one_line = len(table) == 1 + (prefix is not None) + len(shown)
+    header = table[1 if prefix is not None else 0]
+    if one_line:
+        assert re.match(r"\s+size\s+padding kind\s+space live\s+buffer\s+shape\s+JAX op path"
+                        r"\s+source$", header)
+        for b, line in zip(shown, table[-len(shown):]):
+            assert b["shape"] in line and (b["op_name"] or "").split("/")[-1] in line
+    else:
+        assert table[(prefix is not None) + 1].split() == ["shape", "JAX", "op", "path", "source"]
+
+
+def test_live_at_peak_table_one_line_a_buffer_on_a_wide_terminal():
+    dump = DATA / "escaped_op_paths" / "dump"
+    wide = _table(run("memory", dump, env={"COLUMNS": "200"}).stdout)
+    narrow = _table(run("memory", dump, env={"COLUMNS": "80"}).stdout)
+    # 9 buffers of at least 16K: one line each at 200 columns, more at 80
+    assert len(wide) == 1 + 1 + 9 and len(narrow) > len(wide)
+    assert "f32[64,128]{1,0}  transpose(jvp())/transpose" in wide[2]

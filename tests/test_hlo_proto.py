@@ -177,6 +177,20 @@ def _module_with(mutate):
      r"instructions\[0\]\.shape\.element_type"),
     (lambda mp: mp.schedule.sequences[mp.computations[-1].id].instruction_ids.append(-5),
      "schedule"),
+    # what XLA's HloModule::CreateFromProto refuses too (issue 29: each empty
+    # computation costs 2 bytes of file and hundreds of bytes of model)
+    (lambda mp: mp.computations[0].ClearField("instructions"),
+     r"computations\[0\] \('.*'\): a computation without instructions"),
+    (lambda mp: setattr(mp.computations[1], "id", mp.computations[0].id),
+     r"computations\[1\]\.id: \d+ is also the id of computations\[0\]"),
+    (lambda mp: setattr(mp.computations[1], "name", mp.computations[0].name),
+     r"computations\[1\]\.name: '.*' is given twice"),
+    (lambda mp: setattr(mp.computations[-1].instructions[1], "id",
+                        mp.computations[-1].instructions[0].id), r"instructions\[1\]\.id: \d+ is also"),
+    (lambda mp: setattr(mp.computations[-1].instructions[1], "name",
+                        mp.computations[0].instructions[0].name), r"is given twice"),
+    (lambda mp: setattr(mp.computations[-1].instructions[1], "opcode", ""),
+     r"instructions\[1\]: an instruction without an opcode"),
 ])
 def test_dangling_ids_and_bad_shapes_are_named(mutate, where):
     with pytest.raises(ProtoDecodeError, match=where) as exc:

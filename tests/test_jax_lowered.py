@@ -159,7 +159,7 @@ def test_a_sharded_program_is_per_device_with_each_parameters_sharding(programs,
         assert live["w1"]["sharding"] == "P(None, 'model') over mesh data=4 model=2"
     text = d["text"]
     assert "8 devices" in text and "every figure is per device" in text
-    assert "per-device shape, sharding" in text and "sharding=P('data', None)" in text
+    assert "shape (per device), sharding" in text and "sharding=P('data', None)" in text
 
 
 @needs_jax

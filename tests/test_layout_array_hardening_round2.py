@@ -9,6 +9,7 @@ numpy is the reference for every value.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -100,6 +101,136 @@ def test_zero_size_arrays_numpy_cannot_make_raise_family_errors():
         with pytest.raises(xs.ShapeValueError, match="array is too big"):
             op()
     assert la.T.shape == (8, 2 ** 61, 0)
+
+
+# -- buffers that cannot be had: refused before anything that grows with the shape --------
+# Issue 29: the per-dimension offset tables were built (a loop over every index
+# of every dimension) before the buffer was asked for: bf16[2,1073741824,1024]
+# took 32-38 s and 8.4 GB before its ShapeMemoryError, u8[268435456,268435456]
+# 10 s and 4.2 GB, bf16[9,5,9,2147483648] was killed by the OOM killer. Each
+# case runs in a child with a time limit and an address space of 1 GiB beyond
+# what the child has mapped after its imports (none under AddressSanitizer,
+# which reserves terabytes), so a regression fails here instead of taking the
+# machine down. Under that limit the old code failed fast, but on its tables
+# (the message named them, not the buffer) or after building tables of
+# 128-512 MiB (the peak resident memory); without the limit it took 10-38 s
+# or was killed.
+
+_LIMITED = """
+import os, resource, sys
+def vm(field):
+    for line in open("/proc/self/status"):
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+if "asan" not in os.environ.get("LD_PRELOAD", ""):
+    limit = vm("VmSize") + (1 << 30)
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+def refused(op):
+    # the outcome, and how much the peak resident memory grew meanwhile
+    before = vm("VmHWM")
+    try:
+        op()
+    except xs.XlaShapeError as e:
+        result = f"{type(e).__name__} {isinstance(e, MemoryError)} {e}"
+    except BaseException as e:
+        result = f"BUILTIN {type(e).__name__}: {e}"
+    else:
+        result = "no error"
+    print(result)
+    print((vm("VmHWM") - before) >> 20)
+"""
+
+_IMPOSSIBLE = {
+    # the issue's three shapes
+    "bf16[2,1073741824,1024]": 4398046511104,
+    "u8[268435456,268435456]": 72057594037927936,
+    "bf16[9,5,9,2147483648]": 1739461754880,
+    # tables of 512 MiB: under the limit, so the old code built them first
+    "u8[33554432,33554432]": 1125899906842624,
+}
+
+
+def _run_limited(code, timeout=60):
+    """(outcome line, peak resident growth in MiB) of `refused(...)` in a child."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _PRELUDE + _LIMITED + textwrap.dedent(code)],
+        capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, (
+        f"child exited with {proc.returncode} (negative: killed by signal)\n"
+        f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
+    result, grown = proc.stdout.strip().splitlines()[-2:]
+    return result, int(grown)
+
+
+def _expect_memory_error(result, grown, nbytes):
+    # the buffer's own size is what the error names: it was asked for first
+    assert result.startswith("ShapeMemoryError True "), result
+    assert f"{nbytes} bytes" in result, result
+    assert issubclass(xs.ShapeMemoryError, xs.XlaShapeError)
+    assert issubclass(xs.ShapeMemoryError, MemoryError)
+    assert grown < 64, f"peak resident memory grew by {grown} MiB before the refusal"
+
+
+@pytest.mark.parametrize("text", list(_IMPOSSIBLE))
+def test_impossible_buffers_are_refused_before_the_offset_tables(text):
+    result, grown = _run_limited(f"refused(lambda: LayoutArray({text!r}))")
+    _expect_memory_error(result, grown, _IMPOSSIBLE[text])
+
+
+@pytest.mark.parametrize("text", list(_IMPOSSIBLE))
+def test_impossible_buffers_from_a_shape_object_and_from_numpy(text):
+    # a Shape object; from_numpy of a broadcast view (every element one byte
+    # of memory), as it is and with a dtype cast that numpy would have to
+    # make in full
+    code = f"""
+    shape = xs.parse_shape({text!r})
+    src = np.broadcast_to(np.zeros((), shape.dtype), shape.dimensions)
+    src64 = np.broadcast_to(np.zeros((), np.float64), shape.dimensions)
+    which = sys.argv[1]
+    if which == "shape":
+        refused(lambda: LayoutArray(shape))
+    elif which == "from_numpy":
+        refused(lambda: LayoutArray.from_numpy(src, shape))
+    else:
+        refused(lambda: LayoutArray.from_numpy(src64, shape, dtype_cast=True))
+    """
+    for which in ("shape", "from_numpy", "from_numpy cast"):
+        proc_code = code.replace("sys.argv[1]", repr(which))
+        result, grown = _run_limited(proc_code)
+        _expect_memory_error(result, grown, _IMPOSSIBLE[text])
+
+
+def test_impossible_relayout_is_refused_before_the_offset_tables():
+    # a 32 MiB array whose relayout pads dimension 0 to 2**30 rows (2**54
+    # bytes); the target's tables (2**24 entries, 128 MiB) came first before
+    result, grown = _run_limited("""
+    la = LayoutArray.from_numpy(np.ones((2, 1 << 24), np.uint8))
+    refused(lambda: la.relayout("{1,0:T(1073741824,1)}"))
+    """)
+    _expect_memory_error(result, grown, (1 << 30) * (1 << 24))
+
+
+def test_copy_beyond_the_address_space_is_refused():
+    # 600 MB (calloc: no page touched) fits the limit, a second one does not
+    if "asan" in os.environ.get("LD_PRELOAD", ""):
+        pytest.skip("no address-space limit under AddressSanitizer")
+    result, grown = _run_limited("""
+    la = LayoutArray("u8[600000000]")
+    refused(la.copy)
+    """)
+    _expect_memory_error(result, grown, 600000000)
+
+
+@pytest.mark.parametrize("text", list(_IMPOSSIBLE))
+def test_wrapping_a_short_buffer_in_an_impossible_shape_is_refused_first(text):
+    # frombuffer and unpickling check the buffer's length before anything
+    # else (the old code built the shape's tables first)
+    for call in ("LayoutArray.frombuffer(bytearray(64), {t!r})",
+                 "xs._core._rebuild(b'x' * 64, {t!r})"):
+        result, grown = _run_limited(f"refused(lambda: {call.format(t=text)})")
+        assert result.startswith("ShapeBufferError False buffer has 64 bytes but"), result
+        assert f"takes {_IMPOSSIBLE[text]} bytes" in result, result
+        assert grown < 64, grown
 
 
 # -- __dlpack__'s arguments --------------------------------------------------------------

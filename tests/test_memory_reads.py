@@ -127,7 +127,7 @@ def _reference_locations(text):
         if table:
             key, _, rest = s.partition(" ")
             if table == "FileNames":
-                files[int(key)] = rest.strip('"')
+                files[int(key)] = _c_unescape(rest.strip('"'))
             elif table == "FileLocations":
                 f = re.search(r"file_name_id=(\d+)", rest)
                 ln = re.search(r"\bline=(\d+)", rest)
@@ -145,8 +145,7 @@ def _reference_locations(text):
             got = re.search(r"(?:^|\s)" + key + "=" + pattern, meta)
             if got is None:
                 return None
-            v = got.group(1)
-            return v.replace('\\"', '"').replace("\\\\", "\\")
+            return _c_unescape(got.group(1))
 
         op = field("op_name", _STR)
         src = field("source_file", _STR)
@@ -163,6 +162,13 @@ def _reference_locations(text):
             loc = locs.get(frames.get(src[1], -1))
             out[name] = (op, f"{files[loc[0]]}:{loc[1]}" if loc and loc[0] in files else None)
     return out
+
+
+def _c_unescape(text):
+    """A quoted value of XLA's text (absl::CEscape: \\' \\" \\\\ and octal
+    escapes of bytes) as Python's own escape decoder reads it."""
+    import codecs
+    return codecs.escape_decode(text.encode("utf-8"))[0].decode("utf-8", "backslashreplace")
 
 
 @pytest.mark.parametrize("prog", [p for p in corpora.programs() if p.module_hlo.exists()],

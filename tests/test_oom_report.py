@@ -308,3 +308,189 @@ def test_gpu_log_numbers_of_thousands_of_digits_are_not_read():
     (report,) = read_oom_reports(io.StringIO(text))
     assert report.memory_limit_bytes is None
     assert report.chunks_in_use == []
+
+
+# -- XLA:GPU's autotuner running out of memory (issue 25) -------------------------------
+#
+# One compile-time event: XLA's autotuner could not time any configuration of
+# some instructions (data/gpu_oom_written: written in the formats of XLA's
+# sources, see its README). The expected figures are read from the files with
+# the regular expressions below, not from the parser.
+
+AUTOTUNE = DATA / "gpu_oom_written"
+_AT_SUMMARY = re.compile(r"Failed to get configs for: (\d+) out of (\d+) instructions")
+_AT_INSTR = re.compile(r"Could not get config for HLO: %([\w.]+) = (\S+) ")
+_AT_FAILURES = re.compile(r"^Failures \((\d+)\):$", re.M)
+_AT_OOM = re.compile(r"^EXECUTION FAILED: RESOURCE_EXHAUSTED: Out of memory while trying to "
+                     r"allocate (\S+) with allocator (\w+)", re.M)
+
+
+def _autotune_expected(text):
+    """What the text says, read independently: the summary's counts, the
+    instructions the log names with their shapes, the failures listed per
+    block (the log's blocks, before the exception's example), the request."""
+    logged, _, example = text.partition("Example failure")
+    summary = _AT_SUMMARY.search(text)
+    return dict(failed=int(summary.group(1)), total=int(summary.group(2)),
+                names=_AT_INSTR.findall(logged),
+                logged_failures=[int(n) for n in _AT_FAILURES.findall(logged)],
+                example_failures=[int(n) for n in _AT_FAILURES.findall(example)],
+                oom_lines=len(_AT_OOM.findall(text)), logged_oom=len(_AT_OOM.findall(logged)),
+                example_oom=len(_AT_OOM.findall(example)),
+                requests=sorted(set(m[0] for m in _AT_OOM.findall(text))),
+                allocators=sorted(set(m[1] for m in _AT_OOM.findall(text))),
+                limit=[int(x) for x in _GPU_BASE.findall(text)])
+
+
+def test_gpu_autotuner_oom_in_xlas_log_is_one_compile_time_event():
+    from cli_util import ok
+    path = AUTOTUNE / "autotuner_oom.log.txt"
+    exp = _autotune_expected(path.read_text())
+    assert exp["oom_lines"] == 39 and len(exp["names"]) == 2 and exp["limit"] == [120087904256]
+    out = ok("memory", path).stdout
+    lines = out.splitlines()
+    # one report, not one per repeated line; nothing of libtpu's wording
+    assert lines[0] == f"{path}: 1 out-of-memory report"
+    assert "libtpu" not in out and "needs ? of ?" not in out and "earlier reports" not in out
+    assert "the allocation failed when the program ran" not in out
+    assert lines[1].startswith("XLA:GPU out of memory while compiling (XLA's autotuner)")
+    text = " ".join(out.split())
+    # which instructions, with their shapes, and how many configurations failed
+    assert f"instructions it could not configure: {exp['failed']} of {exp['total']}" in text
+    for (name, shape), n in zip(exp["names"], exp["logged_failures"]):
+        assert re.search(rf"^    {re.escape(name)}  {re.escape(shape)} \(256\.00G\): {n} "
+                         rf"configurations failed, {n} out of memory$", out, re.M), name
+    # what each configuration asked for, against the limit the scheduler logged
+    (request,) = exp["requests"]
+    limit = exp["limit"][0]
+    assert f"each configuration it tried asked for {request}, more than the " \
+           f"{tiling.format_bytes(limit)} limit" in text
+    assert f"memory limit: {tiling.format_bytes(limit)} ({limit} bytes, from XLA's scheduler's " \
+           "base limit" in text
+    assert tiling.format_bytes(limit) == "111.84G"
+    # what to do
+    advice = text.split("what to do:")[1]
+    for hint in ("make the instruction smaller", "--xla_gpu_autotune_level",
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION"):
+        assert hint in advice
+    # --json: the same event
+    import json
+    (m,) = json.loads(ok("memory", path, "--json").stdout)["modules"]
+    o = m["oom"]
+    assert o["origin"] == "autotuner" and m["memory_limit_bytes"] == limit
+    at = o["autotune"]
+    assert (at["failed_instructions"], at["instructions"]) == (exp["failed"], exp["total"])
+    assert [(f["name"], f["shape"]) for f in at["failed"]] == exp["names"]
+    assert [f["configs_failed"] for f in at["failed"]] == exp["logged_failures"]
+    assert at["configs_failed"] == sum(exp["logged_failures"])
+    assert at["out_of_memory"] == exp["logged_oom"] and at["repeats"] == exp["oom_lines"]
+    assert at["requested"] == exp["requests"] and not at["from_example"]
+    assert [f["size_in_bytes"] for f in at["failed"]] == [262144 * 262144 * 4] * 2
+    assert o["requested_text"] == request and o["allocator"] in exp["allocators"]
+    assert any("--xla_gpu_autotune_level" in a for a in o["advice"])
+    # the arguments and outputs alone are over the limit: said once, as a note
+    io = int(re.search(r"input/output arguments \((\d+)\)", path.read_text()).group(1))
+    assert o["io_bytes"] == io > limit
+    assert any(f"({io} bytes), more than the {tiling.format_bytes(limit)} limit" in n
+               for n in m["notes"])
+
+
+def test_gpu_autotuner_oom_from_the_exception_alone():
+    from cli_util import ok
+    path = AUTOTUNE / "autotuner_oom.txt"
+    exp = _autotune_expected(path.read_text())
+    assert exp["names"] == [] and exp["limit"] == []
+    out = ok("memory", path).stdout
+    assert out.splitlines()[0] == f"{path}: 1 out-of-memory report"
+    assert "libtpu" not in out and "?" not in out.replace("?)", "")
+    text = " ".join(out.split())
+    assert (f"instructions it could not configure: {exp['failed']} of {exp['total']} "
+            "(the exception names none)") in text
+    (n,) = exp["example_failures"]
+    assert f"the exception's example: {n} configurations failed, {exp['example_oom']} out of " \
+           "memory" in text
+    assert "Could not get config for HLO" in text          # where the names are
+    assert "the memory limit is not in this text" in text
+    import json
+    (m,) = json.loads(ok("memory", path, "--json").stdout)["modules"]
+    at = m["oom"]["autotune"]
+    assert at["from_example"] and at["failed"] == [] and at["configs_failed"] == n
+    assert m["memory_limit_bytes"] is None
+
+
+def test_gpu_autotuner_variants_from_the_source_formats():
+    oom = ("EXECUTION FAILED: RESOURCE_EXHAUSTED: Out of memory while trying to allocate "
+           "8.00GiB with allocator GPU_0_bfc on device 0. [tf-allocator-allocation-error='']")
+    # the exception pasted onto one line: still one event, three failures
+    (r,) = read_oom_reports("NOT_FOUND: Failed to get configs for: 1 out of 3 instructions. "
+                            "See logs for all failures. Example failure: All configs failed "
+                            f"during profiling. Failures (3): {oom} {oom} {oom}")
+    assert r.origin == "autotuner" and r.attempts == 3
+    (b,) = r.autotune.blocks
+    assert (b.listed, b.failures, b.out_of_memory, b.requests) == (3, 3, 3, ["8.00GiB"])
+    # autotuner.cc's wording (an INTERNAL error naming the instruction), the
+    # allocator's own lines between the failures, the scheduler's line after
+    text = "\n".join([
+        "E0101 00:00:01.000000 1 autotuner.cc:200] INTERNAL: Autotuning failed for HLO: "
+        "%gemm_fusion_dot.1 = (bf16[65536,65536]{1,0}, s8[1048576]{0}) fusion(%a, %b), "
+        "kind=kCustom with error: NOT_FOUND: All configs failed during profiling.",
+        "Failures (2):",
+        oom,
+        "W0101 00:00:01.100000 1 bfc_allocator.cc:501] Allocator (GPU_0_bfc) ran out of memory "
+        "trying to allocate 8.00GiB (rounded to 8589934592)requested by op ",
+        oom,
+        "E0101 00:00:02.000000 1 gpu_hlo_schedule.cc:1068] The byte size of input/output "
+        "arguments (100) exceeds the base limit (4294967296). This indicates an error in the "
+        "calculation!",
+    ])
+    (r,) = read_oom_reports(text)
+    (b,) = r.autotune.blocks
+    assert b.instruction == "gemm_fusion_dot.1" and b.shape.is_tuple
+    assert b.shape_text == "(bf16[65536,65536]{1,0}, s8[1048576]{0})"
+    assert (b.configs_failed, b.out_of_memory) == (2, 2)
+    assert r.rounded_bytes == 8 << 30 and r.memory_limit_bytes == 4 << 30
+    # a failure of the program's run after it is a failure of its own
+    run_oom = ("RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1.00GiB with "
+               "allocator GPU_0_bfc on device 0. [executable_name='jit_f']")
+    first, second = read_oom_reports(text + "\n" + run_oom)
+    assert first.autotune is not None and second.autotune is None
+    assert second.origin == "allocator" and second.executable_name == "jit_f"
+    # configurations that failed for another reason than memory: no out-of-memory report
+    assert read_oom_reports("Failed to get configs for: 1 out of 1 instructions. Example "
+                            "failure: \nAll configs failed during profiling.\nFailures (1):\n"
+                            "COMPILATION FAILED: INTERNAL: ptxas error") == []
+
+
+def test_gpu_reports_of_one_log_are_listed_in_gpu_terms():
+    from cli_util import ok
+    # two failures of XLA:GPU in one log (the two real exceptions with their logs)
+    text = "".join((GPU_OOM / f"{n}{ext}").read_text() + "\n"
+                   for n in GPU_PROGRAMS for ext in (".log.txt", ".txt"))
+    out = ok("memory", "-", input=text).stdout
+    lines = out.splitlines()
+    assert lines[0] == "<stdin>: 2 out-of-memory reports"
+    assert "libtpu" not in out and "needs ?" not in out
+    size = _GPU_EXC.search((GPU_OOM / f"{GPU_PROGRAMS[0]}.txt").read_text()).group(1)
+    assert lines[1].startswith("earlier reports in the same log")
+    assert lines[2] == f"  jit__lambda: {size} in GPU_0_bfc (the allocator), limit " \
+                       f"{tiling.format_bytes(int(_GPU_BASE.search(text).group(1)))}"
+
+
+def test_hlo_on_the_autotuner_error_says_what_it_is():
+    from cli_util import one_error_line
+    r = one_error_line("hlo", AUTOTUNE / "autotuner_oom.log.txt")
+    assert "autotuner" in r.stderr and "256.02GiB" in r.stderr and "--dump" not in r.stderr
+
+
+def test_gpu_autotuner_oom_on_the_page(tmp_path):
+    import html
+    from cli_util import ok
+    path = AUTOTUNE / "autotuner_oom.log.txt"
+    exp = _autotune_expected(path.read_text())
+    page = tmp_path / "r.html"
+    ok("memory", path, "--html", page)
+    shown = " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page.read_text())).split())
+    assert "libtpu" not in shown and "lists the allocations the compiler could not place" not in shown
+    for (name, shape), n in zip(exp["names"], exp["logged_failures"]):
+        assert f"{name} {shape} (256.00G): {n} configurations failed" in shown
+    assert "--xla_gpu_autotune_level" in shown and "XLA_PYTHON_CLIENT_MEM_FRACTION" in shown

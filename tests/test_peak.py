@@ -13,6 +13,7 @@ import re
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import corpora
 from strategies import edited_lines
@@ -377,7 +378,9 @@ def test_cli_json_carries_peak_and_verdict():
     assert m["peak"]["peak_memory_in_bytes"] == 4194560
     assert m["verdict"] == {"peak_bytes": 4194560, "limit_bytes": 4194560,
                             "peak_name": "peak_memory_in_bytes", "limit_name": "--limit 4194560",
-                            "fits": True, "margin_bytes": 0}
+                            "limit_basis": None, "device_platform": None, "module_platform": "gpu",
+                            "report_excess_bytes": None, "report_limit_bytes": None,
+                            "fits": True, "margin_bytes": 0, "platform_mismatch": False}
     assert m["peak"]["live_at_peak"][0]["size"] == 1048576
 
 
@@ -771,3 +774,188 @@ def test_a_value_size_past_int64_sums_is_a_family_error(tmp_path):
                          lambda t: re.sub(r"size=\d+", "size=9000000000000000000", t, count=1))
     with pytest.raises(XlaShapeError):
         memory.analyze(dump)
+
+
+# -- op paths as JAX wrote them (issue 25) -----------------------------------------------
+#
+# data/escaped_op_paths: a real XLA:CPU dump of a function of a dict of
+# parameters (tests/oracle/gen_escaped_op_paths.py). XLA's text escapes the
+# op paths (params[\'layers\'][0][\'w1\'], gr\303\266\303\237e); the names
+# JAX gave the parameters are recorded by jax itself in op_paths.json.
+
+ESCAPED = corpora.DATA / "escaped_op_paths"
+
+
+def _jax_names():
+    return json.loads((ESCAPED / "op_paths.json").read_text(encoding="utf-8"))["parameter_names"]
+
+
+def test_the_dump_holds_escaped_op_paths():
+    (text,) = [p.read_text(encoding="utf-8") for p in (ESCAPED / "dump").glob("*after_optimizations.txt")]
+    assert "params[\\'layers\\'][0][\\'w1\\']" in text and "gr\\303\\266\\303\\237e" in text
+    assert '"op\\\'s_paths.py"' in text
+    assert "params['layers'][0]['w1']" in _jax_names() and "params['größe']" in _jax_names()
+
+
+@pytest.mark.parametrize("proto", [False, True])
+def test_op_paths_are_read_as_jax_wrote_them(proto):
+    argv = ["memory", ESCAPED / "dump", "--json", "--top", "20"] + (["--proto"] if proto else [])
+    r = run(*argv)
+    assert r.returncode == 0, r.stderr
+    (m,) = json.loads(r.stdout)["modules"]
+    params = {b["op_name"] for b in m["peak"]["live_at_peak"] if b["kind"] == "parameter"}
+    assert params == set(_jax_names())
+    groups = {g["op_path"] for g in m["peak"]["by_op_path"]}
+    assert set(_jax_names()) <= groups
+    assert not [g for g in groups - set(_jax_names()) if "\\" in g]
+    if not proto:   # the text route's source lines: the script's name, unescaped too
+        assert {b["source"].rsplit(":", 1)[0] for b in m["peak"]["live_at_peak"]
+                if b["source"]} == {"op's_paths.py"}
+
+
+def test_op_paths_in_the_text_and_the_page_are_unescaped(tmp_path):
+    page = tmp_path / "r.html"
+    r = run("memory", ESCAPED / "dump", "--html", page, "--top", "20", env={"COLUMNS": "200"})
+    assert r.returncode == 0, r.stderr
+    for name in _jax_names():
+        if name.startswith("params['layers']") or name == "params['größe']":
+            assert name in r.stdout, name
+    rest = r.stdout
+    for name in _jax_names():    # the quoted key's own name has backslashes (jax's repr)
+        rest = rest.replace(name, "")
+    assert "\\'" not in rest and "\\303" not in rest
+    assert "op's_paths.py:" in r.stdout
+    import html
+    shown = html.unescape(page.read_text(encoding="utf-8"))
+    assert "params['layers'][0]['w1']" in shown and "params['größe']" in shown
+    assert "params[\\'layers" not in shown and "\\303" not in shown
+
+
+def _c_escape(text: str) -> str:
+    """absl::CEscape, written from its documentation: \\n \\r \\t \\" \\' \\\\
+    escaped, every other byte outside printable ASCII as three octal digits."""
+    out = []
+    for byte in text.encode("utf-8"):
+        c = chr(byte)
+        if c in '\n\r\t"\'\\':
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(c, "\\" + c))
+        elif 0x20 <= byte < 0x7F:
+            out.append(c)
+        else:
+            out.append(f"\\{byte:03o}")
+    return "".join(out)
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=40))
+def test_unescape_reads_what_cescape_wrote(text):
+    from xlashape.hlo_text import unescape_string
+    assert unescape_string(_c_escape(text)) == text
+
+
+# -- the verdict against a device (issue 25) ---------------------------------------------
+
+
+def test_a_device_of_another_kind_is_an_error_unless_forced():
+    gpu = _gpu_dump("dev_decode_small")
+    tpu_report = TPU / "oom_temps" / "oom" / "tpu_driver.WARNING.txt"
+    for argv, device, compiled in (([gpu, "--chip", "v5e"], "TPU", "GPU"),
+                                   ([tpu_report, "--device", "h100"], "GPU", "TPU")):
+        r = run("memory", *argv)
+        assert r.returncode == 2 and r.stdout == ""
+        (line,) = r.stderr.splitlines()
+        assert f"is a {device} and" in line and f"was compiled for {compiled}" in line
+        assert "--force-device" in line
+        r = run("memory", *argv, "--force-device")
+        assert r.returncode == 0, r.stderr
+        lines = r.stdout.splitlines()
+        i = next(i for i, ln in enumerate(lines) if ln.startswith(("fits:", "does not fit")))
+        assert any(ln.startswith(f"warning: {argv[2]} is a {device}, and this input was "
+                                 f"compiled for {compiled}") for ln in lines[i + 1:i + 3])
+        (m,) = [m for m in json.loads(run("memory", *argv, "--force-device", "--json").stdout)
+                ["modules"] if m["verdict"] is not None][-1:]
+        assert m["verdict"]["platform_mismatch"] is True
+        assert m["verdict"]["device_platform"] == device.lower()
+    # the same kind of device, or a size: no word
+    for argv in ([gpu, "--device", "h200"], [gpu, "--limit", "80G"], [tpu_report, "--chip", "v5e"]):
+        r = run("memory", *argv)
+        assert r.returncode == 0 and "warning: " not in r.stdout and r.stderr == ""
+
+
+@pytest.mark.parametrize("zero", ["0", "0G", "0.0M"])
+def test_limit_zero_is_refused(zero):
+    r = run("memory", _gpu_dump("dev_decode_small"), "--limit", zero)
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.startswith(f"xlashape: error: --limit {zero}: a limit must be more than 0")
+
+
+def test_an_estimated_limit_says_so():
+    d = DEVICES["h100"]
+    assert d.basis == "estimated"
+    r = run("memory", _gpu_dump("dev_remat_scan"), "--device", "h100")
+    share = format_bytes(int(d.memory_bytes * 0.75))
+    assert (f"fits: peak 244.00M of {share} (0.4%) on h100 (estimated: jax's 75% of "
+            f"{format_bytes(d.memory_bytes)})") in r.stdout.splitlines()
+    (m,) = json.loads(run("memory", _gpu_dump("dev_remat_scan"), "--device", "h100",
+                          "--json").stdout)["modules"]
+    assert m["verdict"]["limit_basis"] == "estimated"
+    # a measured one does not
+    assert "estimated" not in run("memory", _gpu_dump("dev_remat_scan"), "--device",
+                                  "h200").stdout
+
+
+def test_an_oom_report_and_its_verdict_give_one_excess(tmp_path):
+    # libtpu prints the excess from exact bytes: 49.00G used (rounded) minus
+    # 15.75G is 33.25G, the report says 33.26G; the verdict says the report's
+    report = tmp_path / "oom.txt"
+    report.write_text("Ran out of memory in memory space hbm. Used 49.00G of 15.75G hbm. "
+                      "Exceeded hbm capacity by 33.26G.\n")
+    out = run("memory", report, "--chip", "v5e").stdout
+    assert "  hbm: needs 49.00G of 15.75G: 33.26G too much" in out.splitlines()
+    assert "does not fit by 33.26G: peak 49.00G (memory_used_bytes) of 15.75G on v5e" in out
+    assert "33.25G" not in out
+    (m,) = json.loads(run("memory", report, "--chip", "v5e", "--json").stdout)["modules"]
+    assert m["verdict"]["report_excess_bytes"] == m["oom"]["excess"] == parse_size("33.26G")
+    assert m["verdict"]["margin_bytes"] == -parse_size("33.26G")
+    # against another limit than the report's own: its own is said
+    out = run("memory", report, "--chip", "v6e").stdout.splitlines()
+    i = next(i for i, ln in enumerate(out) if ln.startswith(("fits", "does not fit")))
+    assert out[i + 1] == ("  (the report's own limit is 15.75G: it was compiled for a device "
+                          f"with that memory, not {format_bytes(usable_bytes(lookup('v6e')))})")
+
+
+def test_sizes_compared_that_print_alike_show_their_bytes():
+    d = _gpu_dump("dev_decode_small")   # peak_memory_in_bytes 6365276: 6.07M
+    most = parse_size("6.07M")
+    assert most < 6365276 and format_bytes(most) == format_bytes(6365276)
+    r = run("memory", d, "--max-peak", "6.07M")
+    assert r.returncode == 1
+    assert r.stderr == (f"xlashape: warning: jit_dev_decode_small: peak 6.07M (peak_memory_in_bytes "
+                        f"6365276 bytes) exceeds --max-peak 6.07M ({most} bytes)\n")
+    r = run("memory", d, "--limit", str(6365275))
+    assert ("does not fit by 1B: peak 6.07M (6365276 bytes) of 6.07M (6365275 bytes) on "
+            "--limit 6365275") in r.stdout
+    r = run("memory", d, "--limit", "8M")
+    assert "fits: peak 6.07M of 8.00M (75.9%) on --limit 8M" in r.stdout
+    # --max-growth with a size: the text of its warning, where the growth and
+    # the limit print alike (no real pair grows by just over a size that
+    # prints as its growth does: the view's function, with such numbers)
+    from xlashape.reporters.text import growth_line
+    x, grew = 151019584, (96 << 20) + 5000
+    limit = grew - 1000
+    assert format_bytes(limit) == format_bytes(grew) == "96.00M"
+    assert growth_line("peak_memory_in_bytes", x, x + grew, "96M", 96 << 20) == (
+        f"peak_memory_in_bytes grew by 96.00M ({grew} bytes) ({x} -> {x + grew} bytes, "
+        f"+66.7%), more than --max-growth 96M ({96 << 20} bytes)")
+    assert growth_line("peak_memory_in_bytes", x, x + grew, "5%", None) == (
+        f"peak_memory_in_bytes grew by 96.00M ({x} -> {x + grew} bytes, +66.7%), more than "
+        "--max-growth 5%")
+    # and the command's warnings for a real pair: both figures that grew
+    a = corpora.DATA / "cpu_corpus" / "sgd_donated" / "dump"
+    b = corpora.DATA / "diff_pairs" / "sgd_not_donated" / "dump"
+    r = run("memory", "diff", a, b, "--max-growth", "90M")
+    assert r.returncode == 1
+    assert r.stderr.splitlines() == [
+        f"xlashape: warning: {what} grew by 96.02M (151019584 -> 251699264 bytes, +66.7%), "
+        "more than --max-growth 90M"
+        for what in ("peak_memory_in_bytes", "arguments + outputs + temporaries - aliased")]

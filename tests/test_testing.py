@@ -56,8 +56,11 @@ def test_a_budget_and_a_device_on_the_shipped_tpu_example():
     lines = message.splitlines()
     assert lines[1].startswith("largest of the ") and len(lines) == 4
     assert "jit(conv_layer)/conv_general_dilated" in message     # the 8.00M VMEM temporary
-    # a module is accepted as well as an analysis
+    # a module is accepted as well as an analysis; a TPU program is not
+    # judged against a GPU
     assert assert_fits(result.modules[0], device="v5e") is result.modules[0]
+    with pytest.raises(ShapeValueError, match="h100 is a GPU"):
+        assert_fits(result, device="h100")
 
 
 def test_an_out_of_memory_report_always_fails_with_its_allocations():
@@ -100,12 +103,21 @@ def test_a_jax_program_fits_an_h100_and_not_a_budget_under_its_peak():
     lowered = jax.jit(step, donate_argnums=0).lower(
         jax.ShapeDtypeStruct((1024, 1024), jnp.float32), jax.ShapeDtypeStruct((256, 1024), jnp.float32))
     stats = lowered.compile().memory_analysis()
-    result = assert_fits(lowered, device="h100")
+    result = assert_fits(lowered, limit="1G")
     (m,) = result.modules
     assert m.argument_size_in_bytes == stats.argument_size_in_bytes
     with pytest.raises(AssertionError) as info:
         assert_fits(result, max_peak=stats.argument_size_in_bytes)   # the temporaries come on top
     assert "jit(step)/" in str(info.value) and "test_testing.py:" in str(info.value)
-    # a CPU compile names no accelerator to judge against by default
+    # a CPU compile names no accelerator to judge against by default, and an
+    # XLA:CPU compile is not judged against a GPU unless forced (its fusions
+    # and schedule are not XLA:GPU's), as xlashape memory --device refuses it
     with pytest.raises(ShapeValueError, match="compiled for cpu"):
         assert_fits(result)
+    with pytest.raises(ShapeValueError, match="h100 is a GPU and jit_step was compiled for CPU"):
+        assert_fits(result, device="h100")
+    assert assert_fits(result, device="h100", force_device=True) is result
+    with pytest.raises(ShapeValueError, match="force_device=True"):
+        analyze(lowered, device="h100")
+    forced = analyze(lowered, device="h100", force_device=True).modules[0].verdict
+    assert forced.platform_mismatch and forced.fits

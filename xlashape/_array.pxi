@@ -58,8 +58,10 @@
 #   memoryview(la) (buffer protocol)  export, checked in __getbuffer__
 #   frombuffer                 holds the wrapped object's buffer (a Py_buffer)
 #                              until release() or deallocation
-#   from_numpy, LayoutArray()  a new array nobody else can reach; source
-#                              converted first
+#   from_numpy, LayoutArray()  a new array nobody else can reach; its buffer
+#                              allocated first (a size that cannot be had is
+#                              refused before anything else grows with the
+#                              shape), the source converted before the copy
 #   numpy's protocols (_numpy_api.py: ufuncs, functions, advanced indexing,
 #   astype) and views (T, transpose, reshape)
 #                              export: physical_array() / physical views
@@ -357,12 +359,18 @@ cdef class _Compiled:
     storage, the numpy-side shape and strides, the padding element),
     computed once per plan and shared, read-only, by every array of that
     shape: creating an array is then an allocation and a copy, not a
-    recompilation (it was ~20 us of fixed cost per array)."""
+    recompilation (it was ~20 us of fixed cost per array).
+
+    ``build`` costs the same for any size (no loop over a dimension); the
+    offset tables, whose size grows with the dimensions, are built by
+    ``ensure_tables`` only once an array of this plan holds its storage, so
+    a buffer that cannot be had is refused before any of them exists."""
     cdef Program prog
     cdef DInfo di
     cdef int64_t* tab_block            # malloc'd offset tables, or NULL
     cdef int64_t* tabs[MAX_RANK]
-    cdef int64_t** tabs_or_null
+    cdef int64_t** tabs_or_null        # tabs once built, else NULL (see ensure_tables)
+    cdef bint tables_tried             # ensure_tables ran to a decision
     cdef Py_ssize_t c_shape[MAX_RANK]
     cdef Py_ssize_t c_strides[MAX_RANK]
     cdef Py_ssize_t logical_size
@@ -370,6 +378,7 @@ cdef class _Compiled:
     cdef bint c_contig
     cdef bint f_contig
     cdef bint numpy_sized               # numpy can make an array of this shape and dtype
+    cdef bint separable                # offset = a sum of per-dimension shares (tables possible)
     cdef bint has_padding
     cdef bint pad_zero                 # the padding element is all zero bytes
     cdef bytes pad                     # one padding element's bytes (has_padding)
@@ -388,7 +397,8 @@ cdef class _Compiled:
         cdef int d
         program_from_plan(&self.prog, plan)
         self.plan = plan
-        self._build_offset_tables(plan)
+        self.tabs_or_null = NULL        # ensure_tables, once a buffer exists
+        self.separable = self._separable(plan)
         shape = plan.shape
         if shape.layout is None:
             shape = shape.with_layout(plan.layout)
@@ -433,41 +443,42 @@ cdef class _Compiled:
             self.pad_zero = self.pad.count(0) == len(self.pad)
         return 0
 
-    cdef int _build_offset_tables(self, plan) except -1:
-        """Per-dimension offset tables when the offset map is separable.
+    cdef int64_t** ensure_tables(self) noexcept:
+        """The per-dimension offset tables when the offset map is separable
+        and they stay small next to the buffer (else NULL), built on the
+        first call. Call it only with a buffer of the plan's size in hand
+        (allocated or wrapped): the tables are then at most an eighth of
+        memory already had.
 
         Without '*' (combined dimensions) every div/mod of the program reads
         one logical dimension, so offset(i, j, ...) = T0[i] + T1[j] + ...:
         each table holds that dimension's share. Scalar access then costs
         `rank` loads instead of running the program (integer divisions), and
-        so does every run of the bulk kernels. Built only while the tables
-        stay small next to the buffer.
+        so does every run of the bulk kernels. Tables are an optimization:
+        when they cannot be allocated the program is used instead.
         """
         cdef int d, rank = self.prog.rank
         cdef int64_t i, limit, total = 0
         cdef int64_t idx[MAX_RANK]
         cdef int64_t* p
-        self.tabs_or_null = NULL
-        if rank == 0:
-            return 0
-        deps = {r: {r} for r in range(rank)}
-        for op, dst, a, b, c in plan.ops:
-            da = deps.get(a, set())
-            if op != 0 and len(da) > 1:
-                return 0          # a div/mod mixes dimensions: not separable
-            deps[dst] = da | deps.get(b, set()) if op == 0 else da
-        limit = max(1 << 16, plan.element_count // 8)
+        if self.tables_tried:
+            return self.tabs_or_null
+        if rank == 0 or not self.separable:
+            self.tables_tried = True
+            return NULL
+        # entries of 8 bytes: at most an eighth of the buffer's bytes
+        limit = max(1 << 16, self.prog.size_in_bytes // 64)
         for d in range(rank):
             # checked before adding: a sum of dimensions (a zero-size shape
             # may have huge ones) must not overflow int64
             if self.prog.dims[d] > limit - total:
-                return 0
+                self.tables_tried = True
+                return NULL
             total += self.prog.dims[d]
-        self.tab_block = <int64_t*>malloc(max(total, 1) * sizeof(int64_t))
-        if self.tab_block == NULL:
-            raise ShapeMemoryError(
-                f"cannot allocate the offset tables ({total} entries) for {plan.shape}")
-        p = self.tab_block
+        p = <int64_t*>malloc(max(total, 1) * sizeof(int64_t))
+        if p == NULL:
+            return NULL                  # not now; the program serves
+        self.tab_block = p
         for d in range(rank):
             idx[d] = 0
         for d in range(rank):
@@ -478,7 +489,18 @@ cdef class _Compiled:
             idx[d] = 0
             p += self.prog.dims[d]
         self.tabs_or_null = self.tabs
-        return 0
+        self.tables_tried = True
+        return self.tabs_or_null
+
+    cdef bint _separable(self, plan) except -1:
+        """True when no div/mod of the offset program mixes dimensions."""
+        deps = {r: {r} for r in range(self.prog.rank)}
+        for op, dst, a, b, c in plan.ops:
+            da = deps.get(a, set())
+            if op != 0 and len(da) > 1:
+                return False
+            deps[dst] = da | deps.get(b, set()) if op == 0 else da
+        return True
 
     cdef bint _is_contig(self, bint c_order):
         cdef Py_ssize_t acc = self.di.itemsize
@@ -563,7 +585,7 @@ cdef class LayoutArray:
     cdef const Program* prog        # &comp.prog
     cdef DInfo di
     cdef int64_t** tabs             # comp.tabs: per-dimension offset tables
-    cdef int64_t** tabs_or_null     # comp.tabs_or_null: tabs, or NULL when not separable
+    cdef int64_t** tabs_or_null     # tabs once the storage is held (_attach_tables), else NULL
     cdef char* data
     cdef void* alloc
     # The wrapped buffer of frombuffer, behind a pointer on purpose: Cython
@@ -635,7 +657,7 @@ cdef class LayoutArray:
         self.prog = &c.prog
         self.di = c.di
         self.tabs = c.tabs
-        self.tabs_or_null = c.tabs_or_null
+        self.tabs_or_null = NULL        # _attach_tables, once the storage exists
         self.c_shape = c.c_shape
         self.c_strides = c.c_strides
         self.logical_size = c.logical_size
@@ -664,23 +686,35 @@ cdef class LayoutArray:
         allocates (malloc, transparent huge pages asked for from 4 MiB), so
         both get the same reuse of freed memory from the C library: a
         buffer that numpy would get back warm and without page faults, we
-        do too. With ``zeroed``, every byte 0 from calloc, as np.zeros."""
+        do too. With ``zeroed``, every byte 0 from calloc, as np.zeros.
+
+        Every constructor comes here (or to frombuffer) before anything
+        whose size grows with the shape is made: a buffer that cannot be
+        had is a ShapeMemoryError at once. The offset tables follow."""
         cdef size_t n = self.comp.plan.size_in_bytes
         cdef void* p = NULL
         if n > <size_t>(2 ** 62):
-            raise ShapeMemoryError(f"{self._shape} needs {n} bytes")
+            raise ShapeMemoryError(
+                f"{self._shape} needs {n} bytes, more than any buffer can hold")
         self.nbytes_phys = n
         n = (n + 63) & ~(<size_t>63)
         p = calloc(n + 64, 1) if zeroed else malloc(n + 64)
         if p == NULL:
-            raise ShapeMemoryError(f"cannot allocate {n} bytes for {self._shape}")
+            raise ShapeMemoryError(
+                f"cannot allocate {self.nbytes_phys} bytes for {self._shape}")
         if n >= HUGE_THRESHOLD:
             xs_hint_hugepages(p, n + 64)  # only a hint: failure is harmless
         self.alloc = p
         self.data = _line_align(<char*>p)
         self.readonly = False
         self.released = False
+        self._attach_tables()
         return 0
+
+    cdef inline void _attach_tables(self) noexcept:
+        """The shared offset tables (built now if this is the plan's first
+        array with storage), or none: call once the storage is held."""
+        self.tabs_or_null = self.comp.ensure_tables()
 
     cdef bytes _encode(self, value, what, error=None):
         """value -> the bytes of one element (numpy's conversion rules; PRED
@@ -852,21 +886,26 @@ cdef class LayoutArray:
                 f"array of shape {tuple(array.shape)} does not match the dimensions "
                 f"{comp.pyshape} of {comp.plan.shape}")
         target = comp.dtype
-        if array.dtype != target:
-            if not dtype_cast:
-                raise ShapeTypeError(
-                    f"array dtype {array.dtype} does not match the element type "
-                    f"{comp.plan.element_type.hlo_name} ({target}) of {comp.plan.shape}; "
-                    f"pass dtype_cast=True to convert")
-            try:
-                array = array.astype(target)
-            except _CONVERSION_ERRORS as e:
-                _reraise_family(e)
-        if comp.di.kind == K_BOOL:
-            array = bool_array_clean(array)   # PRED: every nonzero byte as 1
+        if array.dtype != target and not dtype_cast:
+            raise ShapeTypeError(
+                f"array dtype {array.dtype} does not match the element type "
+                f"{comp.plan.element_type.hlo_name} ({target}) of {comp.plan.shape}; "
+                f"pass dtype_cast=True to convert")
+        # the buffer first: a size that cannot be had is refused before the
+        # cast below copies the (possibly broadcast, any-sized) source
         la = LayoutArray.__new__(LayoutArray)
         la._setup_compiled(comp)
         la._allocate()
+        if array.dtype != target:
+            try:
+                array = array.astype(target)
+            except (ValueError, TypeError, OverflowError, MemoryError) as e:
+                _reraise_family(e)
+        if comp.di.kind == K_BOOL:
+            try:
+                array = bool_array_clean(array)   # PRED: every nonzero byte as 1
+            except MemoryError as e:
+                _reraise_family(e)
         la._fill_padding(False)
         la._copy_in(array)
         return la
@@ -967,6 +1006,7 @@ cdef class LayoutArray:
         la.nbytes_phys = la.view.len
         la.data = <char*>la.view.buf
         la.released = False
+        la._attach_tables()
         return la
 
     cdef void _drop_view(self) noexcept:

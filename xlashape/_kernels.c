@@ -63,16 +63,64 @@ static inline void xs_prefetch_rows(const char* const* pf, int64_t from, int64_t
     else if (npf) \
         xs_prefetch_rows(pf, (i0 * npf) / nr, ((i0 + step) * npf) / nr, pfbytes); \
 } while (0)
-#if defined(XS_SSE2) && defined(__GNUC__) && defined(__x86_64__)
+#ifdef XS_AVX2
 #include <immintrin.h>
-#define XS_AVX2 1
-/* 1 when the processor runs AVX2 (asked once; the kernels that use it
-   are compiled for it separately, the rest of the module is not). */
-static int xs_avx2_state = -1;
-static int xs_has_avx2(void) {
-    if (xs_avx2_state < 0)
-        xs_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return xs_avx2_state;
+int xs_avx2_state = -1;
+/* Four rows interleaved byte by byte (s[4j + q] = row q's byte j), 32
+   columns (128 bytes) at a time: a byte shuffle groups each 16-byte
+   lane's four columns by row, two rounds of unpacks gather each row's
+   four-byte groups, a dword permutation puts them in column order. */
+__attribute__((target("avx2")))
+int64_t xs_unzip4_u8_avx2(char* const* rows, const char* s, int64_t n) {
+    const __m256i by_row = _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14,
+                                            3, 7, 11, 15, 0, 4, 8, 12, 1, 5, 9, 13,
+                                            2, 6, 10, 14, 3, 7, 11, 15);
+    /* after the unpacks a row's dwords hold columns 0, 8, 16, 24, 4, 12, 20, 28 (x4) */
+    const __m256i in_order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    char *r0 = rows[0], *r1 = rows[1], *r2 = rows[2], *r3 = rows[3];
+    int64_t j;
+    for (j = 0; j + 32 <= n; j += 32) {
+        const char* p = s + 4 * j;
+        __m256i v0 = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)p), by_row);
+        __m256i v1 = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)(p + 32)), by_row);
+        __m256i v2 = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)(p + 64)), by_row);
+        __m256i v3 = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)(p + 96)), by_row);
+        __m256i t0 = _mm256_unpacklo_epi32(v0, v1), t1 = _mm256_unpackhi_epi32(v0, v1);
+        __m256i t2 = _mm256_unpacklo_epi32(v2, v3), t3 = _mm256_unpackhi_epi32(v2, v3);
+        _mm256_storeu_si256((__m256i*)(r0 + j),
+                            _mm256_permutevar8x32_epi32(_mm256_unpacklo_epi64(t0, t2), in_order));
+        _mm256_storeu_si256((__m256i*)(r1 + j),
+                            _mm256_permutevar8x32_epi32(_mm256_unpackhi_epi64(t0, t2), in_order));
+        _mm256_storeu_si256((__m256i*)(r2 + j),
+                            _mm256_permutevar8x32_epi32(_mm256_unpacklo_epi64(t1, t3), in_order));
+        _mm256_storeu_si256((__m256i*)(r3 + j),
+                            _mm256_permutevar8x32_epi32(_mm256_unpackhi_epi64(t1, t3), in_order));
+    }
+    return j;
+}
+/* Two rows of 2-byte elements interleaved (s[2j + q] = row q's element j),
+   16 columns (64 bytes) at a time: a byte shuffle puts each 16-byte lane's
+   four elements of row 0 before its four of row 1, 64-bit unpacks gather
+   each row's halves, a qword permutation puts them in column order. */
+__attribute__((target("avx2")))
+int64_t xs_unzip2_u16_avx2(char* const* rows, const char* s, int64_t n) {
+    const __m256i by_row = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11,
+                                            14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7,
+                                            10, 11, 14, 15);
+    char *r0 = rows[0], *r1 = rows[1];
+    int64_t j;
+    for (j = 0; j + 16 <= n; j += 16) {
+        const char* p = s + 4 * j;
+        /* x: columns 0-3 | 4-7, y: 8-11 | 12-15, each lane row 0's four then row 1's */
+        __m256i x = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)p), by_row);
+        __m256i y = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i*)(p + 32)), by_row);
+        /* unpacks: columns 0-3, 8-11 | 4-7, 12-15 of one row; qwords 0, 2, 1, 3 in order */
+        _mm256_storeu_si256((__m256i*)(r0 + 2 * j),
+                            _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(x, y), 0xD8));
+        _mm256_storeu_si256((__m256i*)(r1 + 2 * j),
+                            _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(x, y), 0xD8));
+    }
+    return j;
 }
 /* Rows i0 .. i0+7 of a 4-byte block, columns 0 .. nc8-1 (nc8 a multiple
    of 8), into buf as xs_transpose does: 8x8 sub-blocks, each as two

@@ -3,7 +3,8 @@
    _kernels.pxi, which decides what to copy where (see the comment at its
    top). Built into the xlashape._core extension by setup.py, with
    -Wall -Wextra. x86-64 gets SSE2 (always there) and, where the processor
-   has it, AVX2 for one transpose; elsewhere the same results in plain C.
+   has it, AVX2 for one transpose and two unzips (run-time check); elsewhere
+   the same results in plain C.
 
    Declared for Cython in _core.pxd. The helpers that the Cython loops call
    once per run (copies, interleaving) are static inline here, so that they
@@ -248,6 +249,22 @@ static inline void xs_zip(char* d, const char* const* rows, int64_t ss, int64_t 
             xs_elem(d + (j * k + q) * isz, rows[q] + j * ss, isz);
 }
 
+#if defined(XS_SSE2) && defined(__GNUC__) && defined(__x86_64__)
+/* AVX2, where the processor has it: the kernels that use it are compiled
+   for it separately (target attribute), the rest of the module is not. */
+#define XS_AVX2 1
+XS_INTERNAL extern int xs_avx2_state;     /* -1: not asked yet */
+static inline int xs_has_avx2(void) {
+    if (xs_avx2_state < 0)
+        xs_avx2_state = __builtin_cpu_supports("avx2") ? 1 : 0;
+    return xs_avx2_state;
+}
+/* xs_unzip_direct's 1-byte 4-row and 2-byte 2-row cases with AVX2: the
+   columns done (a multiple of 32 or 16, the rest left to the caller). */
+XS_INTERNAL int64_t xs_unzip4_u8_avx2(char* const* rows, const char* s, int64_t n);
+XS_INTERNAL int64_t xs_unzip2_u16_avx2(char* const* rows, const char* s, int64_t n);
+#endif
+
 /* The inverse of xs_zip: rows[q][j] = s[j*k + q] (rows' elements ds
    bytes apart), plain stores. */
 static inline void xs_unzip_direct(char* const* rows, int64_t ds, const char* s,
@@ -256,6 +273,12 @@ static inline void xs_unzip_direct(char* const* rows, int64_t ds, const char* s,
     int q;
 #ifdef XS_SSE2
     const int nt = 0;
+#ifdef XS_AVX2
+    if (ds == 1 && isz == 1 && k == 4 && n >= 32 && xs_has_avx2())
+        j = xs_unzip4_u8_avx2(rows, s, n);
+    else if (ds == 2 && isz == 2 && k == 2 && n >= 16 && xs_has_avx2())
+        j = xs_unzip2_u16_avx2(rows, s, n);
+#endif
     if (ds == isz && isz == 2 && k == 2) {
         char *r0 = rows[0], *r1 = rows[1];
         for (; j + 8 <= n; j += 8) {

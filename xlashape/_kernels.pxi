@@ -671,8 +671,7 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
     cdef int64_t idx[MAX_RANK]
     cdef double buf_store[PLANE_BUF_WORDS + 8]
     cdef char* buf = _line_align(<char*>buf_store)
-    cdef int64_t wsa, ssa, wdb, sdb, R, C, step, isz = dst.itemsize
-    cdef xs_dimoff so
+    cdef int64_t wsa, ssa, wdb, sdb, R, C, isz = dst.itemsize
     cdef xs_plane dp, sp
     cdef PlaneCtx dctx, sctx
     cdef char* dbase
@@ -688,6 +687,9 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
         elif isz == 2:
             R, C = 128, 64
         elif isz == 4:
+            # 512-byte pieces of 64 source rows: faster than 128 x 64 at
+            # every size measured, rows a multiple of 4 KiB apart or not,
+            # one thread or two (benchmarks/README.md, issue 29)
             R, C = 64, 128
         elif isz == 8:
             R, C = 32, 64
@@ -698,16 +700,6 @@ cdef void copy_transpose(const Side* dst, const Side* src, const int64_t* dims, 
             R = (R + 1) // 2
         else:
             C = (C + 1) // 2
-    if _edge_rows == 0 and isz == 4 and dims[b] > 1 and side_separable(src):
-        # 4-byte elements: 64 x 128 blocks (pieces of 512 bytes of each source
-        # row) when the source rows of a block are a multiple of 4 KiB apart,
-        # so that they share a few cache sets and fetching longer pieces of
-        # fewer rows pays; otherwise 128 x 64 (512-byte pieces of each
-        # destination row). benchmarks/README.md has the measurements.
-        so = _dimoff(src, b)
-        step = (so.tab[1] - so.tab[0]) * so.scale if so.tab != NULL else so.scale
-        if step % 4096 != 0:
-            R, C = 128, 64
     side_window(src, a, &wsa, &ssa)
     side_window(dst, b, &wdb, &sdb)
     for k in range(rank):

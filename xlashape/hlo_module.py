@@ -53,15 +53,14 @@ pseudo-computation :data:`OOM_REPORT`, with the reported sizes as attributes.
 from __future__ import annotations
 
 import functools
-import gzip
 import os as _os
 import re
-import stat
 from itertools import islice
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from . import hlo_text
-from .errors import HloParseError, ShapeTypeError, UnreadableInputError
+from ._files import _not_regular, check_regular_file, open_gzip  # noqa: F401 - _not_regular: xla_dump's
+from .errors import HloParseError, ShapeTypeError
 from .shape import Shape
 from .sizes import Footprint, memory_footprint, shape_text  # noqa: F401 - the reader's names for them
 
@@ -422,8 +421,9 @@ def _blank_comments(line: str, in_comment: bool) -> Tuple[str, bool]:
 
 
 def _unquote(value: str) -> str:
+    # XLA writes quoted metadata through absl::CEscape (octal escapes too)
     if len(value) >= 2 and value[0] == '"' and value[-1] == '"':
-        return re.sub(r"\\(.)", r"\1", value[1:-1])
+        return hlo_text.unescape_string(value[1:-1])
     return value
 
 
@@ -1973,48 +1973,10 @@ def _scan_chunk_python(chunk: bytes, kinds: Dict[str, set]) -> None:
             _add_call_kind(kinds, name.decode("utf-8", "replace"), kind)
 
 
-_NOT_REGULAR = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
-                (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"),
-                (stat.S_ISDIR, "a directory"))
-
-
-def check_regular_file(path) -> str:
-    """``path`` as a str, if it names a regular file (a symbolic link to one is
-    fine). A FIFO, a device, a socket or a directory raises
-    :class:`~xlashape.UnreadableInputError` naming it (reading one could block
-    or never end: ``/dev/urandom``); a missing path, a dangling or looping
-    link raise ``OSError`` (``FileNotFoundError``, ...) as ``open`` would.
-
-    >>> check_regular_file("/dev/null")
-    Traceback (most recent call last):
-    ...
-    xlashape.errors.UnreadableInputError: /dev/null is a character device, not a regular file: xlashape reads files (or a symbolic link to one)
-    """
-    path = _os.fspath(path)
-    if isinstance(path, bytes):
-        path = _os.fsdecode(path)
-    try:
-        mode = _os.stat(path).st_mode
-    except ValueError as e:          # a NUL in the name
-        raise UnreadableInputError(f"{path!r} is not a file name ({e})") from None
-    what = _not_regular(mode)
-    if what is not None:
-        raise UnreadableInputError(f"{path} is {what}, not a regular file: xlashape reads "
-                                   "files (or a symbolic link to one)")
-    return path
-
-
-def _not_regular(mode: int) -> Optional[str]:
-    """What a file of this ``st_mode`` is, if not a regular file (else None)."""
-    if stat.S_ISREG(mode):
-        return None
-    return next((name for test, name in _NOT_REGULAR if test(mode)), "a special file")
-
-
 def _open_binary(path):
     path = check_regular_file(path)
     if path.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return open_gzip(path, "rb")
     return open(path, "rb")
 
 
@@ -2146,5 +2108,5 @@ def open_text(path):
     Anything but a regular file is refused (:func:`check_regular_file`)."""
     path = check_regular_file(path)
     if path.endswith(".gz"):
-        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+        return open_gzip(path, "rt", encoding="utf-8", errors="replace")
     return open(path, "r", encoding="utf-8", errors="replace")

@@ -29,11 +29,20 @@ that newer XLA leaves out of its text (the get-tuple-elements it prints as
 shardings and the other undeclared fields are not in ``attributes``;
 ``backend_config`` is the string the compiler stored (XLA's text re-prints
 it from its parsed form).
+
+Names that HLO text cannot hold as one name (a newline, a space, a quote, a
+leading digit: never in a module XLA wrote, whose names its NameUniquer
+sanitizes) are sanitized the same way (``_`` for each such character) and
+made unique with a ``.N`` suffix, in the model and so in its text; quoted
+strings escape every character that could end a line, so that
+:meth:`HloProtoModule.to_text` reads back as the same instructions whatever
+the proto holds.
 """
 
 from __future__ import annotations
 
 import gc
+import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
@@ -93,7 +102,7 @@ class HloProtoModule(HloModule):
         reads back into the same computations, instructions, shapes,
         operands, calls and metadata (header attributes, ``ENTRY``,
         ``ROOT``; operands without their shapes)."""
-        out = ["HloModule " + (self.name or "m")
+        out = ["HloModule " + _module_name(self.name or "m")
                + "".join(f", {k}={v}" for k, v in self.attributes.items()), ""]
         for comp in self.computations:
             head = ("ENTRY " if comp.is_entry else "") + "%" + comp.name
@@ -103,7 +112,8 @@ class HloProtoModule(HloModule):
             for ins in comp.instructions:
                 attrs = ins.attributes_text
                 out.append(f"  {'ROOT ' if ins.is_root else ''}%{ins.name} = {ins.shape} "
-                           f"{ins.opcode}({ins.operands_text})" + (", " + attrs if attrs else ""))
+                           f"{_token(ins.opcode)}({ins.operands_text})"
+                           + (", " + attrs if attrs else ""))
             out.append("}")
             out.append("")
         return "\n".join(out)
@@ -170,11 +180,92 @@ def _at(names, one_based: int) -> str:
     return names[one_based - 1] if 0 < one_based <= len(names) else ""
 
 
+# What a quoted string escapes, as XLA's CEscape does: the backslash, the
+# quote, and every character that is not printable ASCII and could end a line
+# for a reader (str.splitlines ends lines at \v, \f, \x1c-\x1e, \x85,
+# U+2028, U+2029 too): control characters as \n, \r, \t or octal, the
+# others as the octal of their UTF-8 bytes.
+_ESCAPED = re.compile(r'[\\"\x00-\x1f\x7f\x85\u2028\u2029]')
+_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(m) -> str:
+    c = m.group()
+    got = _ESCAPES.get(c)
+    return got if got is not None else "".join(f"\\{b:03o}" for b in c.encode("utf-8"))
+
+
 def _q(text: str) -> str:
-    """A string as XLA's text quotes it (CEscape-like: backslash, quote, newline)."""
-    if "\\" in text or '"' in text or "\n" in text:
-        text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return '"' + text + '"'
+    """A string as XLA's text quotes it (CEscape-like: backslash, quote,
+    control characters), on one line whatever it holds."""
+    if text.isprintable() and '"' not in text and "\\" not in text:
+        return '"' + text + '"'          # (isprintable: no line break of any kind)
+    return '"' + _ESCAPED.sub(_escape, text) + '"'
+
+
+# A name as XLA's HLO lexer reads one (and the text reader, after "%"):
+# NameUniquer::GetSanitizedName makes every name XLA gives one of these.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+_NOT_NAME_CHAR = re.compile(r"[^A-Za-z0-9_.\-]")
+_NAME_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+# over names joined by "\n": a character no name has, a line (a name) that
+# does not start as one (an empty one too)
+_NOT_NAME_CHAR_OR_NL = re.compile(r"[^A-Za-z0-9_.\-\n]")
+_BAD_FIRST_CHAR = re.compile(r"\n(?![A-Za-z_])")
+
+
+def _sanitized(name: str) -> str:
+    """``name`` as XLA's ``NameUniquer::GetSanitizedName`` makes it: a first
+    character that is not a letter or ``_`` becomes ``_``, every other
+    character outside ``[A-Za-z0-9_.-]`` becomes ``_`` (one per character
+    here, one per UTF-8 byte there); an empty name is ``_``."""
+    out = _NOT_NAME_CHAR.sub("_", name) or "_"
+    return out if out[0] in _NAME_FIRST else "_" + out[1:]
+
+
+def _renames(names: List[str]) -> Dict[str, str]:
+    """``{name: new name}`` for each of ``names`` that the HLO text could not
+    hold as one name (a newline, a space, a quote, a leading digit, ...; XLA's
+    own names never do): sanitized as XLA does and made unique among
+    ``names`` with a ``.N`` suffix, as XLA's NameUniquer would. Empty (one
+    search over all the names at once) when every name is fine."""
+    joined = "\n".join(names)
+    if (joined.count("\n") == len(names) - 1 and _NOT_NAME_CHAR_OR_NL.search(joined) is None
+            and joined[:1] in _NAME_FIRST and _BAD_FIRST_CHAR.search(joined) is None):
+        return {}
+    taken = set(names)
+    out: Dict[str, str] = {}
+    for name in names:
+        if name in out or _NAME.match(name):
+            continue
+        base = new = _sanitized(name)
+        k = 0
+        while new in taken:
+            k += 1
+            new = f"{base}.{k}"
+        taken.add(new)
+        out[name] = new
+    return out
+
+
+def _token(text: str) -> str:
+    """An opcode, fusion kind or comparison direction as printed: characters
+    that could not be part of one (a newline, a parenthesis, ...) as ``_``."""
+    got = _TOKENS.get(text)
+    if got is None:
+        got = _NOT_NAME_CHAR.sub("_", text)
+        if len(_TOKENS) < 4096:          # a few dozen opcodes and kinds
+            _TOKENS[text] = got
+    return got
+
+
+_TOKENS: Dict[str, str] = {}
+
+
+def _module_name(name: str) -> str:
+    """The module's name as the ``HloModule`` line can hold it: whitespace
+    (line breaks included) and commas as ``_``."""
+    return re.sub(r"[\s,]", "_", name) or "m"
 
 
 # OpMetadata fields in the order XLA's text prints them (field number -> rank),
@@ -255,11 +346,11 @@ def _attributes_text(inst, opcode: str, called) -> str:
     elif dims or opcode in _ALWAYS_DIMENSIONS:
         parts.append("dimensions={" + ",".join(map(str, dims or ())) + "}")
     if 11 in f:
-        parts.append(f"kind={f[11]}")
+        parts.append(f"kind={_token(f[11])}")
     if called:
         parts.extend(_called_text(opcode, called))
     if 63 in f:
-        parts.append(f"direction={f[63]}")
+        parts.append(f"direction={_token(f[63])}")
     if 28 in f:
         parts.append(f"custom_call_target={_q(f[28])}")
     if 65 in f:
@@ -278,8 +369,34 @@ def _attributes_text(inst, opcode: str, called) -> str:
             cfg = raw.decode("utf-8")
         except UnicodeDecodeError:
             cfg = raw.decode("latin-1")
-        parts.append("backend_config=" + (cfg if cfg.startswith("{") else _q(cfg)))
+        parts.append("backend_config=" + (cfg if _prints_raw(cfg) else _q(cfg)))
     return ", ".join(parts)
+
+
+_CONFIG_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKET = re.compile(r"[{}()\[\]]")
+_INNERMOST = re.compile(r"\{[^{}()\[\]]*\}|\([^{}()\[\]]*\)|\[[^{}()\[\]]*\]")
+
+
+def _prints_raw(config: str) -> bool:
+    """Whether a ``backend_config`` can be printed as it is. XLA prints one
+    that starts with ``{`` as it is (JSON, or an MLIR attribute dictionary
+    such as ``{mode = 83 : ui8}``), any other quoted: here only one that is a
+    single bracketed value on one line (its strings closed, its brackets
+    matched, the first closing at the end, no comment), so that no quote,
+    bracket or line break of a malformed one can run into the attributes or
+    lines after it; any other is quoted."""
+    if not (config.startswith("{") and config.endswith("}")) or not config.isprintable():
+        return False
+    rest = _CONFIG_STRING.sub("", config)
+    if '"' in rest or "/*" in rest or "*/" in rest:
+        return False
+    # inside the outer braces, matched brackets removed from the innermost
+    # out (one pass per level of nesting) leave none
+    inner, before = rest[1:-1], None
+    while inner != before:
+        before, inner = inner, _INNERMOST.sub("", inner)
+    return _BRACKET.search(inner) is None
 
 
 def _index_text(index) -> str:
@@ -326,6 +443,19 @@ def module_from_proto(proto) -> HloProtoModule:
             gc.enable()
 
 
+def _require_unique(names: List[str], where: str) -> None:
+    """Refuse a name given twice (:class:`ProtoDecodeError` naming ``where``,
+    formatted with the name's index ``i``)."""
+    if len(set(names)) == len(names):
+        return
+    seen = set()
+    for i, name in enumerate(names):
+        if name in seen:
+            raise ProtoDecodeError(where.format(i=i) + f": {name!r} is given twice (XLA's "
+                                   "names are unique in a module)")
+        seen.add(name)
+
+
 def _module_from_proto(proto) -> HloProtoModule:
     if isinstance(proto, _pb.HloModuleProto):
         wrapped = _pb.HloProto()
@@ -345,9 +475,27 @@ def _module_from_proto(proto) -> HloProtoModule:
             cache[key] = got
         return got
 
+    # What XLA's HloModule::CreateFromProto checks too: no computation
+    # without instructions (one has a root), computation ids and names
+    # unique. (Besides the sense: each empty computation costs 2 bytes of
+    # file and hundreds of bytes of model, a way to blow memory up.)
+    names = []
+    comp_ids: Dict[int, int] = {}
+    for ci, cp in enumerate(mp.computations):
+        if not len(cp.instructions):
+            raise ProtoDecodeError(f"HloModuleProto.computations[{ci}] ({cp.name!r}): a "
+                                   "computation without instructions")
+        if comp_ids.setdefault(cp.id, ci) != ci:
+            raise ProtoDecodeError(f"HloModuleProto.computations[{ci}].id: {cp.id} is also "
+                                   f"the id of computations[{comp_ids[cp.id]}]")
+        names.append(cp.name)
+    _require_unique(names, "HloModuleProto.computations[{i}].name")
+    # names the HLO text can hold (to_text, and memory's proto route, read
+    # the module through it): XLA's own always are; others are sanitized
+    comp_renames = _renames(names)
     comp_names: Dict[int, str] = {}
     for ci, cp in enumerate(mp.computations):
-        comp_names[cp.id] = cp.name
+        comp_names[cp.id] = comp_renames.get(cp.name, cp.name)
     entry_id = mp.entry_computation_id
     if entry_id not in comp_names:
         by_name = [cp.id for cp in mp.computations if cp.name == mp.entry_computation_name]
@@ -364,9 +512,25 @@ def _module_from_proto(proto) -> HloProtoModule:
     # across computations only through called computations, but ids are
     # module-wide).
     inst_names: Dict[int, str] = {}
+    count = 0
     for ci, cp in enumerate(mp.computations):
         for ii, ip in enumerate(cp.instructions):
             inst_names[ip.id] = ip.name
+        count += len(cp.instructions)
+    if len(inst_names) != count:          # ids are module-wide and unique in XLA
+        seen: Dict[int, str] = {}
+        for ci, cp in enumerate(mp.computations):
+            for ii, ip in enumerate(cp.instructions):
+                where = f"HloModuleProto.computations[{ci}].instructions[{ii}]"
+                if seen.setdefault(ip.id, where) != where:
+                    raise ProtoDecodeError(f"{where}.id: {ip.id} is also the id of "
+                                           f"{seen[ip.id]}")
+    all_names = list(inst_names.values())       # (one per instruction, the ids being unique)
+    _require_unique(all_names, "HloModuleProto: the name of instruction {i} (counted over the "
+                    "module)")
+    renames = _renames(all_names)
+    if renames:
+        inst_names = {k: renames.get(v, v) for k, v in inst_names.items()}
     module.instruction_ids = inst_names
 
     kinds: Dict[str, set] = {}
@@ -377,14 +541,14 @@ def _module_from_proto(proto) -> HloProtoModule:
         if cp.HasField("program_shape"):
             ps = cp.program_shape
             params, result = _program_shape(ps, f"{where}.program_shape", shape)
-            names = list(ps.parameter_names)
+            names = [_sanitized(n) if not _NAME.match(n) else n for n in ps.parameter_names]
             signature = "(" + ", ".join(
                 f"{names[i] if i < len(names) else f'p{i}'}: {p.human_string()}"
                 for i, p in enumerate(params)) + f") -> {result.human_string()}"
-        comp = Computation(cp.name, is_entry, signature, 0)
-        computations[cp.name] = comp
+        cname = comp_renames.get(cp.name, cp.name)
+        comp = Computation(cname, is_entry, signature, 0)
+        computations[cname] = comp
         root_id = cp.root_id
-        cname = cp.name
         append = comp.instructions.append
         for ii, ip in enumerate(cp.instructions):
             # (an instruction without a shape has element type 0 there: refused)
@@ -395,6 +559,9 @@ def _module_from_proto(proto) -> HloProtoModule:
             opcode = ip.opcode
             if opcode == "parameter":
                 operands_text = str(ip.parameter_number)
+            elif not opcode:                    # XLA writes none
+                raise ProtoDecodeError(f"{where}.instructions[{ii}]: an instruction without "
+                                       "an opcode")
             else:
                 try:
                     operands_text = ", ".join(["%" + inst_names[oid] for oid in ip.operand_ids])
@@ -419,7 +586,10 @@ def _module_from_proto(proto) -> HloProtoModule:
                     elif key == "to_apply":
                         module.applied_computations.add(callee)
                     kinds.setdefault(callee, set()).add(call_kind(opcode, key))
-            ins = ProtoInstruction(cname, ip.name, s, opcode, is_root=ip.id == root_id,
+            name = ip.name
+            if renames:
+                name = renames.get(name, name)
+            ins = ProtoInstruction(cname, name, s, opcode, is_root=ip.id == root_id,
                                    line=0, operands_text=operands_text, attributes_text=None,
                                    comp=comp)
             ins._ip = ip

@@ -60,7 +60,8 @@ from .layout import COMBINE_DIMENSION, Layout, SplitConfig, Tile
 from .primitive_types import PrimitiveType
 from .shape import Shape, UNBOUNDED_SIZE
 
-__all__ = ["parse_shape", "parse_layout", "parse_shape_prefix", "MAX_NESTING_DEPTH"]
+__all__ = ["parse_shape", "parse_layout", "parse_shape_prefix", "unescape_string",
+           "MAX_NESTING_DEPTH"]
 
 P = PrimitiveType
 
@@ -174,6 +175,45 @@ def _escapes_ok(raw: str) -> bool:
             return False
         i = raw.find("\\", m.end())
     return True
+
+
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "f": "\f",
+                   "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def unescape_string(raw: str) -> str:
+    r"""The body of a quoted string of XLA's text as ``absl::CUnescape`` reads
+    it: XLA prints ``op_name`` and ``source_file`` through ``absl::CEscape``,
+    so JAX's ``params['w']`` is ``params[\'w\']`` in the text and a
+    non-ASCII letter is the octal escapes of its UTF-8 bytes (``\303\266``
+    for ``ö``). Bytes that are not UTF-8 are kept as ``\xNN``; text
+    ``CUnescape`` would refuse (a lone backslash) is returned as it is.
+
+    >>> unescape_string(r"params[\'layers\'][0][\'w1\']"), unescape_string(r"gr\303\266\303\237e")
+    ("params['layers'][0]['w1']", 'größe')
+    """
+    if "\\" not in raw or not _escapes_ok(raw):
+        return raw
+    out = bytearray()
+    pos = 0
+    i = raw.find("\\")
+    while i >= 0:
+        m = _ESCAPE_RE.match(raw, i)
+        out += raw[pos:i].encode("utf-8", "surrogatepass")
+        esc = m.group()
+        c = esc[1]
+        if c in _SIMPLE_ESCAPES:
+            out += _SIMPLE_ESCAPES[c].encode()
+        elif c == "x":
+            out.append(int(esc[2:], 16))
+        elif c in "uU":
+            out += chr(int(esc[2:], 16)).encode("utf-8", "surrogatepass")
+        else:
+            out.append(int(esc[1:], 8))
+        pos = m.end()
+        i = raw.find("\\", pos)
+    out += raw[pos:].encode("utf-8", "surrogatepass")
+    return out.decode("utf-8", "backslashreplace")
 
 
 class _Lexer:

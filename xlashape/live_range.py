@@ -35,6 +35,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
 from .hlo_module import _match_close, open_text
+from .hlo_text import unescape_string
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "LocationScanner",
            "ValueUse", "ValueRecord", "read_values_file", "parse_instruction_text"]
@@ -220,11 +221,14 @@ _TABLE_ROW = re.compile(r"\s*(\d{1,19})\s+(.*)$")    # the rest: .rstrip() (not 
 
 
 def _kv(text: str) -> Dict[str, str]:
+    """``key=value`` pairs of a ``metadata={...}`` or a table row; quoted
+    values unescaped as XLA's parser reads them (XLA prints them through
+    ``absl::CEscape``: JAX's ``params['w']`` is ``params[\\'w\\']`` there)."""
     out = {}
     for m in _KV.finditer(text):
         v = m.group(2)
         if v.startswith('"'):
-            v = v[1:-1].replace('\\"', '"').replace("\\\\", "\\")
+            v = unescape_string(v[1:-1])
         out[m.group(1)] = v
     return out
 
@@ -298,7 +302,7 @@ class LocationScanner:
             if m:
                 key, rest = int(m.group(1)), m.group(2).rstrip()
                 if table == "FileNames":
-                    self.files[key] = rest.strip('"')
+                    self.files[key] = unescape_string(rest.strip('"'))
                 elif table == "FileLocations":
                     kv = _kv(rest)
                     try:

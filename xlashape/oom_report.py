@@ -192,7 +192,7 @@ class OomAllocation:
         if not self.operator:
             return None
         m = re.search(r'op_name="((?:[^"\\]|\\.)*)"', self.operator)
-        return m.group(1) if m else None
+        return hlo_text.unescape_string(m.group(1)) if m else None
 
     def __repr__(self):
         return (f"<OomAllocation {self.rank}. {self.size_text} {self.shape_text or ''} "
@@ -501,11 +501,29 @@ _SCHED_LIMIT = re.compile(r"The byte size of input/output arguments \((\d{1,19})
 _EXECUTABLE = re.compile(r"\[executable_name='([^']*)'\]")
 _AUTOTUNE = re.compile(r"autotun|Failed to get configs|Failed to determine best|algorithm picker|"
                        r"algorithm_picker", re.IGNORECASE)
+# XLA's autotuner (xla/backends/autotuner: config_assigner.cc's "Could not get
+# config for HLO: <instruction>. Status: ..." and "Failed to get configs for: N
+# out of M instructions. See logs for all failures. Example failure: ...",
+# the tuner's "All configs failed during profiling." with "Failures (N):" and
+# one "EXECUTION FAILED: <status>" per configuration (Failure::ToString);
+# older releases: autotuner.cc's "Autotuning failed for HLO: ... with error:",
+# and "Failed to get configs for fusion.3: ...")
+_AUTOTUNE_EVENT = re.compile(
+    r"(?P<summary>Failed to get configs for: (?P<nfail>\d{1,9}) out of (?P<ntotal>\d{1,9}) "
+    r"instructions)"
+    r"|(?P<instruction>(?:Could not get config for HLO|Autotuning failed for HLO|Autotuner could "
+    r"not (?:find|compile) any (?:supported )?configs for HLO): %?(?P<name>[\w.\-]{1,256}) = )"
+    r"|(?P<instruction_old>Failed to get configs for %?(?P<name_old>[\w.\-]{1,256}): )"
+    r"|(?P<all_failed>All configs failed during profiling|No valid config found)"
+    r"|(?P<listed>Failures \((?P<nlisted>\d{1,9})\):)"
+    r"|(?P<failure>(?:EXECUTION|COMPILATION|REDZONE CHECK) FAILED: |WRONG RESULTS: )")
+_AUTOTUNE_HINT = re.compile(r"configs? f|FAILED: |WRONG RESULTS|Failures \(|Autotun|No valid config")
 _GPU_ANY = re.compile(r"Out of (?:host )?memory (?:while trying to allocate|allocating) \d|"
                       r"ran out of memory trying to allocate|by rematerialization; only reduced to|"
                       r"Failed to allocate request for \d")
 _GPU_KEYWORDS = re.compile(r"emory|allocate|Limit|InUse|Chunks|chunks|byte size|LargestFreeBlock|"
-                           r"executable_name|total_region|autotun|Failed to")
+                           r"executable_name|total_region|autotun|Failed to|FAILED|WRONG RESULTS|"
+                           r"Failures \(|config")
 _BINARY_UNITS = {"B": 0, "KiB": 1, "MiB": 2, "GiB": 3, "TiB": 4, "PiB": 5, "EiB": 6}
 
 
@@ -548,6 +566,89 @@ class RematWarning(NamedTuple):
     text: str
 
 
+class AutotuneBlock:
+    """The failures XLA's autotuner listed for one instruction: the
+    ``instruction`` it could not configure (``gemm_fusion_dot.3``; ``None``
+    for the exception's "Example failure", which does not name it) and its
+    ``shape_text`` / ``shape`` (its output, from the log's HLO), ``listed``
+    (the "Failures (N)" count), ``failures`` (the failure lines read),
+    ``out_of_memory`` (those that ran out of memory), ``requests`` (the
+    sizes they asked for, as printed, each once), ``example`` (the block is
+    the exception's example of a failure the log lists too) and ``line``."""
+
+    __slots__ = ("instruction", "shape_text", "shape", "listed", "failures", "out_of_memory",
+                 "requests", "example", "line", "all_failed")
+
+    def __init__(self, instruction: Optional[str], line: int, example: bool = False):
+        self.instruction = instruction
+        self.shape_text: Optional[str] = None
+        self.shape: Optional[Shape] = None
+        self.listed: Optional[int] = None
+        self.failures = 0
+        self.out_of_memory = 0
+        self.requests: List[str] = []
+        self.example = example
+        self.line = line
+        #: "All configs failed during profiling" was read for it
+        self.all_failed = False
+
+    @property
+    def configs_failed(self) -> int:
+        """How many configurations failed: XLA's count when it printed one."""
+        return self.listed if self.listed is not None else self.failures
+
+    def __repr__(self):
+        return (f"<AutotuneBlock {self.instruction or 'example'}: {self.configs_failed} failed, "
+                f"{self.out_of_memory} out of memory>")
+
+
+class AutotuneFailure:
+    """XLA's autotuner could not configure some instructions of a program
+    (XLA:GPU's ``config_assigner``: "Failed to get configs for: 2 out of 5
+    instructions", each failure "EXECUTION FAILED: RESOURCE_EXHAUSTED: Out of
+    memory ..."): one compile-time event, however many lines repeat its
+    failures. ``failed_instructions`` / ``instructions`` (the counts XLA
+    gives, ``None`` when the text has no summary), ``blocks``
+    (:class:`AutotuneBlock`, in order) and ``summary_line``."""
+
+    __slots__ = ("failed_instructions", "instructions", "blocks", "summary_line")
+
+    def __init__(self):
+        self.failed_instructions: Optional[int] = None
+        self.instructions: Optional[int] = None
+        self.blocks: List[AutotuneBlock] = []
+        self.summary_line: Optional[int] = None
+
+    @property
+    def named(self) -> List[AutotuneBlock]:
+        """The blocks of the instructions the log names, each instruction once."""
+        seen = set()
+        out = []
+        for b in self.blocks:
+            if b.instruction is not None and b.instruction not in seen:
+                seen.add(b.instruction)
+                out.append(b)
+        return out
+
+    def counted(self) -> List[AutotuneBlock]:
+        """The blocks whose failures count: the named ones; the exception's
+        example only when the text names none (it repeats one of them)."""
+        named = self.named
+        return named if named else [b for b in self.blocks if b.example][:1] or self.blocks[:1]
+
+    def to_json(self) -> dict:
+        return {"failed_instructions": self.failed_instructions,
+                "instructions": self.instructions,
+                "blocks": [{"instruction": b.instruction, "shape": b.shape_text,
+                            "configs_failed": b.configs_failed, "out_of_memory": b.out_of_memory,
+                            "requests": list(b.requests), "example": b.example, "line": b.line}
+                           for b in self.blocks]}
+
+    def __repr__(self):
+        return (f"<AutotuneFailure {self.failed_instructions} of {self.instructions} instructions, "
+                f"{len(self.blocks)} blocks>")
+
+
 class GpuOomReport:
     """One XLA:GPU out-of-memory failure: what was asked for and by whom.
 
@@ -570,7 +671,13 @@ class GpuOomReport:
       ``io_bytes`` (XLA's scheduler: the program's arguments and outputs);
     - ``remat`` (:class:`RematWarning`), ``retries`` (the allocator's
       "not a failure" warnings before: ``[(allocator, size text)]``),
-      ``line`` (where the failure is reported), ``messages`` (the lines read).
+      ``line`` (where the failure is reported), ``messages`` (the lines read,
+      the first :data:`MAX_MESSAGES`);
+    - ``autotune`` (:class:`AutotuneFailure`): XLA's autotuner could not
+      configure some instructions because every configuration it tried ran
+      out of memory (``origin`` ``"autotuner"``); the exception and XLA's log
+      repeat the failed request once per configuration and instruction, and
+      all of it is this one report (``attempts`` counts the repeats).
     """
 
     platform = "gpu"
@@ -599,6 +706,9 @@ class GpuOomReport:
         self.retries: List[Tuple[str, str]] = []
         self.line: Optional[int] = None
         self.messages: List[str] = []
+        self.autotune: Optional[AutotuneFailure] = None
+        #: the out-of-memory lines read for this one failure (the autotuner's repeat it)
+        self.attempts = 0
         self._seen: set = set()
 
     # the names the TPU report has, so that code listing reports can show both
@@ -618,6 +728,19 @@ class GpuOomReport:
         if self.used_bytes is None or self.memory_limit_bytes is None:
             return None
         return self.used_bytes - self.memory_limit_bytes
+
+    def _note(self, line: str) -> None:
+        if len(self.messages) < MAX_MESSAGES:
+            self.messages.append(line.strip())
+        if "(rounded to " in line:
+            self._rounded = True
+
+    _rounded = False
+
+    @property
+    def allocator_rounded(self) -> bool:
+        """The messages give the allocator's rounding of the request ("(rounded to N)")."""
+        return self._rounded
 
     def _set_limit(self, value: int, source: str, rank: int) -> None:
         # the exact figures win over the rounded one
@@ -654,6 +777,8 @@ class GpuOomReport:
             "requested_text", "requested_bytes", "requested_exact", "rounded_bytes", "allocator",
             "device", "host_memory", "executable_name", "origin", "memory_limit_bytes",
             "memory_limit_source", "in_use_bytes", "largest_free_block_bytes", "io_bytes", "line")}
+        d["attempts"] = self.attempts
+        d["autotune"] = None if self.autotune is None else self.autotune.to_json()
         d["chunks_in_use"] = [{"count": c, "size": s} for c, s in self.chunks_in_use]
         d["remat"] = None if self.remat is None else {
             "target_bytes": self.remat.target_bytes, "reduced_to_bytes": self.remat.reduced_to_bytes,
@@ -682,6 +807,42 @@ def _human(n: int) -> str:
 _STAGES = {"schedule": 0, "remat": 1, "bfc": 2, "exception": 3}
 
 
+_SCHEDULER_LIMIT = "XLA's scheduler's base limit, the memory jax's allocator may take"
+
+#: the messages a :class:`GpuOomReport` keeps (a log may repeat one failure many times)
+MAX_MESSAGES = 64
+
+
+def _shape_at(text: str) -> Tuple[Optional[str], Optional[Shape]]:
+    """The shape that starts ``text`` (an instruction's after its ``=``), as
+    printed and parsed (``(None, None)`` when there is none)."""
+    text = text.lstrip()
+    if text.startswith("("):
+        depth = 0
+        end = None
+        for i, c in enumerate(text[:_MAX_SHAPE_TEXT]):
+            depth += (c == "(") - (c == ")")
+            if depth == 0:
+                end = i + 1
+                break
+        if end is None:
+            return None, None
+        shape_text = text[:end]
+    else:
+        m = _ARRAY_SHAPE_AT.match(text)
+        if m is None:
+            return None, None
+        shape_text = m.group(0)
+    try:
+        return shape_text, hlo_text.parse_shape(shape_text)
+    except HloParseError:
+        return shape_text, None
+
+
+_MAX_SHAPE_TEXT = 8192
+_ARRAY_SHAPE_AT = re.compile(r"[a-z][a-z0-9]{0,15}\[[^\]]{0,4096}\](?:\{[^{}]{0,4096}\})?")
+
+
 class _GpuParser:
     """XLA:GPU's messages about running out of memory, grouped into one
     :class:`GpuOomReport` per failure: a message that comes earlier in the
@@ -702,21 +863,118 @@ class _GpuParser:
         self.stage = k
         return self.cur
 
+    def _event(self, kind: str) -> GpuOomReport:
+        """The report of the autotuner's failure being read, or a new one:
+        an instruction or a summary after the summary (the exception, which
+        XLA raises last) starts the next failure; the scheduler's and
+        rematerialization's messages of the same compile are kept."""
+        r = self.cur
+        a = None if r is None else r.autotune
+        if a is not None and not (kind in ("summary", "instruction") and a.summary_line is not None):
+            return r
+        if r is None or a is not None or r.requested_text is not None or r._seen & {"bfc", "exception"}:
+            r = self.cur = GpuOomReport()
+            self.reports.append(r)
+        r.autotune = AutotuneFailure()
+        r.origin = "autotuner"
+        r._seen.add("exception")
+        self.stage = _STAGES["exception"]
+        return r
+
+    def _autotune(self, line: str, marks: list, lineno: int) -> None:
+        """The autotuner's lines: each mark starts a field that runs to the
+        next one (the exception may come pasted onto one line)."""
+        r = None
+        for k, m in enumerate(marks):
+            seg = line[m.end():marks[k + 1].start() if k + 1 < len(marks) else len(line)]
+            kind = m.lastgroup
+            if kind == "summary":
+                r = self._event("summary")
+                a = r.autotune
+                a.failed_instructions, a.instructions = int(m.group("nfail")), int(m.group("ntotal"))
+                a.summary_line = lineno
+                a.blocks.append(AutotuneBlock(None, lineno, example=True))
+            elif kind in ("instruction", "instruction_old"):
+                r = self._event("instruction")
+                b = AutotuneBlock(m.group("name") or m.group("name_old"), lineno)
+                if kind == "instruction":
+                    b.shape_text, b.shape = _shape_at(seg)
+                r.autotune.blocks.append(b)
+                self._failure(r, b, seg, lineno, counted=kind == "instruction_old")
+            else:
+                r = self._event("more")
+                blocks = r.autotune.blocks
+                b = blocks[-1] if blocks else None
+                if kind == "all_failed":
+                    if b is None or b.all_failed:
+                        b = AutotuneBlock(None, lineno)
+                        blocks.append(b)
+                    b.all_failed = True
+                    continue
+                if b is None:
+                    b = AutotuneBlock(None, lineno)
+                    blocks.append(b)
+                if kind == "listed":
+                    b.listed = int(m.group("nlisted"))
+                else:
+                    self._failure(r, b, seg, lineno, counted=True)
+        if r is not None:
+            r._note(line)
+
+    @staticmethod
+    def _failure(r: GpuOomReport, b: AutotuneBlock, text: str, lineno: int, counted: bool) -> None:
+        """One configuration's failure (``counted``: a failure line), out of
+        memory if ``text`` says so."""
+        m = _GPU_EXCEPTION.search(text)
+        se = None if m is not None else _GPU_SE_ALLOC.search(text)
+        if counted:
+            b.failures += 1
+        if m is None and se is None:
+            return
+        if not counted:
+            b.failures += 1
+        b.out_of_memory += 1
+        r.attempts += 1
+        if m is not None:
+            size = m.group(2)
+            r._request(size, int(size.split()[0]) if size.endswith("bytes") else None, lineno)
+            r.host_memory = r.host_memory or bool(m.group(1))
+            if m.group(3):
+                r.allocator = m.group(3)
+            if m.group(4):
+                r.device = int(m.group(4))
+        else:
+            size = se.group(1)
+            r._request(size, int(se.group(2)), lineno)
+        size = size.replace(" ", "")
+        if size not in b.requests:
+            b.requests.append(size)
+
     def feed(self, raw: str, lineno: int) -> None:
         line = raw.rstrip("\r\n")
+        marks = list(_AUTOTUNE_EVENT.finditer(line)) if _AUTOTUNE_HINT.search(line) else None
+        if marks:
+            self._autotune(line, marks, lineno)
+            return
         m = _SCHED_LIMIT.search(line)
         if m:
-            r = self._report("schedule")
+            cur = self.cur
+            if cur is not None and cur.autotune is not None and "schedule" not in cur._seen:
+                # logged after the autotuner's failures: the same compile
+                r = cur
+                r._seen.add("schedule")
+            else:
+                r = self._report("schedule")
             r.io_bytes = int(m.group(1))
-            r._set_limit(int(m.group(2)), "XLA's scheduler (the device's memory limit)", 1)
-            r.messages.append(line.strip())
+            r._set_limit(int(m.group(2)), _SCHEDULER_LIMIT, 1)
+            r._note(line)
             return
         m = _REMAT.search(line)
         if m:
             r = self._report("remat")
             r.remat = RematWarning(_exact_or(m.group(2), m.group(1)), _exact_or(m.group(4), m.group(3)),
                                    _exact_or(m.group(6), m.group(5)), lineno, m.group(0))
-            r.messages.append(line.strip())
+            r._note(line)
             return
         m = _BFC_FAIL.search(line)
         if m:
@@ -728,7 +986,9 @@ class _GpuParser:
                     self.stage = -1
                 self.cur.retries.append((m.group(1), m.group(2).replace(" ", "")))
                 return
-            r = self._report("bfc")
+            # the allocator's own message about a request the autotuner made
+            r = self.cur if self.cur is not None and self.cur.autotune is not None \
+                else self._report("bfc")
             r.allocator = m.group(1)
             r._request(m.group(2), None, lineno)
             if m.group("rounded"):
@@ -739,7 +999,7 @@ class _GpuParser:
                 r.op_name = m.group("op")
             if _AUTOTUNE.search(line):
                 r.origin = "autotuner"
-            r.messages.append(line.strip())
+            r._note(line)
             return
         r = self.cur
         m = _GPU_EXCEPTION.search(line)
@@ -757,7 +1017,7 @@ class _GpuParser:
                 r.executable_name = em.group(1)
             if _AUTOTUNE.search(line):
                 r.origin = "autotuner"
-            r.messages.append(line.strip())
+            r._note(line)
             return
         m = _GPU_SE_ALLOC.search(line)
         if m:
@@ -767,7 +1027,7 @@ class _GpuParser:
                 r.device = int(m.group(3))
             if _AUTOTUNE.search(line):
                 r.origin = "autotuner"
-            r.messages.append(line.strip())
+            r._note(line)
             return
         if r is None:
             return

@@ -25,7 +25,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from .errors import ShapeTypeError, ShapeValueError
-from .memory import MemoryAnalysis, ModuleMemory, analyze, device_limit, module_peak, parse_size
+from .memory import MemoryAnalysis, ModuleMemory, analyze, device_limit, judge, parse_size
 from .tiling import format_bytes
 
 __all__ = ["assert_fits"]
@@ -68,7 +68,7 @@ def _largest(m: ModuleMemory, top: int) -> List[str]:
 
 
 def assert_fits(source, *, device: Optional[str] = None, limit=None, max_peak=None,
-                top: int = 5, **analyze_options) -> MemoryAnalysis:
+                top: int = 5, force_device: bool = False, **analyze_options):
     """Raise ``AssertionError`` unless every module of ``source`` fits.
 
     ``source``: anything :func:`xlashape.memory.analyze` takes (a JAX lowered
@@ -82,14 +82,16 @@ def assert_fits(source, *, device: Optional[str] = None, limit=None, max_peak=No
     same, as a budget the peak must stay under: a test that fails when a
     change makes the peak grow); any of them, all checked. With none, the
     device the program was compiled for when it is a known accelerator (a
-    TPU topology's, :func:`xlashape.memory.lower_for_tpu`).
+    TPU topology's, :func:`xlashape.memory.lower_for_tpu`). A device of
+    another kind than the program's (a TPU program against an H100) is an
+    error, as ``xlashape memory --device`` makes it, unless ``force_device``.
 
     The peak is the one ``xlashape memory`` judges
-    (:func:`xlashape.memory.module_peak`: XLA's ``peak_memory_in_bytes`` where
-    it is device memory's, else the device-memory peak; an out-of-memory
+    (:func:`xlashape.memory.judge`: XLA's ``peak_memory_in_bytes`` where it
+    is device memory's, else the device-memory peak; an out-of-memory
     report's use); a compile that ran out of memory fails. The message names
     the ``top`` largest buffers live at the peak with their op paths.
-    Returns the analysis."""
+    Returns the analysis (the module, when given one)."""
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ShapeValueError(f"top: expected a count >= 0, not {top!r}")
     if device is not None and limit is not None:
@@ -97,7 +99,7 @@ def assert_fits(source, *, device: Optional[str] = None, limit=None, max_peak=No
     if isinstance(source, MemoryAnalysis):
         result, modules = source, [m for m in source.modules if not m.superseded]
     elif isinstance(source, ModuleMemory):
-        result, modules = None, [source]
+        result, modules = source, [source]
     else:
         result = analyze(source, **analyze_options)
         modules = [m for m in result.modules if not m.superseded]
@@ -105,12 +107,12 @@ def assert_fits(source, *, device: Optional[str] = None, limit=None, max_peak=No
     if device is not None:
         checks.append(device_limit(device))
     if limit is not None:
-        checks.append((_bytes(limit, "limit"), f"limit {limit}"))
+        checks.append((_bytes(limit, "limit"), f"limit {limit}", None, None))
     if max_peak is not None:
-        checks.append((_bytes(max_peak, "max_peak"), f"max_peak {max_peak}"))
+        checks.append((_bytes(max_peak, "max_peak"), f"max_peak {max_peak}", None, None))
     if not checks:
-        kinds = {m.device_kind for m in modules if m.device_kind}
-        for kind in sorted(kinds):
+        kinds = sorted({m.device_kind for m in modules if m.device_kind})
+        for kind in kinds:
             try:
                 checks.append(device_limit(kind))
             except ShapeValueError:
@@ -118,28 +120,34 @@ def assert_fits(source, *, device: Optional[str] = None, limit=None, max_peak=No
         if not checks:
             raise ShapeValueError(
                 "assert_fits: give device= (h100, v5e, ...), limit= or max_peak="
-                + (f" (the program was compiled for {', '.join(sorted(kinds))}, which is not "
-                   "in xlashape's table of devices)" if kinds else ""))
+                + (f" (the program was compiled for {', '.join(kinds)}, which is not in "
+                   "xlashape's table of devices)" if kinds else ""))
     failures = []
     for m in modules:
         name = m.name or "the program"
-        got = module_peak(m)
-        if got is None:
-            failures.append(f"{name}: its peak is not known (an input with neither a buffer "
-                            "assignment nor memory_analysis()), so whether it fits is not known")
-            continue
-        peak, peak_name = got
-        for limit_bytes, limit_name in checks:
-            if peak > limit_bytes or m.source == "oom":
-                per = f" per device ({m.devices} devices)" if (m.devices or 1) > 1 else ""
-                over = peak - limit_bytes
-                text = (f"{name} does not fit {limit_name}: {peak_name} {format_bytes(peak)} "
-                        f"({peak:,} bytes){per} against {format_bytes(limit_bytes)} "
-                        f"({limit_bytes:,} bytes)"
-                        + (f", {format_bytes(over)} too much" if over > 0 else ""))
-                if m.source == "oom":
-                    text += " -- the compile ran out of memory"
-                failures.append("\n".join([text] + _largest(m, top)))
+        for limit_bytes, limit_name, basis, platform in checks:
+            v = judge(m, limit_bytes, limit_name, limit_basis=basis, device_platform=platform)
+            if v is None:
+                failures.append(f"{name}: its peak is not known (an input with neither a buffer "
+                                "assignment nor memory_analysis()), so whether it fits is not "
+                                "known")
+                break
+            if v.platform_mismatch and not force_device:
+                raise ShapeValueError(
+                    f"{limit_name.split(' (', 1)[0]} is a {v.device_platform.upper()} and {name} "
+                    f"was compiled for {v.module_platform.upper()}: its layouts and sizes there "
+                    "would not be these; give the device it was compiled for, a size "
+                    "(limit=, max_peak=), or force_device=True")
+            if v.fits and m.source != "oom":
+                continue
+            per = f" per device ({m.devices} devices)" if (m.devices or 1) > 1 else ""
+            text = (f"{name} does not fit {limit_name}: {v.peak_name} {format_bytes(v.peak_bytes)} "
+                    f"({v.peak_bytes:,} bytes){per} against {format_bytes(v.limit_bytes)} "
+                    f"({v.limit_bytes:,} bytes)"
+                    + (f", {format_bytes(-v.margin_bytes)} too much" if not v.fits else ""))
+            if m.source == "oom":
+                text += " -- the compile ran out of memory"
+            failures.append("\n".join([text] + v.lines()[1:] + _largest(m, top)))
     if failures:
         raise AssertionError("\n".join(failures))
-    return result if result is not None else modules[0]
+    return result

@@ -77,6 +77,7 @@ __all__ = [
     "multidimensional_indices",
     "strides",
     "format_bytes",
+    "format_bytes_apart",
     "size_with_layout",
     "format_expansion",
     "OP_MULADD",
@@ -1059,6 +1060,23 @@ def format_bytes(num_bytes: int) -> str:
     fmt = "%s%.1f%s" if units[u] == "K" else "%s%.2f%s"
     return fmt % (sign, n / 1024.0, units[u])
 
+
+
+def format_bytes_apart(a: int, b: int) -> Tuple[str, str]:
+    """Two byte counts that are compared, as :func:`format_bytes` prints them,
+    with their exact bytes when they print the same but differ ("7.84G
+    (8418135654 bytes)" against "7.84G (8418135552 bytes)"), so that a
+    comparison never reads as a size against itself.
+
+    >>> format_bytes_apart(3 << 30, 1 << 30)
+    ('3.00G', '1.00G')
+    >>> format_bytes_apart(1024 * 1024 + 1, 1024 * 1024)
+    ('1.00M (1048577 bytes)', '1.00M (1048576 bytes)')
+    """
+    x, y = format_bytes(a), format_bytes(b)
+    if x == y and a != b:
+        return f"{x} ({a} bytes)", f"{y} ({b} bytes)"
+    return x, y
 
 def format_expansion(factor: float) -> str:
     """``32.0x expansion``, as XLA's TPU memory report words it."""

@@ -13,7 +13,14 @@ goes to every reader that takes bytes:
 - ``protos.read_hlo_proto``, ``read_buffer_assignment``,
   ``read_memory_usage_report``
 - ``hlo_proto.read_hlo_proto_module`` (then every instruction's shape
-  printed and its ``result`` computed)
+  printed and its ``result`` computed, and the module's text read back: no
+  instruction or computation that the module does not have)
+- ``memory.analyze`` on the bytes (the proto route: which message it is,
+  then the figures, allocations and peak), with no negative figure
+- ``protos._parse_cost`` (the estimate of a parse that gzip input must pass
+  before protobuf parses it) against protobuf: bytes it calls malformed
+  must be bytes protobuf refuses too (a group, which XLA's messages never
+  have, excepted)
 - ``Shape.from_proto`` (then ``str``, ``hash``, ``to_proto``, its memory
   footprint through the tiling model, ``validate_shape``),
   ``Layout.from_proto``, ``shape_proto.ProgramShape.from_proto``
@@ -178,12 +185,42 @@ def structured(rng, kind, data):
     comps = list(mod.computations)
     if not comps:
         return data
+    ba = msg.buffer_assignment if msg.HasField("buffer_assignment") else None
     for _ in range(rng.randint(1, 3)):
         comp = rng.choice(comps)
         if not comp.instructions:
             continue
         ins = rng.choice(comp.instructions)
-        op = rng.randrange(9)
+        op = rng.randrange(12)
+        if op == 9 and ba is not None and len(ba.buffer_allocations) and len(ba.logical_buffers):
+            # sizes, offsets and shape indices that cannot be
+            a = rng.choice(ba.buffer_allocations)
+            lb = rng.choice(ba.logical_buffers)
+            target = rng.choice((a, lb, lb.defined_at, a.assigned[0] if len(a.assigned) else a))
+            if target is lb.defined_at:
+                target.shape_index.append(rng.choice((-1, -5, 0, 1, 7, _rand_int(rng))))
+            else:
+                field = rng.choice(("size", "offset") if target is not a and target is not lb
+                                   else ("size",))
+                setattr(target, field, rng.choice((-1, -(1 << 40), _rand_int(rng))))
+            continue
+        if op in (10, 11):
+            # names that are not HLO names: a line of HLO text in them, quotes,
+            # line separators (to_text, which memory's proto route reads)
+            bad = rng.choice(("\nROOT %x = f32[] constant(0)", "\n}\nENTRY %e {", " ", '"',
+                              "{", "\u2028", "\r", "9", "", "\x85"))
+            where = rng.randrange(5)
+            if where == 0:
+                ins.name = rng.choice((ins.name + bad, bad + ins.name, bad))
+            elif where == 1:
+                comp.name += bad
+            elif where == 2:
+                ins.metadata.op_name += bad
+            elif where == 3:
+                ins.opcode += bad
+            else:
+                mod.name += bad
+            continue
         if op < 3:
             _shake_shape(rng, ins.shape)
         elif op == 3:
@@ -224,7 +261,7 @@ def inputs(n, seed, start=0):
 def check(data):
     """Feed ``data`` to every reader; the failures (not of xlashape's family)."""
     from xlashape import Layout, Shape
-    from xlashape import hlo_proto, protos
+    from xlashape import hlo_proto, memory, protos
     from xlashape.errors import XlaShapeError
     from xlashape.shape_proto import ProgramShape
 
@@ -239,10 +276,42 @@ def check(data):
         shape_util.validate_shape(s)
 
     def module_use(m):
+        from xlashape.hlo_module import parse_hlo_module
+
         for ins in m.instructions():
             str(ins.shape)
             ins.result
             ins.called_computations
+        # its text reads back as no more than its own instructions (a name
+        # holding a line of HLO must not become one)
+        back = parse_hlo_module(m.to_text())
+        names = {i.name for i in m.instructions()}
+        extra = [i.name for i in back.instructions() if i.name not in names]
+        if extra or sum(1 for _ in back.instructions()) > sum(1 for _ in m.instructions()):
+            raise AssertionError(f"to_text() read back has instructions the module has not: "
+                                 f"{extra[:3]}")
+
+    def analysis_use(result):
+        for mm in result.modules:
+            figures = dict(mm.figures())
+            if mm.peak is not None:
+                figures.update(mm.peak.figures)
+            sizes = [a.size_in_bytes for a in mm.allocations] + list(figures.values())
+            negative = [x for x in sizes if isinstance(x, int) and x < 0]
+            if negative:
+                raise AssertionError(f"negative figures: {negative[:5]}")
+
+    def parse_cost(data):
+        for cls in (protos.HloProto, protos.HloModuleProto, protos.BufferAssignmentProto,
+                    protos.MemoryUsageReportProto, protos.ShapeProto):
+            cost, why = protos._parse_cost(data, cls.DESCRIPTOR, 1 << 62)
+            if cost is not None or "a group" in why:
+                continue
+            try:
+                cls().ParseFromString(data)
+            except Exception:  # noqa: BLE001 - protobuf refuses it too
+                continue
+            raise AssertionError(f"_parse_cost: {why}, but protobuf reads it as {cls.__name__}")
 
     targets = (
         ("read_hlo_proto", protos.read_hlo_proto, None),
@@ -252,6 +321,8 @@ def check(data):
         ("Shape.from_proto", Shape.from_proto, shape_use),
         ("Layout.from_proto", Layout.from_proto, lambda lay: (str(lay), lay.to_proto())),
         ("ProgramShape.from_proto", ProgramShape.from_proto, lambda p: (str(p), p.to_proto())),
+        ("memory.analyze", memory.analyze, analysis_use),
+        ("_parse_cost", parse_cost, None),
     )
     failures = []
     for name, fn, use in targets:

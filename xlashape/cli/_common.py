@@ -145,6 +145,30 @@ def relabel(result, path: str, display: str) -> None:
 # -- warnings and errors ---------------------------------------------------------------
 
 
+#: the width of output that goes to no terminal (a pipe, a file) when
+#: COLUMNS does not say: shutil's own fallback
+DEFAULT_COLUMNS = 80
+
+
+def terminal_width() -> int:
+    """The columns the output may take: ``COLUMNS`` when it is set (a
+    positive number), else the terminal's width when standard output is
+    one, else :data:`DEFAULT_COLUMNS` (``shutil.get_terminal_size``'s order,
+    but asked of the stream the command writes to)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", "0"))
+    except ValueError:
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        if sys.stdout.isatty():
+            return shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns or DEFAULT_COLUMNS
+    except (AttributeError, ValueError, OSError):
+        pass
+    return DEFAULT_COLUMNS
+
+
 def warn(message: str) -> None:
     """One ``xlashape: warning: ...`` line on stderr, made printable."""
     sys.stderr.write(printable(f"{PROG}: warning: {message}") + "\n")

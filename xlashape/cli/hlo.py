@@ -480,7 +480,11 @@ def _oom_input(path: str, source_name: str):
         if not reports:
             return None, None
         r = reports[-1]
-        if r.platform == "gpu":
+        if r.platform == "gpu" and r.autotune is not None:
+            what = (f"XLA:GPU's autotuner out-of-memory error (while compiling, each "
+                    f"configuration it tried asked for {r.requested_text})")
+            hint = ""
+        elif r.platform == "gpu":
             what = ((f"XLA:GPU's out-of-memory error (a request of {r.requested_text} failed"
                      + (f" in {r.allocator}" if r.allocator else "") + ")")
                     if r.requested_text else "XLA's rematerialization warning")

@@ -18,7 +18,7 @@ import sys
 import time
 
 from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, int64,
-                      relabel, renamed, spool_stdin, warn)
+                      relabel, renamed, spool_stdin, terminal_width, warn)
 from ._output import write_lines
 from ._sizes import fmt_bytes
 from ..errors import XlaShapeError
@@ -27,7 +27,7 @@ from ..render import MissingMatplotlib
 from ..reporters.html import write_html
 from ..reporters.jsondoc import memory_document
 from ..reporters.plot import picture_module, save_memory_picture
-from ..reporters.text import report_lines
+from ..reporters.text import max_peak_line, report_lines
 from .memory_diff import run_diff, take_extra as diff_extra, wants_diff
 
 NAME = "memory"
@@ -75,6 +75,11 @@ def add_parser(subparsers):
                         "v5e, v6e, ...; GPUs: jax's default 75%% of device memory)")
     p.add_argument("--limit", metavar="SIZE",
                    help="judge the peak against SIZE bytes (80G, 16GiB, 80GB, 1048576)")
+    p.add_argument("--force-device", action="store_true",
+                   help="judge against --device/--chip even when it is not the kind of device "
+                        "the input was compiled for (a GPU dump against a TPU, a TPU report "
+                        "against a GPU); without it that is an error, since the program's "
+                        "layouts and sizes there would not be these")
     p.add_argument("--max-peak", metavar="SIZE",
                    help="exit with status 1 when a module's peak (the one the verdict judges: "
                         "device memory over program order, or an out-of-memory report's "
@@ -216,6 +221,7 @@ def run(args) -> int:
                                  + (", ".join(names[:20]) + (" ..." if len(names) > 20 else "")
                                     if names else "no named modules"))
         verdicts = _verdicts(spec, modules)
+        _check_platforms(verdicts, modules, args)
         if args.html is not None:
             with open(args.html, "w", encoding="utf-8") as f:
                 write_html(f, modules, title=display, verdicts=verdicts)
@@ -225,14 +231,14 @@ def run(args) -> int:
             for piece in memory_document(modules, verdicts):
                 sys.stdout.write(piece)
         else:
-            write_lines(report_lines(result, modules, display, args.top, verdicts))
+            write_lines(report_lines(result, modules, display, args.top, verdicts,
+                                     width=terminal_width()))
         if most is not None:
             over = [(m, module_peak(m)) for m in modules]
             over = [(m, p) for m, p in over if p is not None and p[0] > most]
             if over:
                 for m, p in over:
-                    warn(f"{m.name or '?'}: peak {fmt_bytes(p[0])} ({p[1]} {p[0]}) exceeds "
-                         f"--max-peak {args.max_peak}")
+                    warn(max_peak_line(m.name, p[0], p[1], most, args.max_peak))
                 return 1
         return 0
     finally:
@@ -241,12 +247,36 @@ def run(args) -> int:
 
 
 def _limit_of(args):
-    """``(bytes, name)`` from --limit / --device / --chip, or ``None``."""
+    """``(bytes, name, basis, platform)`` from --limit / --device / --chip,
+    or ``None``. A limit of 0 is refused: nothing fits in it, and a verdict
+    against it says nothing."""
     if args.limit is not None:
-        return parse_size(args.limit), f"--limit {args.limit}"
+        limit = parse_size(args.limit)
+        if limit <= 0:
+            raise UsageError(f"--limit {args.limit}: a limit must be more than 0 bytes "
+                             "(write e.g. 80G, 16GiB, 80GB or 1048576)")
+        return limit, f"--limit {args.limit}", None, None
     if args.device is not None or args.chip is not None:
         return device_limit(args.device if args.device is not None else args.chip)
     return None
+
+
+def _check_platforms(verdicts: dict, modules, args) -> None:
+    """A verdict against another kind of device than the input's is an
+    error unless --force-device says to judge anyway (the verdict then
+    carries a warning)."""
+    if args.force_device:
+        return
+    for m in modules:
+        v = verdicts.get(id(m))
+        if v is not None and v.platform_mismatch:
+            option = "--device" if args.device is not None else "--chip"
+            raise UsageError(
+                f"{option} {args.device if args.device is not None else args.chip} is a "
+                f"{v.device_platform.upper()} and {m.name or 'the input'} was compiled for "
+                f"{v.module_platform.upper()}: its layouts and sizes there would not be these; "
+                f"give the device it was compiled for, a size (--limit 80G), or --force-device "
+                "to judge it anyway")
 
 
 def _pictures(args, modules) -> None:
@@ -267,10 +297,10 @@ def _verdicts(spec, modules) -> dict:
     """``id(module) -> Verdict`` against ``spec`` (from :func:`_limit_of`)."""
     if spec is None:
         return {}
-    limit, name = spec
+    limit, name, basis, platform = spec
     out = {}
     for m in modules:
-        v = judge(m, limit, name)
+        v = judge(m, limit, name, limit_basis=basis, device_platform=platform)
         if v is not None:
             out[id(m)] = v
     return out

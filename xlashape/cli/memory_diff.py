@@ -14,13 +14,12 @@ import sys
 from ._common import (UsageError, WarningPrinter, at_least, relabel, renamed, spool_stdin,
                       warn)
 from ._output import write_lines
-from ._sizes import fmt_bytes
 from ..errors import ShapeValueError, XlaShapeError
 from ..memory import analyze, parse_size
 from ..memory.diff import diff_modules
 from ..reporters.html import write_diff_html
 from ..reporters.jsondoc import diff_document
-from ..reporters.text import diff_lines
+from ..reporters.text import diff_lines, growth_line
 
 
 def take_extra(args, extra) -> bool:
@@ -130,9 +129,7 @@ def run_diff(args) -> int:
         for name, x, y in d.growths():
             grew = y - x
             if (grew > frac * x) if frac is not None else grew > absolute:
-                warn(f"{name} grew by {fmt_bytes(grew)} ({x} -> {y} bytes"
-                     + (f", {100 * grew / x:+.1f}%" if x else "") + f"), more than --max-growth "
-                     f"{args.max_growth}")
+                warn(growth_line(name, x, y, args.max_growth, absolute))
                 status = 1
         return status
     return 0

@@ -38,12 +38,12 @@ from ..oom_report import parse_size as parse_report_size
 from ..padding import padding_summary, summarize_padding
 from ..shape import Shape
 from ..sizes import (HOST_MEMORY_SPACE, Chip, SizeCache, buffers_of, chip_of, logical_size,
-                     memory_space_of, shape_text, tuple_table_size)
+                     memory_footprint, memory_space_of, shape_text, tuple_table_size)
 from ..tiling import format_bytes
 from . import partitions
-from .figures import STATS_FIELDS
-from .model import (TIMELINE_BUFFERS, Allocation, GpuOomSummary, ModuleMemory, OomSummary,
-                    Timeline, TimelineBuffer, ValueInfo)
+from .figures import STATS_FIELDS, TEXT_FIELDS
+from .model import (TIMELINE_BUFFERS, Allocation, AutotuneInstruction, AutotuneSummary,
+                    GpuOomSummary, ModuleMemory, OomSummary, Timeline, TimelineBuffer, ValueInfo)
 from .peak import PeakBuilder
 from .traces import peak_from_hlo_proto
 from .records import EntryRecord, ModuleRecords
@@ -52,9 +52,6 @@ __all__ = ["Options", "account"]
 
 _TPU = "tpu"
 
-#: the figures the module text determines, in this order
-_TEXT_FIELDS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-                "host_argument_size_in_bytes", "host_output_size_in_bytes")
 
 
 class Options:
@@ -166,7 +163,7 @@ class _EntryFigures:
 
     def __init__(self):
         self.platform: Optional[str] = None
-        self.figures: Dict[str, int] = {k: 0 for k in _TEXT_FIELDS + ("host_alias_size_in_bytes",)}
+        self.figures: Dict[str, int] = {k: 0 for k in TEXT_FIELDS}
         self.allocations: List[Allocation] = []
         self.spaces: Dict[int, List[int]] = {}
         self.notes: List[str] = []
@@ -312,7 +309,7 @@ def _check_text_figures(mm: ModuleMemory, entry: EntryRecord, opts: Options) -> 
     """The module text's figures, with the tuple tables the buffer
     assignment showed, must agree with the buffer assignment's."""
     again = _entry_figures(entry, opts, mm.chip, opts.platform)
-    for k in _TEXT_FIELDS:
+    for k in TEXT_FIELDS:
         if again.figures[k] != getattr(mm, k):
             mm.warnings.append(f"{k}: {getattr(mm, k)} in the buffer assignment, "
                                f"{again.figures[k]} from the module text")
@@ -504,7 +501,8 @@ def _peak(mm: ModuleMemory, rec: ModuleRecords, opts: Options) -> None:
             return none if v is None else (v.name, v.label, v.shape_text)
 
         pa = peak_from_hlo_proto(rec.buffer_assignment_proto, mm.platform,
-                                 unpadded=unpadded_of, describe=describe)
+                                 unpadded=unpadded_of, describe=describe,
+                                 check=False)   # the proto source has checked its sizes
         for k, why in rec.peak_reasons.items():
             pa.figures[k] = None
             pa.reasons[k] = why
@@ -620,7 +618,7 @@ def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
         for k in ("temp_size_in_bytes", "host_temp_size_in_bytes"):
             if ma.get(k) is not None:
                 setattr(mm, k, ma[k])
-    for k in _TEXT_FIELDS:
+    for k in TEXT_FIELDS:
         theirs = ma.get(k)
         if theirs is not None and theirs != getattr(mm, k):
             mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the module text gives "
@@ -801,13 +799,19 @@ def _gpu_oom(rec: ModuleRecords) -> ModuleMemory:
     mm.platform = "gpu"
     mm.memory_limit_bytes = r.memory_limit_bytes
     mm.memory_used_bytes = r.used_bytes
-    for k in _TEXT_FIELDS + ("host_alias_size_in_bytes",):
+    for k in TEXT_FIELDS:
         setattr(mm, k, None)
-    what = ("XLA's autotuner ran out of memory while trying configurations (the program "
-            "itself may fit)" if r.origin == "autotuner"
-            else "the allocation failed when the program ran" if r.requested_text
-            else "no allocation failed in this text: XLA's rematerialization warns that the "
-                 "program needs more than it aimed at; the allocator decides when it runs")
+    autotune = _autotune_summary(r) if r.autotune is not None else None
+    advice: Tuple[str, ...] = ()
+    if autotune is not None:
+        what, advice = _autotune_note(r, autotune)
+    elif r.origin == "autotuner":
+        what = ("XLA's autotuner ran out of memory while trying configurations (the program "
+                "itself may fit)")
+    else:
+        what = ("the allocation failed when the program ran" if r.requested_text
+                else "no allocation failed in this text: XLA's rematerialization warns that the "
+                     "program needs more than it aimed at; the allocator decides when it runs")
     remat = r.remat
     mm.oom = GpuOomSummary(
         "gpu", "device", r.used_bytes, r.memory_limit_bytes, r.excess_bytes, None, None, None,
@@ -815,8 +819,69 @@ def _gpu_oom(rec: ModuleRecords) -> ModuleMemory:
         r.memory_limit_source, None if remat is None else remat.target_bytes, None,
         r.in_use_bytes, None if remat is None else remat.reduced_to_bytes,
         None if remat is None else remat.original_bytes,
-        "rounded" in " ".join(r.messages))
-    if r.memory_limit_bytes is None:
+        r.allocator_rounded, autotune, r.io_bytes, advice)
+    if autotune is not None and autotune.from_example:
+        mm.notes.append("the exception does not name the instructions, and counts only its "
+                        "example: XLA's log of the same run names each one (config_assigner's "
+                        "'Could not get config for HLO' lines)")
+    limit = r.memory_limit_bytes
+    if limit is None:
         mm.notes.append("the memory limit is not in this text: XLA's log of the same run gives "
                         "it (the allocator's stats or XLA's scheduler's 'base limit')")
+    elif r.io_bytes is not None and r.io_bytes > limit:
+        mm.notes.append(f"XLA's scheduler: the program's arguments and outputs alone take "
+                        f"{format_bytes(r.io_bytes)} ({r.io_bytes} bytes), more than the "
+                        f"{format_bytes(limit)} limit: the program cannot run as written"
+                        + (", whatever configuration the autotuner picks"
+                           if autotune is not None else ""))
     return mm
+
+
+def _autotune_summary(r) -> AutotuneSummary:
+    """XLA:GPU's autotuner failure (one event) from its report: the
+    instructions the log names, the configurations that failed."""
+    a = r.autotune
+    failed = []
+    for b in a.named:
+        size = None if b.shape is None else memory_footprint(b.shape).padded_bytes
+        failed.append(AutotuneInstruction(b.instruction, b.shape_text, size, b.configs_failed,
+                                          b.out_of_memory, tuple(b.requests)))
+    counted = a.counted()
+    requested: List[str] = []
+    for b in counted:
+        requested.extend(x for x in b.requests if x not in requested)
+    return AutotuneSummary(a.failed_instructions, a.instructions,
+                           sum(b.configs_failed for b in counted),
+                           sum(b.out_of_memory for b in counted), tuple(requested),
+                           tuple(failed), not a.named, r.attempts)
+
+
+def _autotune_note(r, a: AutotuneSummary) -> Tuple[str, Tuple[str, ...]]:
+    """The sentence that says what happened, and what to do."""
+    asked = " or ".join(a.requested) or "?"
+    limit = r.memory_limit_bytes
+    many = (f"{a.failed_instructions} of the program's {a.instructions} autotuned instructions"
+            if a.failed_instructions is not None else
+            f"{len(a.failed)} instruction{'s' if len(a.failed) != 1 else ''}" if a.failed
+            else "an instruction")
+    names = ", ".join(f.name for f in a.failed)
+    over = limit is not None and r.requested_bytes is not None and r.requested_bytes > limit
+    note = (f"XLA's autotuner ran out of memory while compiling: it could not time any "
+            f"configuration of {many}" + (f" ({names})" if names else "")
+            + f"; each configuration it tried asked for {asked}"
+            + (f", more than the {format_bytes(limit)} limit" if over else "")
+            + ", so the compile failed (one event, at compile time: the program never ran)")
+    what = next((f for f in a.failed if f.shape is not None), None)
+    piece = (f" (its output alone, {what.shape}, is {format_bytes(what.size_in_bytes)})"
+             if what is not None and what.size_in_bytes is not None else "")
+    advice = (
+        f"make the instruction smaller: timing one configuration needs {asked}{piece}"
+        + (f", more than the device's {format_bytes(limit)}" if over else "")
+        + "; compute it in pieces (a smaller tile of its output: split a dimension with "
+          "lax.map or a scan over blocks, or shard it over devices)",
+        "XLA_FLAGS=--xla_gpu_autotune_level=0 compiles without timing configurations (XLA takes "
+        "a default one); the program still needs its own buffers when it runs",
+        "XLA_PYTHON_CLIENT_MEM_FRACTION (jax's default 0.75) sets the limit XLA compiles for: a "
+        "higher fraction gives the autotuner more room, up to the device's memory",
+    )
+    return note, advice

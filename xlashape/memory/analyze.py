@@ -10,13 +10,12 @@ that kind (each reads its files once), accounts for every module's records
 from __future__ import annotations
 
 import gc
-import gzip
 import io
 import os
 import re
-import zlib
 from typing import Callable, Optional
 
+from .._files import open_gzip
 from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
 from ..hlo_module import HloWarning, _clip, check_regular_file, open_text, source_kind
 from ..oom_report import buffers_of_request, looks_like_oom_report
@@ -49,7 +48,8 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
             prefer: str = "text", dump=None, device: Optional[str] = None,
-            limit=None, compiler_options: Optional[dict] = None) -> MemoryAnalysis:
+            limit=None, force_device: bool = False,
+            compiler_options: Optional[dict] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
     text of one of those, a JAX lowered function or a JAX compiled object.
@@ -97,7 +97,11 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
 
     ``device`` (``h100``, ``v5e``, ...: :mod:`xlashape.devices`) or ``limit``
     (bytes, or a size such as ``"16G"``): judge each module's peak against
-    it (:attr:`ModuleMemory.verdict`, shown by ``print()`` and the page).
+    it (:attr:`ModuleMemory.verdict`, shown by ``print()`` and the page). A
+    device of another kind than the input was compiled for (an XLA:CPU
+    compile against an H100) raises :class:`~xlashape.ShapeValueError`, as
+    ``xlashape memory --device`` does, unless ``force_device`` (then the
+    verdict says so).
 
     A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
     decides (pass a ``pathlib.Path`` to name any file).
@@ -109,7 +113,8 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     """
     if dump is not None:
         result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
-                         on_warning=on_warning, progress=progress, device=device, limit=limit)
+                         on_warning=on_warning, progress=progress, device=device, limit=limit,
+                         force_device=force_device)
         match_oom_dump(result, dump, top=top)
         return result
     spec = _limit(device, limit)
@@ -155,14 +160,23 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
         for m in result.modules[:-1]:
             m.superseded = True
     if spec is not None:
+        limit_bytes, name, basis, device_platform = spec
         for m in result.modules:
-            m.verdict = judge(m, *spec)
+            m.verdict = v = judge(m, limit_bytes, name, limit_basis=basis,
+                                  device_platform=device_platform)
+            if v is not None and v.platform_mismatch and not force_device:
+                raise ShapeValueError(
+                    f"device {device!r} is a {v.device_platform.upper()} and {m.name or 'the input'} "
+                    f"was compiled for {v.module_platform.upper()}: its layouts and sizes there "
+                    "would not be these; give the device it was compiled for, a size (limit=), "
+                    "or force_device=True to judge it anyway")
     result.warnings = reading.warnings
     return result
 
 
 def _limit(device, limit):
-    """``(bytes, name)`` to judge against, from ``device`` or ``limit``."""
+    """``(bytes, name, basis, platform)`` to judge against, from ``device``
+    or ``limit`` (:func:`~xlashape.memory.verdict.device_limit`)."""
     if device is not None and limit is not None:
         raise ShapeValueError("give device= or limit=, not both")
     if limit is not None:
@@ -172,7 +186,7 @@ def _limit(device, limit):
         n = parse_size(limit) if isinstance(limit, str) else limit
         if n <= 0:
             raise ShapeValueError(f"limit {limit!r}: expected a positive size")
-        return n, f"limit {limit}"
+        return n, f"limit {limit}", None, None
     if device is not None:
         return device_limit(device)
     return None
@@ -184,9 +198,10 @@ def _read(source, reading: Reading):
         return "jax", None, [compiled_records(source, reading)]
     if isinstance(source, (bytes, bytearray, memoryview)):
         data = bytes(source)
-        sniffed = _sniff_kind(data[:_SNIFF_BYTES], "", lambda: data)
-        if sniffed in PROTO_KINDS:
-            return "dump", None, proto_records(sniffed, data, None, reading)
+        if _sniff_kind(data[:_SNIFF_BYTES], "", maybe_proto=True) == "proto":
+            found = proto_kind(data)            # parsed once
+            if found is not None:
+                return "dump", None, proto_records(found[0], found[1], None, reading)
         return _read_text(_decode(data, "the given bytes"), reading)   # bytes are never a path
     kind = source_kind(source)
     if kind == "path":
@@ -210,13 +225,13 @@ def _decode(data: bytes, what: str) -> str:
     return data.decode("utf-8", "replace")
 
 
-def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = None
-                ) -> Optional[str]:
+def _sniff_kind(head, name: str = "", maybe_proto: bool = False) -> Optional[str]:
     """The kind of input whose first bytes (or text) are ``head``: ``hlo``,
     ``oom``, ``buffer-assignment``, ``memory-report`` (text), ``hlo-proto``,
     ``buffer-assignment-proto``, ``memory-report-proto`` (XLA's protobufs,
-    told by the file ``name`` or, failing that, by parsing ``whole()``, the
-    whole input), or ``None``."""
+    told by the file ``name``), ``proto`` (bytes that neither the name nor
+    the text tells, when ``maybe_proto``: :func:`~xlashape.memory.source_proto.proto_kind`
+    reads which message), or ``None``."""
     if isinstance(head, (bytes, bytearray)):
         base = name[: -len(".gz")] if name.endswith(".gz") else name
         binary = b"\0" in head or base.endswith(".pb")
@@ -230,7 +245,7 @@ def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = Non
             return "memory-report-proto"
         if base.endswith("buffer-assignment.pb") or base.endswith("buffer_assignment.pb"):
             return "buffer-assignment-proto"
-        return proto_kind(whole()) if whole is not None else None
+        return "proto" if maybe_proto else None
     if looks_like_oom_report(head):
         return "oom"
     stripped = head.lstrip()
@@ -245,35 +260,23 @@ def _sniff_kind(head, name: str = "", whole: Optional[Callable[[], bytes]] = Non
     return None
 
 
-def _gunzip_head(path: str) -> bytes:
-    try:
-        with gzip.open(path, "rb") as f:
-            return f.read(_SNIFF_BYTES)
-    except (OSError, EOFError, zlib.error) as e:
-        raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
-
-
 def _read_file(path: str, reading: Reading):
     size = os.path.getsize(path) if os.path.isfile(path) else None
     with open(path, "rb") as f:
         raw = f.read(_SNIFF_BYTES)
     if path.endswith(".gz"):
-        raw = _gunzip_head(path)
+        with open_gzip(path) as f:           # a corrupt stream: UnreadableInputError
+            raw = f.read(_SNIFF_BYTES)
     if not raw.strip():
         raise UnreadableInputError(f"{path} is empty: expected an HLO module, an XLA dump "
                                    "directory or a TPU out-of-memory report")
 
-    def whole() -> bytes:
-        if path.endswith(".gz"):
-            try:
-                with gzip.open(path, "rb") as f:
-                    return f.read()
-            except (OSError, EOFError, zlib.error) as e:
-                raise UnreadableInputError(f"{path}: not a readable gzip file ({e})") from None
-        with open(path, "rb") as f:
-            return f.read()
-
-    kind = _sniff_kind(raw, os.path.basename(path), whole)
+    kind = _sniff_kind(raw, os.path.basename(path), maybe_proto=True)
+    if kind == "proto":
+        found = proto_kind(path)             # read and parsed once
+        if found is not None:
+            return "dump", path, proto_records(found[0], found[1], path, reading)
+        kind = None
     if kind in PROTO_KINDS:
         return "dump", path, proto_records(kind, path, path, reading)
     head = _decode(raw, path)

@@ -35,7 +35,7 @@ def text(obj) -> str:
     # The views import the model, whose package imports this module: imported
     # here, when a report is asked for, they are never half-initialized (and
     # `import xlashape.memory` does not pay for them).
-    from ..reporters.text import module_lines, oom_lines, report_lines, verdict_line
+    from ..reporters.text import module_lines, oom_lines, report_lines
     if isinstance(obj, model.MemoryAnalysis):
         name = obj.path or ("a JAX program" if obj.kind == "jax" else "the input")
         lines = report_lines(obj, obj.modules, name, TOP, _verdicts(obj.modules))
@@ -43,7 +43,7 @@ def text(obj) -> str:
         lines: List[str] = list(oom_lines(obj, TOP) if obj.source == "oom"
                                 else module_lines(obj, TOP))
         if getattr(obj, "verdict", None) is not None:
-            lines.append(verdict_line(obj.verdict))
+            lines.extend(obj.verdict.lines())
     return "\n".join(printable(line) for line in lines)
 
 

@@ -9,8 +9,8 @@ Every builder and view of :mod:`xlashape.memory` names them from here.
 
 from typing import Tuple
 
-__all__ = ["DEVICE_SIZE_FIELDS", "STATS_FIELDS", "PEAK_FIELDS", "OOM_FIELDS", "HEADER_FIELDS",
-           "DIFF_FIELDS", "host_twin"]
+__all__ = ["DEVICE_SIZE_FIELDS", "STATS_FIELDS", "PEAK_FIELDS", "OOM_FIELDS", "TEXT_FIELDS",
+           "SHOWN_FIELDS", "HEADER_FIELDS", "DIFF_FIELDS", "host_twin"]
 
 #: the size figures of device memory, each with a ``host_`` twin
 DEVICE_SIZE_FIELDS: Tuple[str, ...] = ("argument_size_in_bytes", "output_size_in_bytes",
@@ -32,8 +32,15 @@ PEAK_FIELDS: Tuple[str, ...] = ("total_allocation_bytes", "indefinite_allocation
 #: an out-of-memory report's figures (``None`` elsewhere)
 OOM_FIELDS: Tuple[str, ...] = ("memory_used_bytes", "memory_limit_bytes")
 
+#: the size figures an HLO module's text determines (its entry's parameters,
+#: result and aliases), device memory and host memory
+TEXT_FIELDS: Tuple[str, ...] = STATS_FIELDS[:3] + STATS_FIELDS[4:7]
+
+#: the size figures the views show (the host temporaries XLA reports as 0)
+SHOWN_FIELDS: Tuple[str, ...] = STATS_FIELDS[:6]
+
 #: a module's figures in the ``--json`` document, in this order
-HEADER_FIELDS: Tuple[str, ...] = STATS_FIELDS[:4] + STATS_FIELDS[4:6] + OOM_FIELDS
+HEADER_FIELDS: Tuple[str, ...] = SHOWN_FIELDS + OOM_FIELDS
 
 #: the figures ``memory diff`` compares, in this order
 DIFF_FIELDS: Tuple[str, ...] = HEADER_FIELDS + PEAK_FIELDS

@@ -33,7 +33,8 @@ from ..shape import Shape
 from .figures import HEADER_FIELDS, PEAK_FIELDS, STATS_FIELDS, host_twin
 
 __all__ = ["PaddingExplanation", "ValueInfo", "Allocation", "SpaceTotals", "OomSummary",
-           "GpuOomSummary", "ModuleMemory", "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
+           "GpuOomSummary", "AutotuneSummary", "AutotuneInstruction", "ModuleMemory",
+           "MemoryAnalysis", "PeakBuffer", "PeakAnalysis",
            "TimelineBuffer", "Timeline", "TIMELINE_BUFFERS", "SMALL_BUFFER_BYTES", "HEAP_POINTS",
            "space_label", "SPACE_LABELS", "explain_padding", "SCHEMA_VERSION"]
 
@@ -530,6 +531,53 @@ def _view(kind: str) -> Callable:
 
 
 
+class AutotuneInstruction(NamedTuple):
+    """One instruction XLA's autotuner could not configure: its ``name``, its
+    output ``shape`` (as XLA's log prints it) and ``size_in_bytes`` (``None``
+    when the log does not give the shape), ``configs_failed`` (how many
+    configurations failed) and ``out_of_memory`` (how many of them ran out
+    of memory), ``requested`` (what they asked for, as printed)."""
+
+    name: str
+    shape: Optional[str]
+    size_in_bytes: Optional[int]
+    configs_failed: int
+    out_of_memory: int
+    requested: Tuple[str, ...]
+
+    def to_json(self) -> dict:
+        d = self._asdict()
+        d["requested"] = list(self.requested)
+        return d
+
+
+class AutotuneSummary(NamedTuple):
+    """XLA's autotuner ran out of memory while compiling (one event, however
+    many lines repeat it): ``failed_instructions`` of ``instructions`` (XLA's
+    counts, ``None`` when the text has no summary), ``configs_failed`` and
+    ``out_of_memory`` (configurations, over the instructions named, or the
+    exception's example when it names none: ``from_example``),
+    ``requested`` (the sizes asked for, as printed), ``failed``
+    (:class:`AutotuneInstruction` per instruction the log names) and
+    ``repeats`` (the out-of-memory lines of the text: each configuration's
+    failure, printed again by the exception)."""
+
+    failed_instructions: Optional[int]
+    instructions: Optional[int]
+    configs_failed: int
+    out_of_memory: int
+    requested: Tuple[str, ...]
+    failed: Tuple[AutotuneInstruction, ...]
+    from_example: bool
+    repeats: int
+
+    def to_json(self) -> dict:
+        d = self._asdict()
+        d["requested"] = list(self.requested)
+        d["failed"] = [f.to_json() for f in self.failed]
+        return d
+
+
 class GpuOomSummary(NamedTuple):
     """What XLA:GPU's out-of-memory messages say (the ``oom`` of a module
     read from them; see :class:`xlashape.oom_report.GpuOomReport`):
@@ -539,7 +587,10 @@ class GpuOomSummary(NamedTuple):
     ``allocator`` (``GPU_0_bfc``), ``origin`` (``allocator`` or
     ``autotuner``), ``memory_limit_source``, ``remat_target_bytes``, and
     ``matching_buffers``: given the dump of the same program
-    (``analyze(..., dump=DIR)``), the allocations of that size."""
+    (``analyze(..., dump=DIR)``), the allocations of that size; ``autotune``
+    (:class:`AutotuneSummary`, when the autotuner ran out), ``io_bytes``
+    (the program's arguments and outputs, as XLA's scheduler logs them) and
+    ``advice`` (what to do, one sentence each)."""
 
     form: str
     memory_space: str
@@ -565,9 +616,15 @@ class GpuOomSummary(NamedTuple):
     remat_original_bytes: Optional[int] = None
     #: the messages say the allocator rounded the request (its figure is exact)
     allocator_rounded: bool = False
+    autotune: Optional[AutotuneSummary] = None
+    io_bytes: Optional[int] = None
+    advice: Tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return dict(self._asdict())
+        d = dict(self._asdict())
+        d["autotune"] = None if self.autotune is None else self.autotune.to_json()
+        d["advice"] = list(self.advice)
+        return d
 
 
 

@@ -19,13 +19,14 @@ from __future__ import annotations
 import os
 from typing import Dict, List, Optional, Tuple
 
+from ..allocation_kinds import TEMPORARY
 from ..errors import UnreadableInputError, XlaShapeError
 from ..hlo_module import HloWarning, WarningList, open_text
 from ..live_range import read_live_ranges
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule, DumpWarning, _number,
                         _unreadable, find_dump_modules, iter_buffer_assignment,
                         platform_from_key)
-from .sharing import SharingFacts
+from .sharing import MSA_COLORS, SharingFacts
 from .records import ModuleRecords, Reading
 from .source_hlo import read_module_text
 from .source_proto import hlo_proto_records
@@ -114,6 +115,15 @@ def _read_peak_files(rec: ModuleRecords, ba_path: str) -> None:
                              else None)
 
 
+def _has_msa_heap(rec: ModuleRecords) -> bool:
+    """A temporary allocation in a memory space that XLA:TPU's memory-space
+    assignment places (whose heap reads the values file)."""
+    if rec.platform not in ("tpu", None):
+        return False
+    spaces = MSA_COLORS["tpu"]
+    return any(a.color in spaces and a.kind == TEMPORARY for a in rec.allocations or ())
+
+
 def _value_names(rec: ModuleRecords) -> set:
     names = set()
     for a in rec.allocations or ():
@@ -131,10 +141,10 @@ def module_of_dump(dm: DumpModule, reading: Reading) -> ModuleRecords:
         _read_allocations(rec, dm.buffer_assignment_path, reading)
         if reading.peak:
             _read_peak_files(rec, dm.buffer_assignment_path)
-    # memory-space assignment's heaps (TPU) split a value over a conditional's
-    # branches: a module whose values a conditional defines is parsed whole,
-    # in the one pass over its text
-    full = reading.full_module or (rec.facts is not None and rec.platform in ("tpu", None)
+    # memory-space assignment's heaps (TPU VMEM) split a value over a
+    # conditional's branches: a module with such a heap whose values a
+    # conditional defines is parsed whole, in the one pass over its text
+    full = reading.full_module or (rec.facts is not None and _has_msa_heap(rec)
                                    and rec.facts.defines_conditional())
     size = os.path.getsize(dm.hlo_path)
     name = os.path.basename(dm.hlo_path)

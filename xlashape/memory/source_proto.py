@@ -17,16 +17,16 @@ alone, only its memory spaces' totals and allocations by size).
 from __future__ import annotations
 
 import os
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from .. import protos
-from ..errors import UnreadableInputError, XlaShapeError
+from ..errors import ProtoDecodeError, UnreadableInputError, XlaShapeError
 from ..hlo_module import Alias, BufferDonor
 from ..live_range import Location
 from ..shape import Shape
 from ..shape_proto import _shape_from_message
 from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation, BufferValue,
-                        MemorySpaceUsage, _unreadable, platform_from_key)
+                        DumpWarning, MemorySpaceUsage, _unreadable, platform_from_key)
 from .model import space_label
 from .records import EntryRecord, ModuleRecords, Reading
 from .source_hlo import platform_hint
@@ -39,29 +39,19 @@ PROTO_KINDS = ("hlo-proto", "buffer-assignment-proto", "memory-report-proto")
 _ALIAS_KINDS = {0: "may-alias", 1: "may-alias", 2: "must-alias"}
 
 
-def proto_kind(data: bytes) -> Optional[str]:
-    """Which of XLA's messages ``data`` (the whole, gunzipped) parses as, with
-    the field that message cannot be without; ``None`` if none."""
+def proto_kind(source) -> Optional[Tuple[str, object]]:
+    """Which of XLA's messages ``source`` (a path or bytes) holds, and the
+    message, read and parsed once (:func:`xlashape.protos.read_xla_proto`);
+    ``None`` if none. A gzip file past the decompression limit, or a corrupt
+    one, raises :class:`~xlashape.UnreadableInputError`."""
     try:
-        comps = protos.read_hlo_proto(data).hlo_module.computations
-        # protobuf keeps fields of the wrong wire type as unknown ones, so
-        # other messages can parse as a module: require instructions with opcodes
-        if len(comps) and all(len(c.instructions) and all(i.opcode for i in c.instructions)
-                              for c in comps):
-            return "hlo-proto"
-    except XlaShapeError:
-        pass
-    try:
-        if len(protos.read_buffer_assignment(data).buffer_allocations):
-            return "buffer-assignment-proto"
-    except XlaShapeError:
-        pass
-    try:
-        if len(protos.read_memory_usage_report(data).memory_space_allocation_entries):
-            return "memory-report-proto"
-    except XlaShapeError:
-        pass
-    return None
+        msg = protos.read_xla_proto(source)
+    except ProtoDecodeError:
+        return None
+    kind = ("hlo-proto" if isinstance(msg, protos.HloProto) else
+            "buffer-assignment-proto" if isinstance(msg, protos.BufferAssignmentProto) else
+            "memory-report-proto")
+    return kind, msg
 
 
 class _Module:
@@ -265,6 +255,9 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
                     report=None, optimized: bool = True) -> ModuleRecords:
     """A module's records from an ``HloProto`` message. ``report``: the
     memory-usage report's path (text) or ``MemoryUsageReportProto``."""
+    protos.check_sizes(hlo, path or "the HLO proto")
+    if report is not None and not isinstance(report, str):
+        protos.check_sizes(report, path or "the memory-usage report")
     mp = hlo.hlo_module
     try:
         m = _Module(mp)
@@ -299,9 +292,14 @@ def hlo_proto_records(source, reading: Reading, *, key: str = "", report=None) -
     return _records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key, report=report)
 
 
+def _message(source, read):
+    """``source`` when it is already a message, else ``read(source)``."""
+    return source if hasattr(source, "ListFields") else read(source)
+
+
 def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> List[ModuleRecords]:
     """The records of one of XLA's messages (``kind`` from :func:`proto_kind`
-    or the file name): a path or the bytes."""
+    or the file name): a path, the bytes, or the message already read."""
     where = path or "the given bytes"
     if kind == "hlo-proto":
         key = report = None
@@ -312,10 +310,11 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
                     key = base[: -len(suffix)]
                     rep = os.path.join(os.path.dirname(path), key + MEMORY_REPORT_TXT)
                     report = rep if os.path.isfile(rep) else None
-        return [_records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key or "",
-                                report=report)]
+        return [_records_of_hlo(_message(source, protos.read_hlo_proto), path, reading,
+                                key=key or "", report=report)]
     if kind == "memory-report-proto":
-        report = protos.read_memory_usage_report(source)
+        report = _message(source, protos.read_memory_usage_report)
+        protos.check_sizes(report, where)
         if path is not None:
             base = os.path.basename(path)
             stem = base[: -len(".gz")] if base.endswith(".gz") else base
@@ -324,7 +323,9 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
                                       stem[: -len("-memory-usage-report.pb")] + ".hlo.pb")
                 if hlo_pb.endswith(HLO_PB_SUFFIXES[0]) and os.path.lexists(hlo_pb):
                     problem = _unreadable(hlo_pb)
-                    if problem is None:
+                    if problem is not None:      # a FIFO, a dangling link: the report alone
+                        reading.warn(DumpWarning(hlo_pb, problem))
+                    else:
                         key = os.path.basename(hlo_pb)[: -len(HLO_PB_SUFFIXES[0])]
                         return [_records_of_hlo(protos.read_hlo_proto(hlo_pb), hlo_pb, reading,
                                                 key=key, report=report)]
@@ -335,7 +336,8 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
              [(x.index, x.size, tuple(x.defining_positions)) for x in e.allocation_entries])
             for e in report.memory_space_allocation_entries]
         return [rec]
-    ba = protos.read_buffer_assignment(source)
+    ba = _message(source, protos.read_buffer_assignment)
+    protos.check_sizes(ba, where)
     if not len(ba.buffer_allocations):
         raise UnreadableInputError(f"{where}: a BufferAssignmentProto without allocations")
     rec = ModuleRecords(None, "dump", path)

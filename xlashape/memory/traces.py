@@ -11,6 +11,7 @@ rather than program positions, with the platform rules of that module.
 from typing import Dict, List, Optional, Tuple
 
 from ..allocation_kinds import TEMPORARY, is_indefinite, kind_of
+from ..protos import check_sizes
 from .figures import PEAK_FIELDS
 from .model import PeakAnalysis, PeakBuffer
 from .peak import VERIFIED, cpu_figures
@@ -95,7 +96,7 @@ class _Replay:
 
 
 def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
-                        describe=None) -> PeakAnalysis:
+                        describe=None, check: bool = True) -> PeakAnalysis:
     """The same figures as :func:`analyze_peak`, from an ``HloProto`` (the
     ``.hlo.pb`` XLA writes with ``--xla_dump_hlo_as_proto``; read it with
     :func:`xlashape.protos.read_hlo_proto`) or a ``BufferAssignmentProto``
@@ -109,7 +110,11 @@ def peak_from_hlo_proto(hlo, platform: Optional[str], *, unpadded=None,
     ``live_at_peak``: the whole-program buffers and the buffers of that trace
     live at that event; ``describe(logical buffer proto) -> (instruction,
     label, shape text)`` names them (default: the instruction from the
-    module's ids, no shape)."""
+    module's ids, no shape). A negative size, offset or shape index raises
+    :class:`~xlashape.errors.ProtoDecodeError` (:func:`xlashape.protos.check_sizes`;
+    ``check=False``: the caller has checked)."""
+    if check:
+        check_sizes(hlo, "the HLO proto")
     pa = PeakAnalysis(platform)
     pa.time_axis = "trace events"
     module = getattr(hlo, "hlo_module", None)

@@ -8,11 +8,11 @@ its own name), :func:`judge` makes the :class:`Verdict`, and
 """
 
 import re
-from typing import NamedTuple, Optional, Tuple
+from typing import List, NamedTuple, Optional, Tuple
 
 from ..devices import lookup, usable_bytes
 from ..errors import ShapeValueError
-from ..tiling import format_bytes
+from ..tiling import format_bytes, format_bytes_apart
 
 __all__ = ["parse_size", "Verdict", "module_peak", "judge", "device_limit"]
 
@@ -41,44 +41,101 @@ def parse_size(text: str) -> int:
     return int(round(value))
 
 
-def device_limit(device: str) -> Tuple[int, str]:
-    """``(usable bytes, name)`` of a device of :mod:`xlashape.devices`
-    (``h100``, ``v5e``, ``v5e:2x2``, jax's ``device_kind``): what one program
-    may use on it, and the name a verdict gives it (a GPU's says when the
-    figure is jax's default share of an estimated capacity). Raises
-    :class:`~xlashape.ShapeValueError` for an unknown device."""
+def device_limit(device: str) -> Tuple[int, str, str, str]:
+    """``(usable bytes, name, basis, platform)`` of a device of
+    :mod:`xlashape.devices` (``h100``, ``v5e``, ``v5e:2x2``, jax's
+    ``device_kind``): what one program may use on it, the name a verdict
+    gives it (a GPU's says when the figure is an estimate: jax's 75% of its
+    memory), where the figure comes from (:attr:`~xlashape.devices.Device.basis`)
+    and the kind of device (``tpu``/``gpu``) -- the arguments of
+    :func:`judge` after the module. Raises :class:`~xlashape.ShapeValueError`
+    for an unknown device."""
     d = lookup(device)
-    return usable_bytes(d), d.name + (f" ({format_bytes(d.memory_bytes)}, jax's 75%)"
-                                      if d.platform == "gpu" and d.basis == "estimated" else "")
+    name = d.name
+    if d.platform == "gpu" and d.basis == "estimated":
+        name += f" (estimated: jax's 75% of {format_bytes(d.memory_bytes)})"
+    return usable_bytes(d), name, d.basis, d.platform
 
 
 class Verdict(NamedTuple):
     """Whether a program fits: ``peak_bytes`` against ``limit_bytes``,
-    ``fits``, ``margin_bytes`` (limit - peak: negative when it does not fit),
     ``peak_name`` (which figure was used: XLA's ``peak_memory_in_bytes``, an
     out-of-memory report's ``memory_used_bytes``, or xlashape's own
-    ``device_memory_peak_bytes``) and ``limit_name`` (the device or ``--limit``)."""
+    ``device_memory_peak_bytes``) and ``limit_name`` (the device or
+    ``--limit``); ``limit_basis``: where the device's usable memory comes
+    from (:attr:`xlashape.devices.Device.basis`: ``estimated`` for a GPU
+    whose 75% share of its memory is computed, not measured; ``None`` for
+    ``--limit``); ``device_platform`` / ``module_platform``: the kind of
+    device judged against and the one the input was compiled for
+    (:attr:`platform_mismatch` when they differ); ``report_excess_bytes``:
+    an out-of-memory report's own excess when it is judged against its own
+    limit (the report's figure is the one computation of it, so the verdict
+    and the report print the same); ``report_limit_bytes``: the report's
+    limit when the verdict's is another one.
+
+    ``margin_bytes`` is limit - peak (negative when it does not fit), or
+    minus the report's excess; ``fits`` is ``margin_bytes >= 0``."""
 
     peak_bytes: int
     limit_bytes: int
     peak_name: str
     limit_name: str
-
-    @property
-    def fits(self) -> bool:
-        return self.peak_bytes <= self.limit_bytes
+    limit_basis: Optional[str] = None
+    device_platform: Optional[str] = None
+    module_platform: Optional[str] = None
+    report_excess_bytes: Optional[int] = None
+    report_limit_bytes: Optional[int] = None
 
     @property
     def margin_bytes(self) -> int:
+        if self.report_excess_bytes is not None:
+            return -self.report_excess_bytes
         return self.limit_bytes - self.peak_bytes
+
+    @property
+    def fits(self) -> bool:
+        return self.margin_bytes >= 0
 
     @property
     def fraction(self) -> float:
         return self.peak_bytes / self.limit_bytes if self.limit_bytes else float("inf")
 
+    @property
+    def platform_mismatch(self) -> bool:
+        """The device is not of the kind the input was compiled for (a GPU
+        dump against a TPU, a TPU report against a GPU): its layouts and
+        sizes there would not be these."""
+        return (self.device_platform is not None and self.module_platform is not None
+                and self.device_platform != self.module_platform)
+
+    def lines(self) -> List[str]:
+        """The verdict as the report prints it: ``fits: peak X of Y (N%) on
+        DEVICE`` or ``does not fit by Z: ...`` (sizes that print the same
+        with their bytes), then what qualifies it: another limit than the
+        out-of-memory report's own, another kind of device."""
+        peak, limit = format_bytes_apart(self.peak_bytes, self.limit_bytes)
+        what = "" if self.peak_name == "peak_memory_in_bytes" else f" ({self.peak_name})"
+        if self.fits:
+            out = [f"fits: peak {peak}{what} of {limit} ({100 * self.fraction:.1f}%) "
+                   f"on {self.limit_name}"]
+        else:
+            out = [f"does not fit by {format_bytes(-self.margin_bytes)}: peak {peak}{what} of "
+                   f"{limit} on {self.limit_name}"]
+        if self.report_limit_bytes is not None:
+            out.append(f"  (the report's own limit is {format_bytes(self.report_limit_bytes)}: "
+                       f"it was compiled for a device with that memory, not "
+                       f"{format_bytes(self.limit_bytes)})")
+        if self.platform_mismatch:
+            device = self.limit_name.split(" (", 1)[0]
+            out.append(f"warning: {device} is a {self.device_platform.upper()}, and "
+                       f"this input was compiled for {self.module_platform.upper()}: its layouts "
+                       "and sizes there would not be these (judged anyway: --force-device)")
+        return out
+
     def to_json(self) -> dict:
         d = self._asdict()
-        d.update(fits=self.fits, margin_bytes=self.margin_bytes)
+        d.update(fits=self.fits, margin_bytes=self.margin_bytes,
+                 platform_mismatch=self.platform_mismatch)
         return d
 
 
@@ -108,10 +165,21 @@ def module_peak(module) -> Optional[Tuple[int, str]]:
     return None
 
 
-def judge(module, limit_bytes: int, limit_name: str) -> Optional[Verdict]:
+def judge(module, limit_bytes: int, limit_name: str, *, limit_basis: Optional[str] = None,
+          device_platform: Optional[str] = None) -> Optional[Verdict]:
     """:class:`Verdict` of ``module`` against ``limit_bytes`` (``None`` when
-    no peak is known for it)."""
+    no peak is known for it); ``device_platform``: the kind of device the
+    limit is (``tpu``, ``gpu``; ``None`` for a size given as such)."""
     got = module_peak(module)
     if got is None:
         return None
-    return Verdict(got[0], limit_bytes, got[1], limit_name)
+    excess = report_limit = None
+    oom = getattr(module, "oom", None)
+    if got[1] == "memory_used_bytes" and oom is not None and oom.limit is not None:
+        if format_bytes(oom.limit) == format_bytes(limit_bytes):
+            # the report's own limit (as it prints it): its excess, not a second one
+            excess = oom.excess
+        else:
+            report_limit = oom.limit
+    return Verdict(got[0], limit_bytes, got[1], limit_name, limit_basis, device_platform,
+                   getattr(module, "platform", None), excess, report_limit)

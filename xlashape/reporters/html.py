@@ -43,7 +43,7 @@ import os
 import uuid
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from ..memory.figures import PEAK_FIELDS
+from ..memory.figures import PEAK_FIELDS, SHOWN_FIELDS
 from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label
 from ..tiling import format_bytes
 from ..safe_text import printable
@@ -61,8 +61,6 @@ MAX_BARS = 40
 #: columns of a heap chart (each the highest of its positions)
 CHART_COLUMNS = 480
 
-_STATS = ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes",
-          "temp_size_in_bytes", "host_argument_size_in_bytes", "host_output_size_in_bytes")
 
 
 
@@ -362,14 +360,9 @@ def _card(key: str, value, why: Optional[str] = None) -> str:
 def _verdict_html(v) -> str:
     if v is None:
         return ""
-    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
-    if v.fits:
-        text = (f"fits: peak {_b(v.peak_bytes)}{what} of {_b(v.limit_bytes)} "
-                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
-        return f'<div class="verdict fits">{esc(text)}</div>'
-    text = (f"does not fit by {_b(-v.margin_bytes)}: peak {_b(v.peak_bytes)}{what} of "
-            f"{_b(v.limit_bytes)} on {v.limit_name}")
-    return f'<div class="verdict nofit">{esc(text)}</div>'
+    first, *rest = v.lines()
+    return (f'<div class="verdict {"fits" if v.fits else "nofit"}">{esc(first)}</div>'
+            + "".join(f'<div class="note">{esc(x.strip())}</div>' for x in rest))
 
 
 def _space_name(color: int) -> str:
@@ -573,15 +566,31 @@ def _padding_section(m, out: List[str]) -> None:
 
 def _oom_section(m, out: List[str]) -> None:
     o = m.oom
-    out.append('<div class="note"><b>No heap over program order:</b> an out-of-memory report '
-               'lists the allocations the compiler could not place, not the schedule, so there is '
-               'no program order to draw. The dump of the same program (XLA_FLAGS='
-               '--xla_dump_to=DIR) has it: <code>xlashape memory DIR --html</code>.</div>')
+    what = ("an XLA:GPU out-of-memory error says what could not be allocated"
+            if o.form == "gpu" else
+            "an out-of-memory report lists the allocations the compiler could not place")
+    out.append(f'<div class="note"><b>No heap over program order:</b> {what}, not the '
+               'schedule, so there is no program order to draw. The dump of the same program '
+               '(XLA_FLAGS=--xla_dump_to=DIR) has it: <code>xlashape memory DIR --html</code>.'
+               '</div>')
     if o.used is not None and o.limit is not None:
         ex = f": {_b(o.excess)} too much" if o.excess is not None else ""
         out.append(f'<div class="verdict nofit">{esc(o.memory_space)}: needs {esc(_b(o.used))} of '
                    f'{esc(_b(o.limit))}{esc(ex)}</div>')
     out.append(f'<div class="note">{esc(o.note)}</div>')
+    at = getattr(o, "autotune", None)
+    if at is not None and at.failed:
+        out.append('<div class="note"><b>Instructions the autotuner could not configure:</b><ul>'
+                   + "".join(f"<li><code>{esc(f.name)}</code> <code>{esc(f.shape or '?')}</code>"
+                             f" ({esc(_b(f.size_in_bytes))}): {f.configs_failed} configurations "
+                             f"failed, {f.out_of_memory} out of memory</li>" for f in at.failed)
+                   + "</ul></div>")
+    advice = getattr(o, "advice", ())
+    if advice:
+        out.append('<div class="note"><b>What to do:</b><ul>'
+                   + "".join(f"<li>{esc(a)}</li>" for a in advice) + "</ul></div>")
+    for n in m.notes:
+        out.append(f'<div class="note">{esc(n)}</div>')
 
 
 def _module_section(m, out: List[str], verdict) -> None:
@@ -624,7 +633,7 @@ def _module_section(m, out: List[str], verdict) -> None:
                    f'of parameters, outputs and constants (live for the whole program) + '
                    f'{esc(_b(total - fixed))} of temporaries{esc(at)}.{esc(why)}</div>')
     out.append('<div class="cards">')
-    for k in _STATS:
+    for k in SHOWN_FIELDS:
         out.append(_card(k, getattr(m, k, None), m.reasons.get(k)))
     if m.source == "oom":
         out.append(_card("memory_used_bytes", m.memory_used_bytes))

@@ -10,15 +10,17 @@ they open no file and compute no figure; the command prints what they return
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from typing import List, Optional
 
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
-from ..tiling import format_bytes
+from ..tiling import format_bytes, format_bytes_apart
 from .tables import Table
 
-__all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "diff_lines", "fmt_bytes"]
+__all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
+           "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix"]
 
 
 def fmt_bytes(n: Optional[int], _cache: dict = {}) -> str:  # noqa: B006 - a deliberate cache
@@ -43,14 +45,15 @@ _SPACES = Table([("memory space", 40, "<"), ("arguments", 10, ">"), ("outputs", 
 _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
-_LIVE = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
-               ("live", 13, "<"),
-               ("buffer", 30, "<"), ("JAX op path", 44, "<"), ("source", 30, "<")], indent="  ")
-#: the same for a partitioned program: each buffer's per-device shape, a
-#: parameter's sharding beside it
-_LIVE_SHARDED = Table([("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
-                       ("live", 13, "<"), ("buffer", 30, "<"), ("JAX op path", 44, "<"),
-                       ("source", 30, "<"), ("per-device shape, sharding", 0, "<")], indent="  ")
+# the live-at-peak table: these columns, then the buffer, its shape, its JAX op
+# path and source line (as wide as the terminal lets them be: _live_rows)
+_LIVE_FIXED = [("size", 9, ">"), ("padding", 8, ">"), ("kind", 12, "<"), ("space", 5, "<"),
+               ("live", 13, "<")]
+_LIVE_LEAD = Table(_LIVE_FIXED, indent="  ")
+#: the width of the fixed columns, their indent and the gap after them
+_LIVE_LEAD_WIDTH = len(_LIVE_LEAD.header()) + 1
+#: the indent of a buffer's second line when the table takes two lines a buffer
+_LIVE_SECOND = " " * 8
 
 
 
@@ -59,9 +62,12 @@ def _size(n) -> str:
     return "-" if not n else fmt_bytes(n)
 
 
-def report_lines(result, modules, display: str, top: int, verdicts=None) -> List[str]:
+def report_lines(result, modules, display: str, top: int, verdicts=None,
+                 width: Optional[int] = None) -> List[str]:
     """The whole report of ``modules`` (of the analysis ``result`` of the
-    input shown as ``display``), with the verdicts (``id(module) -> Verdict``)."""
+    input shown as ``display``), with the verdicts (``id(module) -> Verdict``),
+    for a terminal ``width`` characters wide (``None``: no limit; the
+    live-at-peak table takes two lines a buffer where one does not fit)."""
     out: List[str] = []
     if result.kind == "dump":
         n = len(result.modules)
@@ -79,13 +85,14 @@ def report_lines(result, modules, display: str, top: int, verdicts=None) -> List
                                        _size(padding), m.allocation_count))
         out.append("")
     if result.kind == "oom" and len(modules) > 1:
-        # libtpu logs a report for each allocation it tries: the last one is
-        # where the compile gave up; the earlier ones in one line each
-        out.append("earlier reports in the same log (libtpu tries more than one allocation):")
+        # libtpu logs a report for each allocation it tries, and a log may
+        # hold several of XLA:GPU's failures: the last one is where it gave
+        # up; the earlier ones in one line each
+        why = ("libtpu tries more than one allocation" if modules[-1].platform == "tpu"
+               else "the last failure is the one that stopped the program")
+        out.append(f"earlier reports in the same log ({why}):")
         for m in modules[:-1]:
-            o = m.oom
-            out.append(f"  {m.name or '?'}: needs {fmt_bytes(o.used)} of {fmt_bytes(o.limit)}"
-                       f", {len(m.allocations)} allocations listed")
+            out.append("  " + _earlier_report(m))
         out.append("the last report:")
         modules = modules[-1:]
     for i, m in enumerate(modules):
@@ -94,23 +101,59 @@ def report_lines(result, modules, display: str, top: int, verdicts=None) -> List
         if m.source == "oom":
             out.extend(oom_lines(m, top))
         else:
-            out.extend(module_lines(m, top))
+            out.extend(module_lines(m, top, width))
         v = (verdicts or {}).get(id(m))
         if v is not None:
-            out.append(verdict_line(v))
+            out.extend(v.lines())
     return out
 
 
+def _earlier_report(m) -> str:
+    """One line for a report a later one of the same log supersedes."""
+    o = m.oom
+    if o.form == "gpu":
+        what = ("XLA's autotuner" if o.autotune is not None else
+                "XLA's rematerialization" if o.requested_text is None else "the allocator")
+        if o.requested_text is not None:
+            text = f"{o.requested_text}" + (f" in {o.allocator}" if o.allocator else "")
+        else:
+            text = f"the program needs {fmt_bytes(o.used)}"
+        return f"{m.name or 'XLA:GPU'}: {text} ({what})" + (
+            f", limit {fmt_bytes(o.limit)}" if o.limit is not None else "")
+    return (f"{m.name or '?'}: needs {fmt_bytes(o.used)} of {fmt_bytes(o.limit)}"
+            f", {len(m.allocations)} allocations listed")
+
+
 def verdict_line(v) -> str:
-    what = "" if v.peak_name == "peak_memory_in_bytes" else f" ({v.peak_name})"
-    if v.fits:
-        return (f"fits: peak {fmt_bytes(v.peak_bytes)}{what} of {fmt_bytes(v.limit_bytes)} "
-                f"({100 * v.fraction:.1f}%) on {v.limit_name}")
-    return (f"does not fit by {fmt_bytes(-v.margin_bytes)}: peak {fmt_bytes(v.peak_bytes)}{what} "
-            f"of {fmt_bytes(v.limit_bytes)} on {v.limit_name}")
+    """The verdict's first line (:meth:`~xlashape.memory.Verdict.lines`)."""
+    return v.lines()[0]
 
 
-def _peak_text(m, top: int) -> List[str]:
+def max_peak_line(name, peak: int, peak_name: str, most: int, most_text: str) -> str:
+    """``--max-peak``'s failure: the peak (with its bytes) and the limit as
+    given, with its bytes too where it prints as the peak does."""
+    limit = most_text
+    if fmt_bytes(most) == fmt_bytes(peak) and most_text.strip() != str(most):
+        limit += f" ({most} bytes)"
+    return f"{name or '?'}: peak {fmt_bytes(peak)} ({peak_name} {peak} bytes) exceeds --max-peak {limit}"
+
+
+def growth_line(name: str, x: int, y: int, limit_text: str, limit_bytes: Optional[int]) -> str:
+    """``--max-growth``'s failure for figure ``name`` (``x`` -> ``y``
+    bytes); ``limit_bytes`` for a size limit (its bytes are shown when the
+    growth prints as it does)."""
+    grew = y - x
+    shown = fmt_bytes(grew)
+    limit = limit_text
+    if limit_bytes is not None:
+        shown, b = format_bytes_apart(grew, limit_bytes)
+        if b != fmt_bytes(limit_bytes):
+            limit = f"{limit_text} ({limit_bytes} bytes)"
+    return (f"{name} grew by {shown} ({x} -> {y} bytes"
+            + (f", {100 * grew / x:+.1f}%" if x else "") + f"), more than --max-growth {limit}")
+
+
+def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
     pa = m.peak
     out = []
     figs = []
@@ -145,24 +188,16 @@ def _peak_text(m, top: int) -> List[str]:
         shown, rest_n, rest_b = pa.listed(max(top, 1) * 2)
         out.append(f"live at the peak: {len(pa.live_at_peak)} buffers, "
                    f"{fmt_bytes(pa.live_at_peak_bytes)}")
-        sharded = any(b.sharding for b in pa.live_at_peak)
-        table = _LIVE_SHARDED if sharded else _LIVE
-        out.append(table.header().rstrip())
-        for b in shown:
-            live = "whole program" if b.start is None else f"{b.start}-{b.end}"
-            cells = [fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live,
-                     _clip(b.label, 30), _clip(b.op_name or "", 44), _clip(b.source or "", 30)]
-            if sharded:
-                cells.append(b.shape + (f" sharding={b.sharding}" if b.sharding else ""))
-            out.append(table.format(*cells).rstrip())
+        out.extend(_live_rows(shown, width))
         if rest_n:
             out.append(f"  ... and {rest_n} smaller buffers, {fmt_bytes(rest_b)}")
         groups = pa.by_op_path()
         if groups:
             out.append("by JAX op path:")
+            room = None if width is None else max(width - 34, 20)
             for k, b, c in groups[: max(top, 1) * 2]:
                 out.append(f"  {fmt_bytes(b):>9} {100 * b / max(pa.live_at_peak_bytes, 1):5.1f}%  "
-                           f"{c:>4} buffer{'s' if c != 1 else ' '}  {_clip(k, 80)}")
+                           f"{c:>4} buffer{'s' if c != 1 else ' '}  {_clip_left(k, room)}")
             if len(groups) > max(top, 1) * 2:
                 out.append(f"  ... {len(groups) - max(top, 1) * 2} more op paths")
     if pa.xla_live_range_peak is not None:
@@ -172,8 +207,8 @@ def _peak_text(m, top: int) -> List[str]:
     return out
 
 
-def _wrapped(text: str, width: int = 100) -> List[str]:
-    return textwrap.wrap(text, width, initial_indent="  ", subsequent_indent="    ",
+def _wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
+    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
                          break_on_hyphens=False, break_long_words=False)
 
 
@@ -190,11 +225,139 @@ def _sparkline(values, width: int = 48) -> str:
     return "".join(_BARS[min(8, (v * 8 + top - 1) // top)] for v in cols)
 
 
-def _clip(text: str, n: int) -> str:
-    return text if len(text) <= n else text[: n - 3] + "..."
+def _clip(text: str, n: Optional[int]) -> str:
+    """``text`` cut on the right to ``n`` characters (``None``: all of it)."""
+    return text if n is None or len(text) <= n else text[: max(n - 3, 0)] + "..."
 
 
-def module_lines(m, top: int) -> List[str]:
+def _clip_left(text: str, n: Optional[int]) -> str:
+    """``text`` cut on the left to ``n`` characters, its end kept (an op
+    path's last names and a source's ``file:line`` say most)."""
+    return text if n is None or len(text) <= n else "..." + text[len(text) - max(n - 3, 0):]
+
+
+def _clip_middle(text: str, n: Optional[int]) -> str:
+    """``text`` cut in the middle to ``n`` characters: an instruction's name
+    keeps its start and its ``.N`` / ``{index}`` end."""
+    if n is None or len(text) <= n:
+        return text
+    keep = max(n - 3, 2)
+    return text[:(keep + 1) // 2] + "..." + text[len(text) - keep // 2:]
+
+
+def _top_component(op: str) -> Optional[str]:
+    """``jit(step)/`` of ``jit(step)/transpose(jvp())/dot_general``: the op
+    path up to its first ``/`` outside parentheses, ``None`` without one."""
+    depth = 0
+    for i, c in enumerate(op):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif c == "/" and depth == 0:
+            return op[:i + 1]
+    return None
+
+
+def common_op_prefix(ops) -> Optional[str]:
+    """The first component (``jit(step)/``) every op path with one starts
+    with, when at least two do; else ``None``.
+
+    >>> common_op_prefix(["jit(f)/dot_general", "x", "jit(f)/jvp()/tanh", None])
+    'jit(f)/'
+    >>> common_op_prefix(["jit(f)/dot", "jit(g)/dot"]) is None
+    True
+    """
+    firsts = [c for c in (_top_component(op) for op in ops if op) if c is not None]
+    if len(firsts) < 2 or any(c != firsts[0] for c in firsts):
+        return None
+    return firsts[0]
+
+
+def _live_rows(shown, width: Optional[int]) -> List[str]:
+    """The live-at-peak table: one line a buffer (size, padding, kind,
+    space, live range, buffer, shape, JAX op path, source) when the terminal
+    is wide enough (``width`` ``None``: always), else the buffer on a first
+    line and its shape, op path and source on the next (the op path on a
+    line of its own when they do not fit together). The op paths' common
+    first component (``jit(step)/``) is said once, above the table."""
+    prefix = common_op_prefix(b.op_name for b in shown)
+    # a partitioned program: each shape is one device's part, a parameter's
+    # sharding beside it
+    sharded = any(b.sharding for b in shown)
+    shape_title = "shape (per device), sharding" if sharded else "shape"
+    rows = []
+    for b in shown:
+        op = b.op_name or ""
+        if prefix is not None and op.startswith(prefix):
+            op = op[len(prefix):]
+        live = "whole program" if b.start is None else f"{b.start}-{b.end}"
+        fixed = (fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live)
+        shape = (b.shape or "") + (f" sharding={b.sharding}" if b.sharding else "")
+        rows.append((fixed, b.label, shape, op, b.source or ""))
+    out = []
+    if prefix is not None:
+        out.append(f"  ({prefix} left out of the JAX op paths below, which start with it)")
+    wide = [max(len(r[k]) for r in rows) if rows else 0 for k in range(1, 5)]
+    wide[1] = max(wide[1], len(shape_title)) if sharded else wide[1]
+    total = _LIVE_LEAD_WIDTH + sum(wide) + 3 * 2
+    if width is None or total <= width:
+        table = Table(_LIVE_FIXED + [("buffer", wide[0], "<"), (shape_title, wide[1], "<"),
+                                     ("JAX op path", wide[2], "<"), ("source", 0, "<")],
+                      indent="  ", gaps=[""] + [" "] * 5 + ["  "] * 3)
+        out.append(table.header().rstrip())
+        for fixed, label, shape, op, source in rows:
+            out.append(table.format(*fixed, label, shape, op, source).rstrip())
+        return out
+    room = max(width - _LIVE_LEAD_WIDTH, 10)
+    out.append((_LIVE_LEAD.header() + " buffer").rstrip())
+    out.append(f"{_LIVE_SECOND}{shape_title}  JAX op path  source")
+    for fixed, label, shape, op, source in rows:
+        out.append((_LIVE_LEAD.format(*fixed) + " " + _clip_middle(label, room)).rstrip())
+        out.extend(_LIVE_SECOND + x for x in _second_lines(shape, op, source,
+                                                          width - len(_LIVE_SECOND)))
+    return out
+
+
+def _second_lines(shape: str, op: str, source: str, room: int) -> List[str]:
+    """``shape  op path  source`` in ``room`` characters; where that does
+    not fit, the shape on a line of its own and ``op path  source`` under it
+    (the op path with the line that made it), each on lines of its own if
+    even that does not fit: an op path longer than a line goes on over the
+    next ones, broken after a ``/``, so that it is never cut."""
+    text = "  ".join(x for x in (shape, op, source) if x)
+    if len(text) <= room:
+        return [text] if text else []
+    out = [_clip(shape, room)] if shape else []
+    rest = "  ".join(x for x in (op, source) if x)
+    if len(rest) <= room:
+        return out + ([rest] if rest else [])
+    if op:
+        out.extend(_wrap_path(op, room))
+    if source:
+        out.append(_clip_left(source, room))
+    return out
+
+
+def _wrap_path(op: str, room: int) -> List[str]:
+    """An op path over lines of ``room`` characters, each broken after a
+    ``/`` (the lines after the first indented by two); a name longer than a
+    line is cut on the left."""
+    parts = re.findall(r"[^/]*/|[^/]+$", op)
+    lines: List[str] = []
+    line = ""
+    for part in parts:
+        width = room - (2 if lines else 0)
+        if line and len(line) + len(part) > width:
+            lines.append(line)
+            line = ""
+        line += part
+    if line:
+        lines.append(line)
+    return [_clip_left(lines[0], room)] + ["  " + _clip_left(x, room - 2) for x in lines[1:]]
+
+
+def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
     out = []
     dumped = m.source == "dump" or m.buffer_assignment
     where = {"hlo": "HLO text", "dump": "XLA dump",
@@ -268,7 +431,7 @@ def module_lines(m, top: int) -> List[str]:
     elif top:
         out.append("no allocation is padded")
     if m.peak is not None:
-        out.extend(_peak_text(m, top))
+        out.extend(_peak_text(m, top, width))
     for n in m.notes:
         out.append(f"note: {n}")
     for w in m.warnings:
@@ -327,21 +490,49 @@ def _allocation_lines(rank: int, a, explain: bool = False, numbered: bool = Fals
     return lines
 
 
-def _gpu_oom_text(m) -> List[str]:
-    o = m.oom
-    where = f" in {o.allocator}" if o.allocator else ""
+def _request_text(o) -> str:
+    """The failed request as printed, with its bytes and how exact they are."""
     size = o.requested_text or "?"
     if o.requested_bytes is not None and not (o.requested_text or "").endswith("bytes"):
         size += (f" ({o.requested_bytes} bytes" + ("" if o.requested_exact else
                  ", as the allocator rounded it" if o.allocator_rounded
                  else ", from the rounded figure") + ")")
-    out = [f"XLA:GPU out-of-memory error{'' if not m.name else ' in ' + m.name}"]
-    if o.requested_text is not None:
-        out.append(f"  request that failed: {size}{where}"
+    return size
+
+
+def _gpu_oom_text(m) -> List[str]:
+    o = m.oom
+    where = f" in {o.allocator}" if o.allocator else ""
+    a = o.autotune
+    if a is not None:
+        out = [f"XLA:GPU out of memory while compiling (XLA's autotuner)"
+               f"{'' if not m.name else ' in ' + m.name}"]
+    else:
+        out = [f"XLA:GPU out-of-memory error{'' if not m.name else ' in ' + m.name}"]
+    out.extend(_wrapped(o.note))
+    if a is not None:
+        count = (f"{a.failed_instructions} of {a.instructions}" if a.failed_instructions is not None
+                 else str(len(a.failed)))
+        out.append(f"  instructions it could not configure: {count}"
+                   + ("" if a.failed else " (the exception names none)"))
+        for f in a.failed:
+            size = f" ({fmt_bytes(f.size_in_bytes)})" if f.size_in_bytes is not None else ""
+            out.append(f"    {f.name}  {f.shape or '?'}{size}: {f.configs_failed} "
+                       f"configuration{'s' if f.configs_failed != 1 else ''} failed, "
+                       f"{f.out_of_memory} out of memory")
+        if a.from_example:
+            out.append(f"    the exception's example: {a.configs_failed} configuration"
+                       f"{'s' if a.configs_failed != 1 else ''} failed, {a.out_of_memory} out of "
+                       "memory")
+        out.extend(_wrapped(f"request that failed: {_request_text(o)}{where}, once per "
+                            f"configuration ({a.repeats} out-of-memory line"
+                            f"{'s' if a.repeats != 1 else ''} in the text, one event)"))
+    elif o.requested_text is not None:
+        out.append(f"  request that failed: {_request_text(o)}{where}"
                    + (" (XLA's autotuner)" if o.origin == "autotuner" else ""))
     if o.limit is not None:
-        out.append(f"  memory limit: {fmt_bytes(o.limit)} ({o.limit} bytes, from "
-                   f"{o.memory_limit_source})")
+        out.extend(_wrapped(f"memory limit: {fmt_bytes(o.limit)} ({o.limit} bytes, from "
+                            f"{o.memory_limit_source})"))
     if (o.remat_reduced_to_bytes, o.remat_original_bytes, o.remat_target_bytes) != (None,) * 3:
         out.append("  XLA's rematerialization: the program needs "
                    + (f"{fmt_bytes(o.remat_reduced_to_bytes)}"
@@ -352,7 +543,11 @@ def _gpu_oom_text(m) -> List[str]:
                       if o.remat_target_bytes else ""))
     if o.in_use_bytes is not None:
         out.append(f"  in use in the allocator when it failed: {fmt_bytes(o.in_use_bytes)}")
-    out.append(f"  {o.note}")
+    if o.advice:
+        out.append("what to do:")
+        for line in o.advice:
+            out.extend(textwrap.wrap(line, 100, initial_indent="  - ", subsequent_indent="    ",
+                                     break_on_hyphens=False, break_long_words=False))
     if o.matching_buffers is not None:
         if o.matching_buffers:
             out.append(f"buffers of the dump with that size ({len(o.matching_buffers)}):")
@@ -364,11 +559,11 @@ def _gpu_oom_text(m) -> List[str]:
                     out.append(f"      {b['shape']}")
         else:
             out.append("no buffer of the dump has that size")
-    elif o.requested_text is not None:
+    elif o.requested_text is not None and a is None:
         out.append("  (give the dump of the same program with --dump DIR to see which buffers "
                    "have that size)")
     for n in m.notes:
-        out.append(f"note: {n}")
+        out.extend(_wrapped(f"note: {n}", indent=""))
     return out
 
 
@@ -379,7 +574,8 @@ def oom_lines(m, top: int) -> List[str]:
     out = [f"out-of-memory report{'' if not m.name else ' for module ' + m.name}"
            f" ({'detailed' if o.form == 'detailed' else 'the two-line exception'})"]
     if o.used is not None and o.limit is not None:
-        out.append(f"  {o.memory_space}: needs {fmt_bytes(o.used)} of {fmt_bytes(o.limit)}"
+        used, limit = format_bytes_apart(o.used, o.limit)
+        out.append(f"  {o.memory_space}: needs {used} of {limit}"
                    + (f": {fmt_bytes(o.excess)} too much" if o.excess is not None else ""))
     bits = []
     for label, v in (("arguments", m.argument_size_in_bytes), ("outputs", m.output_size_in_bytes),
