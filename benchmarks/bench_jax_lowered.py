@@ -1,8 +1,9 @@
 """What ``memory.analyze(lowered)`` costs beside the compile it makes.
 
 A deep MLP (``LAYERS`` tanh layers of 256x256 f32, differentiated: a train
-step's forward and backward) is lowered afresh for each run (a new lowering:
-jax's compile cache never answers) and
+step's forward and backward) is lowered afresh for each run, jax's caches
+cleared first (``jax.clear_caches()``: jax would otherwise answer the
+reference compile from memory), and
 
 - compiled alone (``lowered.compile()``), the reference;
 - analysed (``analyze(lowered)``: the compile with a temporary dump, the
@@ -51,6 +52,7 @@ def main(argv):
     modules = None
     for _ in range(runs):
         for name, fn in kinds.items():
+            jax.clear_caches()
             lo = fresh()
             t = time.perf_counter()
             got = fn(lo)
