@@ -67,7 +67,7 @@ def main(argv=None) -> None:
     trees = [t.split("=", 1) for t in args.tree]
     cases = args.cases.split(",")
     out = os.path.join(tempfile.mkdtemp(), "page.html")
-    for dump in args.dump:
+    for dump in map(os.path.abspath, args.dump):     # the children run in the tree's directory
         has_proto = any(n.endswith(".hlo.pb") for n in os.listdir(dump))
         print(f"{dump}: {sum(os.path.getsize(os.path.join(dump, n)) for n in os.listdir(dump)) / 1e6:.1f} MB")
         print(f"  {'case':<16} " + "  ".join(f"{name + ' CPU s':>14} {name + ' RSS MB':>14}"

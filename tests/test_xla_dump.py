@@ -149,15 +149,14 @@ def _reference_find_dump_modules(directory):
             else:
                 others.add(path)
     modules, taken, paired = [], set(), set()
+    before_of = {}      # (root, optimized key) -> its before file (the longest prefix key)
     for (root, key), path in optimized.items():
-        ba = os.path.join(root, key + ba_s)
-        rep = os.path.join(root, key + rep_s)
-        modules.append((key, _number(key), path, True, ba if ba in others else None,
-                        rep if rep in others else None))
         for (r2, k2) in unoptimized:
             if r2 == root and key.startswith(k2):
                 taken.add((r2, k2))
                 paired.add((root, key))
+                if len(k2) > len(before_of.get((root, key), ("", ""))[1]):
+                    before_of[(root, key)] = (unoptimized[(r2, k2)], k2)
     for (root, key) in sorted(unoptimized, key=lambda rk: (rk[0], _number(rk[1]) or 0)):
         if (root, key) in taken:
             continue
@@ -172,9 +171,15 @@ def _reference_find_dump_modules(directory):
         if candidates:
             paired.add((root, candidates[0][1]))
             taken.add((root, key))
+            before_of[(root, candidates[0][1])] = (unoptimized[(root, key)], key)
+    for (root, key), path in optimized.items():
+        ba = os.path.join(root, key + ba_s)
+        rep = os.path.join(root, key + rep_s)
+        modules.append((key, _number(key), path, True, ba if ba in others else None,
+                        rep if rep in others else None, before_of.get((root, key), (None,))[0]))
     for (root, key), path in unoptimized.items():
         if (root, key) not in taken:
-            modules.append((key, _number(key), path, False, None, None))
+            modules.append((key, _number(key), path, False, None, None, None))
     modules.sort(key=lambda m: (m[1] if m[1] is not None else 1 << 62, m[2]))
     return modules
 

@@ -23,13 +23,13 @@ from typing import List, NamedTuple, Optional
 
 from . import tpu
 from .hlo_text import parse_shape
-from .layout import COMBINE_DIMENSION, Tile
+from .layout import COMBINE_DIMENSION, Layout, Tile
 from .shape import Shape
 from .tiling import LayoutPlan, format_bytes, format_expansion, plan, size_with_layout
 from .errors import InvalidShapeError, XlaShapeError
 
 __all__ = ["padding_report", "PaddingReport", "PaddingSource", "advice", "Advice", "Fix",
-           "origin_of", "ORIGINS", "padding_summary", "summarize_padding", "PaddingSummary",
+           "origin_of", "ORIGINS", "default_entry_layouts", "format_text", "padding_summary", "summarize_padding", "PaddingSummary",
            "padding_matters",
            "MIN_PADDING_FRACTION", "MIN_PADDING_BYTES"]
 
@@ -367,16 +367,66 @@ class Advice(NamedTuple):
     note: Optional[str]
 
 
+def default_entry_layouts(shape, platform: Optional[str] = "tpu", chip: Optional[str] = None):
+    """The layouts XLA gives an entry parameter or output of ``shape``'s
+    dimensions and type when the program requests none (memory space 0):
+    on TPU :func:`xlashape.tpu.default_layout` on ``chip`` (without a chip,
+    on every generation: a list of them), on CPU and GPU the descending
+    (row-major) layout jax asks for. ``None`` for a shape that is not an
+    array or a platform xlashape does not know.
+
+    >>> [str(x) for x in default_entry_layouts("f32[100,5]", "tpu", "v5e")]
+    ['{0,1:T(8,128)}']
+    >>> [str(x) for x in default_entry_layouts("f32[8,16,32]{0,1,2}", "cpu")]
+    ['{2,1,0}']
+    """
+    shape = _as_array(shape)
+    if shape is None:
+        return None
+    if platform in ("cpu", "gpu"):
+        return [Layout(tuple(range(len(shape.dimensions) - 1, -1, -1)))]
+    if platform != "tpu":
+        return None
+    try:
+        return list(dict.fromkeys(tpu.default_layout(shape, c)
+                                  for c in ((chip,) if chip else tpu.CHIPS)))
+    except XlaShapeError:
+        return None
+
+
+def format_text(layout) -> str:
+    """How a jax program requests ``layout`` (memory space left out): the
+    ``Format`` of ``jax.experimental.layout`` (JAX's ``major_to_minor`` is
+    XLA's ``minor_to_major`` reversed).
+
+    >>> format_text(parse_shape("f32[8,128]{0,1:T(8,128)}").layout)
+    'Format(Layout(major_to_minor=(1,0), tiling=((8,128),)))'
+    """
+    def tup(xs) -> str:       # no spaces: a sentence wraps around it, not inside it
+        xs = list(xs)
+        return "(" + ",".join(map(str, xs)) + ("," if len(xs) == 1 else "") + ")"
+
+    args = f"major_to_minor={tup(reversed(tuple(layout.minor_to_major)))}"
+    tiles = tuple(tuple(t.dimensions) for t in layout.tiles)
+    if tiles and all(isinstance(d, int) and d > 0 for t in tiles for d in t):
+        args += f", tiling={tup(tup(t) for t in tiles)}"
+    if layout.element_size_in_bits:
+        args += f", sub_byte_element_size_in_bits={layout.element_size_in_bits}"
+    return f"Format(Layout({args}))"
+
+
 def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] = None,
               platform: Optional[str] = "tpu", chip: Optional[str] = None) -> Optional[str]:
     """Where the layout of a buffer comes from (see :data:`ORIGINS`), as far
     as the buffer itself tells: on TPU a buffer outside HBM and host memory
     (``S(1)`` VMEM and up) is compiler scratch; an entry parameter or output
     (``kind`` ``"parameter"`` / ``"output"``) whose layout is not the one
-    XLA:TPU gives that shape by default (:func:`xlashape.tpu.default_layout`
-    on ``chip``; without a chip, on none of the generations) was requested;
-    otherwise ``"default"``. ``None`` when the shape has no layout or the
-    platform is not TPU.
+    XLA gives that shape by default (:func:`default_entry_layouts`: on TPU
+    :func:`xlashape.tpu.default_layout` on ``chip``, without a chip on none
+    of the generations; on CPU and GPU, ``platform="cpu"`` / ``"gpu"``, the
+    row-major layout) was requested; otherwise ``"default"``. ``None`` when
+    the shape has no layout, or without a platform for a layout that is not
+    tiled (not known to be a TPU's).
 
     >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)}", kind="parameter")
     'requested'
@@ -384,9 +434,19 @@ def origin_of(shape, *, kind: Optional[str] = None, memory_space: Optional[int] 
     'default'
     >>> origin_of("f32[8,1,1024]{1,2,0:T(8,128)S(1)}", kind="temporary")
     'scratch'
+    >>> origin_of("f32[64,128]{0,1}", kind="parameter", platform="cpu")
+    'requested'
     """
     shape = _as_array(shape)
-    if shape is None or shape.layout is None or platform not in (None, "tpu"):
+    if shape is None or shape.layout is None:
+        return None
+    if platform in ("cpu", "gpu"):
+        if kind not in ("parameter", "output"):
+            return "default"
+        # the dimension order decides (an element size, E(4), is the type's)
+        descending = tuple(range(len(shape.dimensions) - 1, -1, -1))
+        return "default" if tuple(shape.layout.minor_to_major) == descending else "requested"
+    if platform not in (None, "tpu"):
         return None
     if platform is None and not shape.layout.tiles:
         return None          # not a TPU layout

@@ -312,6 +312,9 @@ _MODULE_FILE = re.compile(r"module_(\d{1,19})\.")
 MEMORY_REPORT_TXT = _MEMORY_REPORT
 #: what ``--xla_dump_hlo_as_proto`` names a module's ``HloProto`` after its key
 HLO_PB_SUFFIXES = ("after_optimizations.hlo.pb", "after_optimizations.hlo.pb.gz")
+#: the same for the module before optimizations (text, then protos)
+BEFORE_SUFFIXES = ("before_optimizations.txt", "before_optimizations.hlo.pb",
+                   "before_optimizations.hlo.pb.gz")
 
 
 def platform_from_key(key: str) -> Optional[str]:
@@ -344,7 +347,9 @@ class DumpModule(NamedTuple):
     after optimizations when XLA wrote it), ``optimized`` (``False`` when
     only the text before optimizations exists: its layouts are not yet the
     ones XLA chose), ``buffer_assignment_path`` and ``memory_report_path``
-    (``None`` when absent)."""
+    (``None`` when absent), and ``before_path``: the module's text before
+    optimizations when the dump holds it beside the optimized one (its
+    header says which parameters jax donated), else ``None``."""
 
     key: str
     number: Optional[int]
@@ -352,6 +357,7 @@ class DumpModule(NamedTuple):
     optimized: bool
     buffer_assignment_path: Optional[str]
     memory_report_path: Optional[str]
+    before_path: Optional[str] = None
 
 
 def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning], None]] = None
@@ -408,19 +414,24 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
         after_by_root.setdefault(root, []).append(key)
     for root, key in unoptimized:
         before_by_root.setdefault(root, []).append(key)
+    before_of: Dict[Tuple[str, str], str] = {}
     modules: List[DumpModule] = []
+    for root, before in before_by_root.items():
+        owner = _belonging_before_files(before, after_by_root.get(root, []))
+        for after, key in owner.items():
+            before_of[(root, after)] = unoptimized[(root, key)]
+        taken = set(owner.values())
+        for key in before:
+            if key not in taken:
+                modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
+                                          None, None))
     for (root, key), path in optimized.items():
         ba = os.path.join(root, key + _BUFFER_ASSIGNMENT)
         rep = os.path.join(root, key + _MEMORY_REPORT)
         modules.append(DumpModule(key, _number(key), path, True,
                                   ba if ba in others else None,
-                                  rep if rep in others else None))
-    for root, before in before_by_root.items():
-        taken = _belonging_before_files(before, after_by_root.get(root, []))
-        for key in before:
-            if key not in taken:
-                modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
-                                          None, None))
+                                  rep if rep in others else None,
+                                  before_of.get((root, key))))
     modules.sort(key=lambda m: (m.number if m.number is not None else 1 << 62, m.hlo_path))
     return modules
 
@@ -483,14 +494,16 @@ class _MinTree:
         return best
 
 
-def _belonging_before_files(before: List[str], after: List[str]) -> set:
-    """Of the keys of one directory's ``before_optimizations`` files
-    (``before``, in the order they were found) those that belong to an
-    ``after_optimizations`` module (keys ``after``), in O(n log n):
+def _belonging_before_files(before: List[str], after: List[str]) -> Dict[str, str]:
+    """Which of the keys of one directory's ``before_optimizations`` files
+    (``before``, in the order they were found) belong to an
+    ``after_optimizations`` module (keys ``after``): ``{after key: before
+    key}``, in O(n log n) (a "before" key may belong to several modules; the
+    "before" keys not among the values are modules of their own):
 
     1. a "before" key that is a prefix of an "after" key is that module's
-       ("module_0004.jit_f." of "module_0004.jit_f.cl_123."); the "after"
-       modules that have one are paired;
+       ("module_0004.jit_f." of "module_0004.jit_f.cl_123."; of several such
+       keys, the longest); the "after" modules that have one are paired;
     2. XLA may give the optimized module a new number
        (module_0003.jit_f.before_optimizations.txt,
        module_0004.jit_f...after_optimizations.txt): a "before" file left
@@ -499,24 +512,44 @@ def _belonging_before_files(before: List[str], after: List[str]) -> set:
        numbered the same or later (or without a number), the first by
        number and then key -- which is then paired.
     """
-    taken = set()
+    owner: Dict[str, str] = {}
     if not after:
-        return taken
+        return owner
     keys = sorted(after)
     n = len(keys)
     # 1: the "after" keys that start with a "before" key are a run of the
-    # sorted keys; mark the runs (+1 at the start, -1 past the end)
+    # sorted keys; mark the runs (+1 at the start, -1 past the end). Each
+    # module belongs to its longest "before" key: the keys come longest
+    # first and each takes the modules of its run no longer one has taken,
+    # found by skipping the taken ones (``skip``: a position's next candidate,
+    # its paths shortened as they are walked), so each module is taken once
+    taken = set()
     cover = [0] * (n + 1)
-    for key in before:
+    skip = list(range(n + 1))
+
+    def untaken(i: int) -> int:
+        root = i
+        while skip[root] != root:
+            root = skip[root]
+        while skip[i] != root:
+            skip[i], i = root, skip[i]
+        return root
+
+    for key in sorted(before, key=len, reverse=True):
         lo = bisect_left(keys, key)
         hi = _prefix_end(keys, key, lo)
         if hi > lo:
             taken.add(key)
             cover[lo] += 1
             cover[hi] -= 1
+            i = untaken(lo)
+            while i < hi:
+                owner[keys[i]] = key
+                skip[i] = i + 1
+                i = untaken(i + 1)
     leftover = [key for key in before if key not in taken]
     if not leftover:
-        return taken
+        return owner
     free = []
     running = 0
     for i, key in enumerate(keys):
@@ -524,7 +557,7 @@ def _belonging_before_files(before: List[str], after: List[str]) -> set:
         if not running:
             free.append(key)
     if not free:
-        return taken
+        return owner
     # 2: the free modules by name (a name's candidates are a run of them),
     # each holding its rank by (number, key) in a tree that gives the run's
     # first; the leftovers come in order of number, so a module numbered
@@ -552,8 +585,38 @@ def _belonging_before_files(before: List[str], after: List[str]) -> set:
         r = tree.smallest(lo, _prefix_end(names, name, lo))
         if r != _MinTree.NONE:
             tree.remove(order[r])
-            taken.add(key)
-    return taken
+            owner[by_name[order[r]]] = key
+    return owner
+
+
+def pair_before_files(before: List[str], after: List[str]) -> Dict[str, str]:
+    """``{after key: before key}`` of one directory's files: which module
+    before optimizations (keys ``before``) each optimized module (keys
+    ``after``) comes from, as :func:`find_dump_modules` pairs them."""
+    return _belonging_before_files(before, after)
+
+
+def before_file_of(path: str, suffixes=BEFORE_SUFFIXES[:1]) -> Optional[str]:
+    """The module text (or, with ``suffixes``, proto) before optimizations
+    that belongs beside an optimized module's file ``path``
+    (``...after_optimizations...``), or ``None``: XLA names it with a prefix
+    of the optimized file's key (``module_0004.jit_f.`` for
+    ``module_0004.jit_f.cl_123.``), the longest that exists is taken (what
+    :func:`find_dump_modules` pairs first; a renumbered module is not
+    found from one file)."""
+    d, base = os.path.split(os.fspath(path))
+    cut = base.find("after_optimizations")
+    if cut < 0:
+        return None
+    key = base[:cut]
+    for end in range(len(key), 0, -1):
+        if key[end - 1] != ".":
+            continue
+        for suffix in suffixes:
+            candidate = os.path.join(d, key[:end] + suffix)
+            if _unreadable(candidate) is None and os.path.exists(candidate):
+                return candidate
+    return None
 
 
 def _unreadable(path: str) -> Optional[str]:

@@ -22,7 +22,10 @@ XLA's rules:
 - the peak and what is live at it (:mod:`xlashape.memory.peak`), from the
   live ranges or the heap simulator's traces;
 - from an out-of-memory report: the limit, the excess, the listed
-  allocations, and whether the program would fit without padding.
+  allocations, and whether the program would fit without padding;
+- what XLA did with the buffers (:mod:`xlashape.memory.audit`): donations
+  and whether an output reuses them, copies made only to change a layout,
+  moves between memory spaces.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from . import partitions
 from .figures import STATS_FIELDS, TEXT_FIELDS
 from .model import (TIMELINE_BUFFERS, Allocation, AutotuneInstruction, AutotuneSummary,
                     GpuOomSummary, ModuleMemory, OomSummary, Timeline, TimelineBuffer, ValueInfo)
+from .audit import audit_module
 from .peak import PeakBuilder
 from .traces import peak_from_hlo_proto
 from .records import EntryRecord, ModuleRecords
@@ -107,6 +111,7 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
         mm.notes.extend(rec.notes)
         mm.reasons.update(rec.reasons)
         _memory_analysis(mm, rec)
+        mm.audit = audit_module(rec, mm, opts)
         partitions.apply(mm, rec)
         return mm
     _from_buffer_assignment(mm, rec, opts)
@@ -125,6 +130,7 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
     if opts.peak:
         _peak(mm, rec, opts)
     _memory_analysis(mm, rec)
+    mm.audit = audit_module(rec, mm, opts)
     partitions.apply(mm, rec)
     return mm
 

@@ -15,15 +15,18 @@ its own, it subtracts the models':
   paired largest with largest;
 - layouts that changed: a matched buffer whose shape text differs, and the
   bytes it costs;
-- donations lost / gained: an entry parameter whose buffer an output reuses
-  on one side only (``input_output_alias``);
-- copies added: ``copy`` / ``transpose`` buffers (relayouts) on one side only;
+- donations lost / gained: an entry parameter whose donated buffer an output
+  reuses on one side only, and why the other side does not (the audit's
+  donations, :attr:`ModuleMemory.audit`);
+- copies added / removed: the audit's layout copies and moves between memory
+  spaces on one side only (matched by what they copy: their kind and shapes);
 - the peak: its size, position and instruction on each side, and the
   buffers live at it that appear, disappear or change.
 """
 
 from __future__ import annotations
 
+import collections
 import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
@@ -37,7 +40,6 @@ __all__ = ["Buffer", "ModuleDiff", "diff_modules", "buffers_of", "FIGURES"]
 FIGURES = DIFF_FIELDS
 
 _SUFFIX = re.compile(r"\.\d+$")
-_COPY = re.compile(r"^(copy|copy-start|copy-done|transpose)(\.\d+)?$")
 
 
 class Buffer(NamedTuple):
@@ -157,12 +159,51 @@ def _pair(a: List[Buffer], b: List[Buffer]):
 
 
 def _donated(m) -> Dict[int, int]:
-    """``parameter number -> bytes`` of the entry parameters an output reuses."""
+    """``parameter number -> bytes`` of the donated buffers an output reuses
+    (the module's audit)."""
     out: Dict[int, int] = {}
-    for a in m.allocations:
-        if a.kind == PARAMETER and a.maybe_live_out and a.parameter_number is not None:
-            out[a.parameter_number] = out.get(a.parameter_number, 0) + (a.size_in_bytes or 0)
+    audit = getattr(m, "audit", None)
+    for d in audit.donations if audit is not None else ():
+        if d.aliased:
+            out[d.parameter] = out.get(d.parameter, 0) + (d.bytes or 0)
     return out
+
+
+def _unused_reasons(m) -> Dict[int, str]:
+    """``parameter number -> why`` no output reuses a donated buffer of it."""
+    audit = getattr(m, "audit", None)
+    return {d.parameter: d.reason for d in (audit.unused_donations if audit is not None else ())
+            if d.reason}
+
+
+def _copies(m) -> List[Tuple[tuple, Buffer]]:
+    """The audit's layout copies and moves between memory spaces as buffers,
+    each with what it copies (the key two compiles are matched by)."""
+    audit = getattr(m, "audit", None)
+    if audit is None:
+        return []
+    out = []
+    for c in audit.layout_copies:
+        out.append((("layout copy", c.source, c.target),
+                    Buffer(("", "", ""), c.instruction, c.bytes or 0, None,
+                           f"{c.source} -> {c.target}", "layout copy", 0)))
+    for mv in audit.space_moves:
+        out.append((("move", mv.kind, mv.shape, mv.from_space, mv.to_space),
+                    Buffer(("", "", ""), mv.instruction, mv.bytes or 0, None, mv.shape,
+                           f"move {mv.kind}", mv.to_space)))
+    return out
+
+
+def _one_side(xs, ys) -> List[Buffer]:
+    """The buffers of ``xs`` whose key ``ys`` has fewer of (a multiset difference)."""
+    left = collections.Counter(k for k, _ in ys)
+    out = []
+    for k, b in xs:
+        if left[k]:
+            left[k] -= 1
+        else:
+            out.append(b)
+    return sorted(out, key=lambda b: -b.size)
 
 
 def _figure(m, k):
@@ -210,8 +251,15 @@ class ModuleDiff:
         da, db = _donated(a), _donated(b)
         self.donations_lost = sorted((p, da[p]) for p in da if p not in db)
         self.donations_gained = sorted((p, db[p]) for p in db if p not in da)
-        self.copies_added = [y for y in self.added if _COPY.match(y.label.split("{")[0])]
-        self.copies_removed = [x for x in self.removed if _COPY.match(x.label.split("{")[0])]
+        #: parameter number -> why the side that lost (or never had) its
+        #: reuse does not use the donation, when that side donated it
+        ra, rb = _unused_reasons(a), _unused_reasons(b)
+        self.donation_reasons = {p: rb[p] for p, _ in self.donations_lost if p in rb}
+        self.donation_reasons.update({p: ra[p] for p, _ in self.donations_gained if p in ra})
+        ca, cb = _copies(a), _copies(b)
+        #: layout copies and moves between memory spaces of one side only
+        self.copies_added = _one_side(cb, ca)
+        self.copies_removed = _one_side(ca, cb)
         self.peak_a, self.peak_b = module_peak(a), module_peak(b)
         self.live_added: List[Buffer] = []
         self.live_removed: List[Buffer] = []
@@ -268,8 +316,11 @@ class ModuleDiff:
             "buffers_changed": [_pair_json(x, y) for x, y in self.changed],
             "layouts_changed": [_pair_json(x, y) for x, y in self.layouts],
             "buffers_moved": [_pair_json(x, y) for x, y in self.moved],
-            "donations_lost": [{"parameter_number": p, "bytes": n} for p, n in self.donations_lost],
-            "donations_gained": [{"parameter_number": p, "bytes": n}
+            "donations_lost": [{"parameter_number": p, "bytes": n,
+                                "reason": self.donation_reasons.get(p)}
+                               for p, n in self.donations_lost],
+            "donations_gained": [{"parameter_number": p, "bytes": n,
+                                  "reason": self.donation_reasons.get(p)}
                                  for p, n in self.donations_gained],
             "copies_added": [x.to_json() for x in self.copies_added],
             "copies_removed": [x.to_json() for x in self.copies_removed],

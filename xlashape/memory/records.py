@@ -15,7 +15,7 @@ of a module's entry computation.
 from __future__ import annotations
 
 import pathlib
-from typing import Callable, Dict, List, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ..errors import UnreadableInputError
 
@@ -24,7 +24,7 @@ from ..live_range import LiveRanges, Location
 from ..shape import Shape
 from ..xla_dump import BufferAllocation, MemorySpaceUsage, read_memory_usage_report
 
-__all__ = ["EntryRecord", "ModuleRecords", "Reading"]
+__all__ = ["EntryRecord", "ModuleRecords", "Reading", "CopyRecord", "CopyFacts"]
 
 
 class EntryRecord:
@@ -53,6 +53,51 @@ class EntryRecord:
         self.platform_hint: Optional[str] = None
         self.last = None
         self.shardings: Dict[int, str] = {}
+
+
+class CopyRecord(NamedTuple):
+    """One instruction that copies a value (what the audit of
+    :mod:`xlashape.memory.audit` judges): ``name``, ``opcode`` (``copy``,
+    ``transpose``, ``copy-start``, ``copy-done``, or ``fusion`` for a fusion
+    whose body only wraps one ``copy`` or ``transpose``, as XLA:CPU writes a
+    relayout), ``computation`` (``None``: the entry; else the name of the
+    computation it is in: a loop body, a branch...), its result ``shape``,
+    its (first) ``operand``'s name and ``operand_shape`` (``None`` when the
+    source could not see it); for a wrapping fusion the ``wrapped`` opcode
+    and the wrapped instruction's own operand and result shapes
+    (``wrapped_from`` / ``wrapped_to``: the same array in two layouts, where
+    the fusion's result may be a bitcast of it); ``dimensions``: a
+    transpose's permutation."""
+
+    name: str
+    opcode: str
+    computation: Optional[str]
+    shape: Shape
+    operand: Optional[str]
+    operand_shape: Optional[Shape]
+    wrapped: Optional[str] = None
+    wrapped_from: Optional[Shape] = None
+    wrapped_to: Optional[Shape] = None
+    dimensions: Optional[Tuple[int, ...]] = None
+
+
+class CopyFacts:
+    """What a source saw of a module's copies in its one pass (see
+    :class:`CopyRecord`): ``copies`` in program text order, and ``forwards``:
+    for the entry's instructions that pass a buffer on without computing
+    (``bitcast``, ``get-tuple-element``, ``copy-start``, ``copy-done``), the
+    instruction they read (name -> ``(operand name, tuple index or None)``),
+    so that a copy can be traced back to the entry parameter it reads and
+    forward to the output it becomes."""
+
+    __slots__ = ("copies", "forwards")
+
+    def __init__(self):
+        self.copies: List[CopyRecord] = []
+        self.forwards: Dict[str, Tuple[str, Optional[int]]] = {}
+
+    def __repr__(self):
+        return f"<CopyFacts: {len(self.copies)} copies>"
 
 
 class ModuleRecords:
@@ -86,6 +131,12 @@ class ModuleRecords:
     for the instructions the model names. ``warnings`` / ``notes``: strings
     the source has to say about this module; ``reasons``: XLA fields the
     source knows to be undetermined, with why.
+
+    For the audit (:mod:`xlashape.memory.audit`): ``before`` (the
+    :class:`EntryRecord` of the module before optimizations, its header
+    only: the donations as jax marked them; ``None`` when the input has no
+    such module) and ``copies`` (:class:`CopyFacts`; ``None`` when the source
+    did not look).
     """
 
     def __init__(self, name: Optional[str], source: str, path: Optional[str] = None):
@@ -115,6 +166,8 @@ class ModuleRecords:
         self.report_allocations: Optional[list] = None
         self.oom = None
         self.memory_analysis: Optional[dict] = None
+        self.before: Optional[EntryRecord] = None
+        self.copies: Optional[CopyFacts] = None
         self.devices: Optional[int] = None
         self.device_kind: Optional[str] = None
         self.parameter_shardings: Optional[Dict[int, str]] = None

@@ -23,12 +23,12 @@ from ..allocation_kinds import TEMPORARY
 from ..errors import UnreadableInputError, XlaShapeError
 from ..hlo_module import HloWarning, WarningList, open_text
 from ..live_range import read_live_ranges
-from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule, DumpWarning, _number,
-                        _unreadable, find_dump_modules, iter_buffer_assignment,
-                        platform_from_key)
+from ..xla_dump import (BEFORE_SUFFIXES, HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule,
+                        DumpWarning, _number, _unreadable, before_file_of, find_dump_modules,
+                        iter_buffer_assignment, pair_before_files, platform_from_key)
 from .sharing import MSA_COLORS, SharingFacts
 from .records import ModuleRecords, Reading
-from .source_hlo import read_module_text
+from .source_hlo import read_before, read_module_text
 from .source_proto import hlo_proto_records
 
 __all__ = ["dump_records", "buffer_assignment_records", "text_buffer_assignment_records",
@@ -39,24 +39,37 @@ _VALUES_SUFFIX = "-buffer-assignment-values.txt"
 _BA_SUFFIX = "-buffer-assignment.txt"
 
 
-def dump_protos(path: str, reading: Reading) -> Dict[Tuple[str, str], str]:
+def dump_protos(path: str, reading: Reading, before: Optional[dict] = None
+                ) -> Dict[Tuple[str, str], str]:
     """The ``*after_optimizations.hlo.pb`` (or ``.gz``) files of a dump
     directory: ``{(directory, key): path}``. A file that cannot be read as
     one (a FIFO, a dangling or looping link...) is skipped with a
-    :class:`~xlashape.xla_dump.DumpWarning`, as the text route does."""
+    :class:`~xlashape.xla_dump.DumpWarning`, as the text route does.
+    ``before``: a dict to fill with the ``before_optimizations.hlo.pb`` of
+    each of them (``{(directory, key): path}``), paired as the text files are."""
     found: Dict[Tuple[str, str], str] = {}
+    befores: Dict[Tuple[str, str], str] = {}
+    before_pb = BEFORE_SUFFIXES[1:]
     for root, dirs, files in os.walk(path):
         dirs.sort()
         for name in sorted(files):
-            for suffix in HLO_PB_SUFFIXES:
+            for suffix in HLO_PB_SUFFIXES + (before_pb if before is not None else ()):
                 if name.endswith(suffix):
                     full = os.path.join(root, name)
                     problem = _unreadable(full)
                     if problem is not None:
                         reading.warn(DumpWarning(full, problem))
                         break
-                    found.setdefault((root, name[: -len(suffix)]), full)
+                    (found if suffix in HLO_PB_SUFFIXES else befores).setdefault(
+                        (root, name[: -len(suffix)]), full)
                     break
+    if before is not None and befores:
+        roots = {r for r, _ in found}
+        for root in roots:
+            keys = [k for r, k in found if r == root]
+            bkeys = [k for r, k in befores if r == root]
+            for after, key in pair_before_files(bkeys, keys).items():
+                before[(root, after)] = befores[(root, key)]
     return found
 
 
@@ -161,8 +174,11 @@ def module_of_dump(dm: DumpModule, reading: Reading) -> ModuleRecords:
             rec.warnings.append(str(e))
         else:
             rec.name, rec.entry, rec.locations = text.name, text.entry, text.locations
+            rec.copies = text.copies
             if rec.facts is not None:
                 rec.facts.give(text.conditionals, text.module)
+    if dm.optimized:
+        read_before(rec, dm.before_path)
     if not dm.optimized:
         rec.warnings.append("only the module before optimizations is in the dump: its layouts "
                             "are not yet the ones XLA chose, so sizes may differ from XLA's")
@@ -188,15 +204,23 @@ def dump_records(path: str, reading: Reading) -> List[ModuleRecords]:
         reading.warn(w)
 
     modules = find_dump_modules(path, on_warning=skip)
-    pbs = dump_protos(path, reading)
+    befores: dict = {}
+    pbs = dump_protos(path, reading, befores)
     if pbs and (reading.prefer == "proto" or not modules):
         out = []
         done = set()
+        before_text = {dm.hlo_path: dm.before_path for dm in modules if dm.optimized}
         for (root, key), pb in sorted(pbs.items(), key=lambda kv: (_number(kv[0][1]) or 0, kv[1])):
             rep = os.path.join(root, key + MEMORY_REPORT_TXT)
-            out.append(hlo_proto_records(pb, reading, key=key,
-                                         report=rep if os.path.isfile(rep) else None))
-            done.add(os.path.join(root, key + "after_optimizations.txt"))
+            text = os.path.join(root, key + "after_optimizations.txt")
+            got = hlo_proto_records(pb, reading, key=key,
+                                    report=rep if os.path.isfile(rep) else None,
+                                    before=befores.get((root, key)))
+            if got.before is None:
+                # no .hlo.pb of the module before optimizations: its text
+                read_before(got, before_text.get(text))
+            out.append(got)
+            done.add(text)
         for dm in modules:
             if dm.hlo_path not in done and dm.optimized:
                 out.append(module_of_dump(dm, reading))
@@ -234,7 +258,8 @@ def buffer_assignment_records(path: str, reading: Reading) -> ModuleRecords:
         rep = os.path.join(d, key + MEMORY_REPORT_TXT)
         report = rep if os.path.isfile(rep) else None
         if os.path.isfile(hlo):
-            return module_of_dump(DumpModule(key, _number(key), hlo, True, path, report), reading)
+            return module_of_dump(DumpModule(key, _number(key), hlo, True, path, report,
+                                             before_file_of(hlo)), reading)
     rec = ModuleRecords(None, "dump", path)
     rec.platform = reading.platform
     _read_allocations(rec, path, reading, name_file=False)

@@ -25,10 +25,11 @@ from ..hlo_module import Alias, BufferDonor
 from ..live_range import Location
 from ..shape import Shape
 from ..shape_proto import _shape_from_message
-from ..xla_dump import (HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation, BufferValue,
-                        DumpWarning, MemorySpaceUsage, _unreadable, platform_from_key)
+from ..xla_dump import (BEFORE_SUFFIXES, HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, BufferAllocation,
+                        BufferValue, DumpWarning, MemorySpaceUsage, _unreadable, before_file_of,
+                        platform_from_key)
 from .model import space_label
-from .records import EntryRecord, ModuleRecords, Reading
+from .records import CopyFacts, CopyRecord, EntryRecord, ModuleRecords, Reading
 from .source_hlo import platform_hint
 
 __all__ = ["PROTO_KINDS", "proto_kind", "hlo_proto_records", "proto_records"]
@@ -120,6 +121,16 @@ def _entry_record(m: _Module) -> EntryRecord:
                     operands = (tuple(m.name(i) for i in ip.operand_ids) if opcode == "tuple"
                                 else ())
                     rec.root = (ip.name, opcode, shape, operands)
+    _header(m, rec)
+    return rec
+
+
+def _header(m: _Module, rec: EntryRecord) -> EntryRecord:
+    """What a module's header says into ``rec``: the entry computation layout
+    (``host_program_shape``, or the entry's ``program_shape``), the aliases
+    and the buffer donors."""
+    mp = m.mp
+    cp = m.entry
     ps = None
     if mp.HasField("host_program_shape") and (len(mp.host_program_shape.parameters)
                                               or mp.host_program_shape.HasField("result")):
@@ -139,6 +150,214 @@ def _entry_record(m: _Module) -> EntryRecord:
     rec.donors = tuple(BufferDonor(e.parameter_number, tuple(e.parameter_shape_index))
                        for e in mp.buffer_donor.entries)
     return rec
+
+
+_COPY_OPCODES = ("copy", "transpose", "copy-start", "copy-done")
+_FORWARD_OPCODES = ("bitcast", "get-tuple-element", "copy-start", "copy-done")
+
+
+def _copy_facts(m: _Module) -> CopyFacts:
+    """The module's copies from the instructions' fields, as the text route's
+    :class:`~xlashape.memory.source_hlo.CopyScanner` finds them: the copies
+    of the entry and of every computation that is not a fusion (or async)
+    body, and the fusions whose body only wraps one copy or transpose.
+
+    A scheduled module (every optimized one) is read from the instructions
+    already indexed by id and the schedule, which lists the instructions of
+    every computation that is not a fusion or async body: one opcode per
+    instruction, a fusion's body looked at only when a copy lies in some
+    fusion body (a relayout body's root is the copy, or a bitcast of it).
+    Else every computation is scanned (:func:`_copy_facts_scan`)."""
+    mp = m.mp
+    sequences = mp.schedule.sequences if mp.HasField("schedule") else None
+    if not sequences:
+        return _copy_facts_scan(m)
+    where: Dict[int, int] = {}      # instruction id -> its (scheduled) computation's id
+    for cid, seq in sequences.items():
+        where.update(dict.fromkeys(seq.instruction_ids, cid))
+    entry = m.entry
+    entry_id = entry.id if entry is not None else None
+    by_id = m.by_id
+    copies, fusions, forwards_of = [], [], []
+    in_bodies = set()          # copy/transpose instructions of fusion (or other unscheduled) bodies
+    for i, ip in by_id.items():
+        op = ip.opcode
+        if op in _COPY_OPCODES:
+            if i in where:
+                copies.append(ip)
+                if op in _FORWARD_OPCODES and where[i] == entry_id:
+                    forwards_of.append(ip)
+            elif op == "copy" or op == "transpose":
+                in_bodies.add(i)
+        elif op == "fusion":
+            if i in where:
+                fusions.append(ip)
+        elif (op == "bitcast" or op == "get-tuple-element") and where.get(i, -1) == entry_id:
+            forwards_of.append(ip)
+    relayouts = {}
+    if in_bodies and fusions:
+        comps = {cp.id: cp for cp in mp.computations}
+        for ip in fusions:
+            if not len(ip.called_computation_ids):
+                continue
+            cid = ip.called_computation_ids[0]
+            if cid in relayouts:
+                continue
+            cp = comps.get(cid)
+            if cp is None:
+                continue
+            root = by_id.get(cp.root_id)
+            if root is not None and root.opcode == "bitcast" and len(root.operand_ids):
+                root = by_id.get(root.operand_ids[0])
+            if root is None or root.id not in in_bodies:
+                continue
+            got = _relayout_body(m, cp)
+            if got is not None:
+                relayouts[cid] = got
+        if relayouts:
+            copies += [ip for ip in fusions if len(ip.called_computation_ids) and
+                       ip.called_computation_ids[0] in relayouts]
+    names = {}
+    if any(where[ip.id] != entry_id for ip in copies):
+        names = {cp.id: cp.name for cp in mp.computations}
+    found: Dict[int, list] = {}
+    for ip in copies:
+        found.setdefault(where[ip.id], []).append(ip)
+    return _copy_records(m, found, relayouts, forwards_of, names, sequences)
+
+
+def _relayout_body(m: _Module, cp):
+    """``(opcode, from, to, dimensions)`` when a fusion body only wraps one
+    copy or transpose (parameters and bitcasts besides), else None."""
+    if len(cp.instructions) > 64:
+        return None
+    copies = [ip for ip in cp.instructions if ip.opcode in ("copy", "transpose")]
+    if len(copies) != 1 or any(ip.opcode not in ("parameter", "bitcast")
+                               for ip in cp.instructions if ip is not copies[0]):
+        return None
+    c = copies[0]
+    frm = m.by_id.get(c.operand_ids[0]) if len(c.operand_ids) else None
+    return (c.opcode, m.shape(frm) if frm is not None else None, m.shape(c),
+            tuple(c.dimensions) if c.opcode == "transpose" else None)
+
+
+def _copy_records(m: _Module, found: Dict[int, list], relayouts: dict, forwards_of: list,
+                  names: Dict[int, str], sequences) -> CopyFacts:
+    """The records of the copies ``found`` per computation id (in program
+    order when scheduled), and the entry's forwards."""
+    facts = CopyFacts()
+    mp = m.mp
+    entry = m.entry
+    roots = {cp.root_id for cp in mp.computations} if found or forwards_of else set()
+    forwards = facts.forwards
+
+    def operand(ip):
+        """The first operand's name as XLA's text writes it (an element of a
+        multi-output result, a get-tuple-element that is no root, as
+        ``%sort.7#0``) and its message."""
+        if not len(ip.operand_ids):
+            return None, None
+        first = m.by_id.get(ip.operand_ids[0])
+        if first is None:
+            return None, None
+        if first.opcode == "get-tuple-element" and first.id not in roots and \
+                len(first.operand_ids):
+            base = m.by_id.get(first.operand_ids[0])
+            if base is not None:
+                name = f"{base.name}#{first.tuple_index}"
+                forwards.setdefault(name, (base.name, first.tuple_index))
+                return name, first
+        return first.name, first
+
+    for ip in forwards_of:
+        name, _ = operand(ip)
+        if name is not None:
+            op = ip.opcode
+            forwards[ip.name] = (name, ip.tuple_index if op == "get-tuple-element" else None)
+    entry_id = entry.id if entry is not None else None
+    for cid in sorted(found, key=lambda c: c != entry_id):
+        where = None if cid == entry_id else names.get(cid)
+        instructions = found[cid]
+        seq = sequences.get(cid) if sequences else None
+        if seq is not None:
+            # program order, as the text prints a scheduled module
+            position = {iid: i for i, iid in enumerate(seq.instruction_ids)}
+            instructions.sort(key=lambda ip: position.get(ip.id, -1))
+        for ip in instructions:
+            op = ip.opcode
+            name, first = operand(ip)
+            shape = m.shape(ip)
+            if shape is None:
+                continue
+            if op == "fusion":
+                wop, frm, to, dims = relayouts[ip.called_computation_ids[0]]
+                facts.copies.append(CopyRecord(
+                    ip.name, "fusion", where, shape, name,
+                    m.shape(first) if first is not None else None, wop, frm, to, dims))
+            else:
+                facts.copies.append(CopyRecord(
+                    ip.name, op, where, shape, name,
+                    m.shape(first) if first is not None else None,
+                    dimensions=tuple(ip.dimensions) if op == "transpose" else None))
+    return facts
+
+
+def _copy_facts_scan(m: _Module) -> CopyFacts:
+    """:func:`_copy_facts` of a module without a schedule: every
+    computation's instructions scanned once."""
+    mp = m.mp
+    entry = m.entry
+    inside = set()          # fusion and async bodies: no instruction there is one of its own
+    found: Dict[int, list] = {}       # computation id -> its copy instructions
+    candidates: Dict[int, object] = {}   # a body of one copy/transpose, parameters and bitcasts
+    entry_forwards = []
+    for cp in mp.computations:
+        here = []
+        alone = True
+        count = 0
+        is_entry = cp is entry
+        for ip in cp.instructions:
+            op = ip.opcode
+            if op == "fusion" or op.startswith("async-"):
+                inside.update(ip.called_computation_ids)
+                alone = False
+            elif op in _COPY_OPCODES:
+                here.append(ip)
+                if op == "copy" or op == "transpose":
+                    count += 1
+                else:
+                    alone = False
+                if is_entry and op in _FORWARD_OPCODES:
+                    entry_forwards.append(ip)
+            elif op == "bitcast" or op == "get-tuple-element":
+                if is_entry:
+                    entry_forwards.append(ip)
+                if op != "bitcast":
+                    alone = False
+            elif op != "parameter":
+                alone = False
+        if here:
+            found[cp.id] = here
+        if alone and count == 1:
+            candidates[cp.id] = here[0]
+    relayouts = {}
+    for cid, c in candidates.items():
+        if cid not in inside:
+            continue
+        frm = m.by_id.get(c.operand_ids[0]) if len(c.operand_ids) else None
+        relayouts[cid] = (c.opcode, m.shape(frm) if frm is not None else None, m.shape(c),
+                          tuple(c.dimensions) if c.opcode == "transpose" else None)
+    if relayouts:
+        for cp in mp.computations:
+            if cp.id in inside:
+                continue
+            for ip in cp.instructions:
+                if ip.opcode == "fusion" and len(ip.called_computation_ids) and \
+                        ip.called_computation_ids[0] in relayouts:
+                    found.setdefault(cp.id, []).append(ip)
+    names = {cp.id: cp.name for cp in mp.computations}
+    found = {cid: ips for cid, ips in found.items() if cid not in inside}
+    return _copy_records(m, found, relayouts, entry_forwards, names, None)
 
 
 def _locations(m: _Module, instructions) -> Dict[str, Location]:
@@ -251,10 +470,23 @@ def _report_spaces(report) -> List[MemorySpaceUsage]:
                              e.total_bytes) for e in report.memory_space_allocation_entries]
 
 
+def _before_record(before, rec: ModuleRecords) -> None:
+    """The header of the module before optimizations (a ``.hlo.pb`` path):
+    the donations jax marked."""
+    if before is None:
+        return
+    try:
+        rec.before = _header(_Module(protos.read_hlo_proto(before).hlo_module), EntryRecord())
+    except (OSError, XlaShapeError, ValueError) as e:
+        rec.warnings.append(f"the module before optimizations ({os.path.basename(before)}) "
+                            f"could not be read: {e}")
+
+
 def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = "",
-                    report=None, optimized: bool = True) -> ModuleRecords:
+                    report=None, optimized: bool = True, before=None) -> ModuleRecords:
     """A module's records from an ``HloProto`` message. ``report``: the
-    memory-usage report's path (text) or ``MemoryUsageReportProto``."""
+    memory-usage report's path (text) or ``MemoryUsageReportProto``;
+    ``before``: the path of the module's ``.hlo.pb`` before optimizations."""
     protos.check_sizes(hlo, path or "the HLO proto")
     if report is not None and not isinstance(report, str):
         protos.check_sizes(report, path or "the memory-usage report")
@@ -270,6 +502,8 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
     rec.entry = _entry_record(m)
     if rec.entry.instructions == 0 and rec.entry.layout is None:
         raise UnreadableInputError(f"no HLO instructions found in {path or 'the HLO proto'}")
+    rec.copies = _copy_facts(m)
+    _before_record(before, rec)
     if not hlo.HasField("buffer_assignment"):
         rec.warnings.append("the HLO proto holds no buffer assignment (XLA writes one into the "
                             "module after optimizations): figures from its module only")
@@ -286,10 +520,13 @@ def _records_of_hlo(hlo, path: Optional[str], reading: Reading, *, key: str = ""
     return rec
 
 
-def hlo_proto_records(source, reading: Reading, *, key: str = "", report=None) -> ModuleRecords:
-    """The records of a ``.hlo.pb`` / ``.hlo.pb.gz`` (a path or the bytes)."""
+def hlo_proto_records(source, reading: Reading, *, key: str = "", report=None,
+                      before=None) -> ModuleRecords:
+    """The records of a ``.hlo.pb`` / ``.hlo.pb.gz`` (a path or the bytes);
+    ``before``: the ``.hlo.pb`` of the module before optimizations."""
     path = os.fspath(source) if isinstance(source, (str, os.PathLike)) else None
-    return _records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key, report=report)
+    return _records_of_hlo(protos.read_hlo_proto(source), path, reading, key=key, report=report,
+                           before=before)
 
 
 def _message(source, read):
@@ -311,7 +548,9 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
                     rep = os.path.join(os.path.dirname(path), key + MEMORY_REPORT_TXT)
                     report = rep if os.path.isfile(rep) else None
         return [_records_of_hlo(_message(source, protos.read_hlo_proto), path, reading,
-                                key=key or "", report=report)]
+                                key=key or "", report=report,
+                                before=None if path is None else
+                                before_file_of(path, BEFORE_SUFFIXES[1:]))]
     if kind == "memory-report-proto":
         report = _message(source, protos.read_memory_usage_report)
         protos.check_sizes(report, where)
@@ -328,7 +567,9 @@ def proto_records(kind: str, source, path: Optional[str], reading: Reading) -> L
                     else:
                         key = os.path.basename(hlo_pb)[: -len(HLO_PB_SUFFIXES[0])]
                         return [_records_of_hlo(protos.read_hlo_proto(hlo_pb), hlo_pb, reading,
-                                                key=key, report=report)]
+                                                key=key, report=report,
+                                                before=before_file_of(hlo_pb,
+                                                                      BEFORE_SUFFIXES[1:]))]
         rec = ModuleRecords(None, "memory-report", where)
         rec.from_proto = True
         rec.report_allocations = [

@@ -564,6 +564,70 @@ def _padding_section(m, out: List[str]) -> None:
         out.append("</ul></div>")
 
 
+_MOVE_KINDS = {"to-host": "to host memory", "from-host": "back from host memory",
+               "prefetch": "into on-chip memory", "eviction": "out of on-chip memory",
+               "move": "between other memory spaces"}
+
+
+def _audit_section(m, out: List[str], limit: int = 200) -> None:
+    """What XLA did with the buffers (the module's audit): its donations,
+    layout copies and moves between memory spaces, each a table; nothing
+    when the module has none of them."""
+    a = getattr(m, "audit", None)
+    if a is None or not (a.donations or a.layout_copies or a.space_moves):
+        return
+    out.append("<h3>What XLA did with your buffers</h3>")
+    if a.donations:
+        unused = a.unused_donations
+        out.append(f'<div class="note">{len(a.donations):,} donated buffer'
+                   f'{"s" if len(a.donations) != 1 else ""}, {len(a.donations) - len(unused):,} '
+                   f'reused by an output, {len(unused):,} not</div>')
+        out.append('<table class="sortable"><thead><tr><th>donated</th><th>bytes</th>'
+                   '<th>shape</th><th>reused by</th><th>why not, and the fix</th></tr></thead>'
+                   '<tbody>')
+        for d in a.donations[:limit]:
+            by = ("output {" + ",".join(map(str, d.output_index)) + "}") if d.aliased else "-"
+            why = "" if d.aliased else f"{d.reason}. Fix: {d.fix}." if d.fix else d.reason or ""
+            out.append(f'<tr><td>{esc(d.label)}</td><td class="n" data-v="{d.bytes or 0}">'
+                       f'{esc(_b(d.bytes))}</td><td class="mono">{esc(d.shape or "")}</td>'
+                       f'<td>{esc(by)}</td><td>{esc(why)}</td></tr>')
+        out.append("</tbody></table>")
+    if a.layout_copies:
+        total = sum(c.bytes or 0 for c in a.layout_copies)
+        out.append(f'<div class="note">{len(a.layout_copies):,} cop'
+                   f'{"ies" if len(a.layout_copies) != 1 else "y"} made only to change a layout, '
+                   f'{esc(_b(total))}</div>')
+        out.append('<table class="sortable"><thead><tr><th>instruction</th><th>bytes</th>'
+                   '<th>from</th><th>to</th><th>live at the peak</th><th>made by</th>'
+                   '<th>why, and the fix</th></tr></thead><tbody>')
+        for c in a.layout_copies[:limit]:
+            live = {True: "yes", False: "no", None: "?"}[c.live_at_peak]
+            why = c.cause + (f". Fix: {c.fix}." if c.fix else "")
+            out.append(f'<tr><td class="mono">{esc(c.instruction)}</td><td class="n" '
+                       f'data-v="{c.bytes or 0}">{esc(_b(c.bytes))}</td><td class="mono">'
+                       f'{esc(c.source)}</td><td class="mono">{esc(c.target)}</td><td>{live}</td>'
+                       f'<td>{esc(c.made_by or "-")}</td><td>{esc(why)}</td></tr>')
+        out.append("</tbody></table>")
+    if a.space_moves:
+        host = a.host_moves
+        out.append(f'<div class="note">{len(a.space_moves):,} move'
+                   f'{"s" if len(a.space_moves) != 1 else ""} between memory spaces'
+                   + (f', {len(host):,} to or from host memory' if host else '') + '</div>')
+        out.append('<table class="sortable"><thead><tr><th>move</th><th>bytes</th><th>from</th>'
+                   '<th>to</th><th>what</th><th>moved</th></tr></thead><tbody>')
+        for mv in a.space_moves[:limit]:
+            name = mv.instruction + (f" / {mv.done}" if mv.done else "")
+            out.append(f'<tr><td class="mono">{esc(name)}</td><td class="n" '
+                       f'data-v="{mv.bytes or 0}">{esc(_b(mv.bytes))}</td>'
+                       f'<td>{esc(_space_name(mv.from_space))}</td>'
+                       f'<td>{esc(_space_name(mv.to_space))}</td>'
+                       f'<td>{esc(_MOVE_KINDS.get(mv.kind, mv.kind))}</td>'
+                       f'<td class="mono">{esc(mv.operand or "")}</td></tr>')
+        out.append("</tbody></table>")
+    for n in a.notes:
+        out.append(f'<div class="note">{esc(n)}</div>')
+
+
 def _oom_section(m, out: List[str]) -> None:
     o = m.oom
     what = ("an XLA:GPU out-of-memory error says what could not be allocated"
@@ -666,6 +730,7 @@ def _module_section(m, out: List[str], verdict) -> None:
                    'assignment and the live ranges of a dump (XLA_FLAGS=--xla_dump_to=DIR writes '
                    '*-buffer-assignment.txt and *-live-range.txt).</div>')
     _padding_section(m, out)
+    _audit_section(m, out)
     _alloc_table(m, out)
     for w in m.warnings[:20]:
         out.append(f'<div class="note">warning: {esc(w)}</div>')

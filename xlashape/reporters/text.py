@@ -20,7 +20,7 @@ from ..tiling import format_bytes, format_bytes_apart
 from .tables import Table
 
 __all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
-           "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix"]
+           "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix", "audit_lines"]
 
 
 def fmt_bytes(n: Optional[int], _cache: dict = {}) -> str:  # noqa: B006 - a deliberate cache
@@ -432,6 +432,7 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
         out.append("no allocation is padded")
     if m.peak is not None:
         out.extend(_peak_text(m, top, width))
+    out.extend(audit_lines(m, top, width))
     for n in m.notes:
         out.append(f"note: {n}")
     for w in m.warnings:
@@ -686,9 +687,13 @@ def diff_lines(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
                       ("donations gained", d.donations_gained)):
         if xs:
             out.append(f"{title}:")
-            out.extend(f"  parameter {p}: {fmt_bytes(nb)}" for p, nb in xs)
+            for p, nb in xs:
+                out.append(f"  parameter {p}: {fmt_bytes(nb)}")
+                why = getattr(d, "donation_reasons", {}).get(p)
+                if why:
+                    out.extend(_wrapped(f"donated but not reused: {why}", 100, "    "))
     if d.copies_added or d.copies_removed:
-        out.append(f"copies and transposes: {len(d.copies_added)} added "
+        out.append(f"layout copies and moves between memory spaces: {len(d.copies_added)} added "
                    f"({fmt_bytes(n(d.copies_added))}), {len(d.copies_removed)} removed "
                    f"({fmt_bytes(n(d.copies_removed))})")
         out.extend("  + " + _buf(x) for x in d.copies_added[:top])
@@ -701,3 +706,74 @@ def diff_lines(d, a_path: str, b_path: str, top: int = 5) -> List[str]:
     for name, x, y in d.growths():
         out.append(f"growth: {name} {x} -> {y} bytes {_delta(x, y)}")
     return out
+
+
+# -- what XLA did with your buffers (the audit) -------------------------------------------
+
+_MOVES = {"to-host": "to host memory", "from-host": "back from host memory",
+          "prefetch": "prefetched into on-chip memory", "eviction": "evicted from on-chip memory",
+          "move": "between other memory spaces"}
+
+
+def audit_lines(m, top: int = 5, width: Optional[int] = None) -> List[str]:
+    """The "what XLA did with your buffers" section of a module
+    (:class:`~xlashape.memory.model.ModuleAudit`), its sentences wrapped for
+    a terminal ``width`` characters wide (at most 100): only when there is
+    something to act on (a donation no output reuses, a layout copy, a move
+    to or from host memory); otherwise no line."""
+    a = getattr(m, "audit", None)
+    if a is None or not a.something_to_say():
+        return []
+    n = max(top, 1)
+    w = 100 if width is None else max(min(width, 100), 40)
+    out = ["what XLA did with your buffers:"]
+    if a.donations:
+        unused = a.unused_donations
+        out.extend(_wrapped(
+            f"donations: {len(a.donations)} donated buffer{'s' if len(a.donations) != 1 else ''}, "
+            + (f"{len(a.donations) - len(unused)} reused by an output, {len(unused)} not "
+               f"({fmt_bytes(sum(d.bytes or 0 for d in unused))} donated for nothing)"
+               if unused else "all reused by outputs"), w))
+        for d in unused[:n]:
+            out.extend(_wrapped(f"{d.label} {d.shape or '?'}: not reused: {d.reason}", w,
+                                "    "))
+            if d.fix:
+                out.extend(_wrapped(f"fix: {d.fix}", w, "      "))
+        if len(unused) > n:
+            out.append(f"    ... {len(unused) - n} more")
+    copies = a.layout_copies
+    if copies:
+        total = sum(c.bytes or 0 for c in copies)
+        live = [c for c in copies if c.live_at_peak]
+        out.extend(_wrapped(
+            f"layout copies (a copy made only to change a layout): {len(copies)}, "
+            f"{fmt_bytes(total)}" + (f"; live at the peak: {len(live)}, "
+                                     f"{fmt_bytes(sum(c.bytes or 0 for c in live))}"
+                                     if live else ""), w))
+        for c in copies[:n]:
+            out.append(f"    {fmt_bytes(c.bytes):>8}  {c.instruction}")
+            out.extend(_wrapped(f"{c.source} -> {c.target}", w, "      "))
+            out.extend(_wrapped(c.cause, w, "      "))
+            if c.fix:
+                out.extend(_wrapped(f"fix: {c.fix}", w, "      "))
+        if len(copies) > n:
+            out.append(f"    ... {len(copies) - n} more, "
+                       f"{fmt_bytes(sum(c.bytes or 0 for c in copies[n:]))}")
+    if a.space_moves:
+        groups = {}
+        for mv in a.space_moves:
+            g = groups.setdefault(mv.kind, [0, 0])
+            g[0] += 1
+            g[1] += mv.bytes or 0
+        out.extend(_wrapped("moves between memory spaces: " + "; ".join(
+            f"{c} {_MOVES.get(k, k)} ({fmt_bytes(b)})" for k, (c, b) in groups.items()), w))
+        for mv in a.host_moves[:n]:
+            where = "" if mv.computation is None else f" in {mv.computation}"
+            out.append(f"    {fmt_bytes(mv.bytes):>8}  {mv.instruction}"
+                       + (f"/{mv.done}" if mv.done else ""))
+            out.extend(_wrapped(f"{mv.operand or '?'} S({mv.from_space}) -> S({mv.to_space}) "
+                                f"{space_label(mv.to_space)}{where}", w, "      "))
+    for note in a.notes:
+        out.extend(_wrapped(f"note: {note}", w, "  "))
+    return out
+
