@@ -1,10 +1,12 @@
 """Build the compiled parts. Set XLASHAPE_DEBUG=1 for bounds checks and -O0 -g.
 
-Four Cython extensions, built in parallel (one job per CPU unless
+Six Cython extensions, built in parallel (one job per CPU unless
 ``build_ext -j N`` says otherwise): ``_core`` (offset programs, LayoutArray
 and its bulk kernels, with the hand-written C of ``xlashape/_kernels.c``)
-at -O3, and at -O2 the two text scanners ``_hloscan`` and ``_textscan`` and
-``cli/_hlo_json`` (the rows of ``xlashape hlo --json``, fed by ``_hloscan``).
+at -O3, and at -O2 the two text scanners ``_hloscan`` and ``_textscan``,
+``cli/_hlo_json`` (the rows of ``xlashape hlo --json``, fed by ``_hloscan``)
+and the two protobuf wire-format walkers ``_protowire`` (the parse estimate
+of gzip input) and ``_protoscan`` (an ``.hlo.pb``'s instructions).
 Without debug information (-g0) unless XLASHAPE_DEBUG is set: it is most of
 what compiling Cython's output costs beyond the optimizer, and a release
 build has no use for it. benchmarks/README.md ("Build time") has the
@@ -70,6 +72,20 @@ extensions = [
         "xlashape._textscan",
         ["xlashape/_textscan.pyx"],
         extra_compile_args=SCAN_FLAGS,
+    ),
+    # protos' wire-format walks (the parse estimate of gzip input)
+    Extension(
+        "xlashape._protowire",
+        ["xlashape/_protowire.pyx"],
+        extra_compile_args=SCAN_FLAGS,
+        depends=["xlashape/_protowire.pxd"],
+    ),
+    # hlo_proto's fast path: an HloModuleProto's instructions from its bytes
+    Extension(
+        "xlashape._protoscan",
+        ["xlashape/_protoscan.pyx"],
+        extra_compile_args=SCAN_FLAGS,
+        depends=["xlashape/_protowire.pxd", "xlashape/_hloscan.pxd"],
     ),
 ]
 

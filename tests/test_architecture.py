@@ -185,7 +185,8 @@ def test_the_checker_sees_imports():
                  ("layout_util", "_validation"), ("index_maps", "_core"), ("_core", "tiling"),
                  ("hlo_text", "_textscan"), ("cli", "tiling"), ("layout", "shape"),
                  ("_core", "errors"), ("cli", "_hloscan"), ("_hloscan", "_ascii"),
-                 ("cli", "_ascii")]:
+                 ("cli", "_ascii"), ("protos", "_protowire"), ("hlo_proto", "_protoscan"),
+                 ("_protoscan", "_protowire"), ("_protoscan", "_hloscan")]:
         assert edge in edges, edge
     assert not any(source == "tiling" and target == "_core" for source, target in edges)
 
@@ -197,10 +198,6 @@ ALLOWED_CYCLES = {
     # LayoutArray's numpy protocols call the core and the core hands numpy's
     # calls to them; _numpy_api's fancy indexing uses the compiled index maps
     frozenset({"_core", "_numpy_api", "index_maps"}),
-    # the HLO reader hands an out-of-memory report's lines to the one OOM
-    # parser (a function-level import), which uses the reader's warning and
-    # text helpers
-    frozenset({"hlo_module", "oom_report"}),
     # Layout checks that a physical_shape argument is a Shape, and the
     # to_proto()/from_proto() methods of Shape, Layout, Tile and SplitConfig
     # call the ShapeProto codec, which builds those classes (function-level
@@ -262,7 +259,9 @@ def test_the_readme_names_the_allowed_cycles():
 # -- the memory accounting: one model, views that only read it ---------------------
 
 #: the modules that read XLA's artifacts (files, bytes, text)
-READERS = {"hlo_module", "_hloscan", "xla_dump", "live_range", "oom_report", "hlo_proto", "protos"}
+READERS = {"hlo_module", "hlo_reader", "hlo_model", "hlo_blocks", "hlo_calls", "hlo_syntax",
+           "hlo_warnings", "_files", "_hloscan", "xla_dump", "live_range", "oom_report",
+           "hlo_proto", "protos"}
 #: what turns an input into the model: a view may use none of it
 BUILDERS = READERS | {"memory/analyze", "memory/account", "memory/records", "memory/peak",
                       "memory/source_dump", "memory/source_proto", "memory/source_hlo",
@@ -300,6 +299,19 @@ def test_readers_import_no_view_and_nothing_of_the_accounting():
                  for _, t in (python_imports(p) if p.suffix == ".py" else cython_imports(p))
                  if t.startswith(("memory", "reporters")))
     assert bad == []
+
+
+def test_the_hlo_reader_reads_hlo_only():
+    # one reader per format: the HLO text reader's modules know nothing of
+    # out-of-memory reports (oom_report reads those; the commands choose)
+    hlo = {"hlo_reader", "hlo_model", "hlo_blocks", "hlo_calls", "hlo_syntax", "hlo_warnings",
+           "_files", "_hloscan"}
+    edges = {(module_of(p), t) for p in package_files() if module_of(p) in hlo
+             for _, t in (python_imports(p) if p.suffix == ".py" else cython_imports(p))}
+    assert ("hlo_reader", "hlo_model") in edges and ("oom_report", "hlo_warnings") in {
+        (module_of(p), t) for p in package_files() if module_of(p) == "oom_report"
+        for _, t in python_imports(p)}
+    assert sorted(e for e in edges if e[1] == "oom_report") == []
 
 
 def test_the_view_rules_see_what_they_look_for():

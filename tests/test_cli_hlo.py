@@ -471,6 +471,60 @@ def test_hlo_on_a_concatenation_of_real_logs_counts_one_report():
     assert all(r["line"] > starts[-1] > offset for r in rows)
 
 
+def test_hlo_finds_a_report_after_a_long_log_and_lists_the_one_that_counts():
+    # the report starts past the first 64 KB (a long libtpu log): the whole input
+    # is read for a report. Before, the HLO reader's out-of-memory mode listed the
+    # allocations of every report in it, counting the program several times
+    a = (DATA / "tpu_corpus" / "oom_temps" / "oom" / "tpu_driver.WARNING.txt").read_text()
+    b = (DATA / "tpu_corpus" / "oom_padded_temps" / "oom" / "tpu_driver.WARNING.txt").read_text()
+    filler = "I0101 00:00:00.000000   1 compiler.cc:1] a line of the log before the report\n" * 1000
+    text = filler + a + b
+    assert len(filler) > 1 << 16
+    starts = [i + 1 for i, line in enumerate(text.splitlines())
+              if "Ran out of memory in memory space" in line]
+    assert len(starts) > 1
+    rows = json.loads(ok("hlo", "-", "--json", input=text).stdout)
+    assert rows and all(r["line"] > starts[-1] for r in rows)
+    assert len({r["report"]["report"] for r in rows}) == 1
+    out = ok("hlo", "-", input=text).stdout
+    assert f"report at line {starts[-1]}" in out and f"{len(text.splitlines())} lines" in out
+
+
+def test_hlo_counts_every_listed_allocation_as_a_buffer():
+    # an allocation the report lists is memory XLA allocated, whatever its label's
+    # opcode: a tuple's table of pointers (512B as the report sizes it) was called a
+    # "view" and left out of the totals, by the HLO reader's rule for instructions
+    msg = ("Ran out of memory in memory space hbm. Used 18.94G of 15.75G hbm.\n"
+           "  Largest program allocations in hbm:\n"
+           "  1. Size: 512B\n"
+           "     Shape: (f32[8]{0:T(256)}, s32[]{:T(128)})\n"
+           "     XLA label: tuple.3 = tuple(a, b)\n"
+           "     Allocation type: HLO temp\n"
+           "     ==========================\n")
+    (row,) = json.loads(ok("hlo", "-", "--json", input=msg).stdout)
+    assert (row["name"], row["opcode"], row["result"]) == ("tuple.3", "tuple", "buffer")
+    assert row["padded_bytes"] == 512 and row["report"]["size"] == "512B"
+    out = ok("hlo", "-", "--summary", input=msg).stdout
+    (total,) = [x for x in out.splitlines() if x.strip().startswith("S(0)")]
+    assert total.split()[-4:-2] == ["1", "16B"] and total.split()[-2] == "512B"
+    assert "view" not in out
+
+
+def test_hlo_reads_a_module_with_a_report_pasted_before_it_as_hlo():
+    # one reader per format: the module header says HLO, and the report's lines
+    # are lines skipped (before, the report's allocations and the module's
+    # instructions were listed and counted together, as "allocations")
+    report = (DATA / "oom_report.txt").read_text()
+    module = (DATA / "small_dump.hlo").read_text()
+    r = run("hlo", "-", "--json", input=report + "\n" + module)   # (the report quotes a Traceback)
+    assert r.returncode == 0, r.stderr
+    rows = json.loads(r.stdout)
+    assert rows and all(x["computation"] != "(out-of-memory report)" for x in rows)
+    assert [x["name"] for x in rows] == [x["name"] for x in
+                                         json.loads(ok("hlo", "-", "--json", input=module).stdout)]
+    assert "not an HLO instruction" in r.stderr
+
+
 def test_hlo_on_the_two_line_error_points_to_memory():
     exc = (DATA / "tpu_corpus" / "oom_temps" / "oom" / "exception.txt").read_text()
     r = fails("hlo", "-", input=exc)

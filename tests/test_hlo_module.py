@@ -15,7 +15,6 @@ from hypothesis import given, settings, strategies as st
 
 from xlashape import HloParseError, Shape, parse_shape
 from xlashape.hlo_module import (
-    OOM_REPORT,
     HloReader,
     HloWarning,
     iter_instructions,
@@ -174,29 +173,36 @@ def test_stack_frame_tables_are_skipped(tpu):
     assert sum(len(c) for c in tpu.computations) == 38
 
 
-def test_out_of_memory_report():
-    m = read_hlo_file(DATA / "oom_report.txt")
-    assert m.warnings == []
-    (comp,) = m.computations
-    assert comp.name == OOM_REPORT
-    names = [(i.name, i.opcode) for i in comp]
-    assert names == [("fusion.1265", "fusion"), ("broadcast.3115", "broadcast"), ("copy.77", "copy")]
-    b = comp.instructions[1]
-    assert b.shape == parse_shape("bf16[8,1280,1,16384]{3,2,1,0:T(8,128)(2,1)}")
-    assert b.attributes["size"] == "2.50G" and b.attributes["unpadded_size"] == "320.00M"
-    assert b.attributes["allocation_type"] == "HLO temp"
-    assert b.operands == ()
-    fp = memory_footprint(b.shape)
-    assert fp.bytes == 8 * 1280 * 16384 * 2
-    assert fp.padded_bytes == 8 * 1280 * 8 * 16384 * 2
+def test_an_out_of_memory_report_is_not_hlo():
+    # one reader per format: the HLO reader reads HLO only (it had a second
+    # mode that yielded a report's allocations as instructions); the report is
+    # oom_report's to read (tests/test_oom_report.py), and `xlashape hlo` lists
+    # it through that (tests/test_cli_hlo.py)
+    path = DATA / "oom_report.txt"
+    m = read_hlo_file(path)
+    assert list(m.instructions()) == [] and m.computations == []
+    lines = path.read_text().splitlines()
+    entries = [n for n, line in enumerate(lines, 1) if re.match(r"\s+\d+\. Size:", line)]
+    assert len(entries) == 3
+    # its lines are reported as what they are, not HLO (none is dropped silently)
+    assert set(entries) <= {w.line for w in m.warnings}
+    assert {w.line for w in m.warnings} == {n for n, line in enumerate(lines, 1) if line.strip()}
+    assert all(w.message.startswith("not an HLO instruction") for w in m.warnings)
 
 
-def test_out_of_memory_report_with_a_bad_shape_warns():
-    text = "Ran out of memory in memory space hbm.\n  1. Size: 1.00G\n     Shape: f32[2,{0}\n"
-    m = parse_hlo_module(text)
-    assert list(m.instructions()) == []
-    assert len(m.warnings) == 1 and m.warnings[0].line == 3
-    assert "bad shape in report" in m.warnings[0].message
+def test_prose_before_a_module_is_reported_as_it_comes():
+    # the reader used to hold such warnings until it knew whether the input was
+    # HLO or a report, and dropped them past MAX_KEPT_WARNINGS without telling
+    # on_warning; now each reaches on_warning, and the module is read
+    from xlashape.hlo_module import MAX_KEPT_WARNINGS
+
+    seen = []
+    n = MAX_KEPT_WARNINGS + 5
+    m = parse_hlo_module(["prose"] * n + ["ENTRY e {", "  ROOT x = f32[] constant(1)", "}"],
+                         on_warning=seen.append)
+    assert [i.name for i in m.instructions()] == ["x"]
+    assert [w.line for w in seen] == list(range(1, n + 1))
+    assert m.warnings.total == n and len(m.warnings) == MAX_KEPT_WARNINGS
 
 
 def test_reading_from_a_file_object_and_a_list():
@@ -539,14 +545,14 @@ def test_scan_calls_on_one_line_of_text(tmp_path):
 
 
 def test_scan_calls_on_a_file_across_chunk_boundaries(tmp_path, monkeypatch):
-    from xlashape import hlo_module
+    from xlashape import hlo_calls
 
     p = tmp_path / "m.txt"
     p.write_text(CURRENT_XLA * 3)
-    expected = hlo_module.scan_calls(CURRENT_XLA)
+    expected = hlo_calls.scan_calls(CURRENT_XLA)
     for chunk in (1, 2, 37, 64, 1000):                     # cut lines anywhere
-        monkeypatch.setattr(hlo_module, "_SCAN_CHUNK", chunk)
-        assert hlo_module.scan_calls(p) == expected, chunk
+        monkeypatch.setattr(hlo_calls, "_SCAN_CHUNK", chunk)
+        assert hlo_calls.scan_calls(p) == expected, chunk
 
 
 def test_streaming_with_call_kinds_knows_them_before_the_caller():
@@ -620,9 +626,9 @@ ENTRY %e (x: f32[8]) -> f32[8] {
 _LONG_LINE_CHILD = r"""
 import json, os, resource, sys, tracemalloc
 from pathlib import Path
-from xlashape import hlo_module as h
+from xlashape import hlo_calls, hlo_module as h
 what, path = sys.argv[1], sys.argv[2]
-h._SCAN_CHUNK = 1 << 16
+hlo_calls._SCAN_CHUNK = 1 << 16
 
 def run():
     if what == "scan":
@@ -710,7 +716,8 @@ def test_scan_calls_on_long_lines_agrees_with_the_python_lane(monkeypatch):
 def test_nested_call_values_cost_linear_work(monkeypatch):
     # ", calls={x" n times then "}" n times: each "{" value used to run to
     # the first "}", so n values named n computations each (n = 20000: 139 s)
-    import xlashape.hlo_module as hm
+    import xlashape.hlo_model as hm
+    from xlashape.hlo_module import scan_calls
 
     n = 3000
     line = "  %f = f32[] fusion(a), kind=kLoop" + ", calls={x" * n + "}" * n + ", calls=%c1"
@@ -732,7 +739,7 @@ def test_nested_call_values_cost_linear_work(monkeypatch):
         monkeypatch.setattr(hm, "_NAME_REF", Counting())
         m = parse_hlo_module(text)
         assert m.fused_computations == {"x", "c1"} and m.warnings == []
-        assert hm.scan_calls(text) == {"x": {"fusion"}, "c1": {"fusion"}}
+        assert scan_calls(text) == {"x": {"fusion"}, "c1": {"fusion"}}
     assert 0 < names[0] <= 4 * n    # names read (Python lane): linear, not n * n
 
 
@@ -768,7 +775,7 @@ def test_warnings_are_counted_and_only_the_first_are_kept():
 
 
 def test_a_warning_about_a_huge_line_is_short():
-    from xlashape.hlo_module import _clip
+    from xlashape.hlo_warnings import _clip
 
     assert _clip("a   b\tc") == "a b c"
     assert _clip("x" * 100) == "x" * 57 + "..."

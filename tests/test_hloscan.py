@@ -20,7 +20,8 @@ from hypothesis import given, settings
 from corpora import hlo_texts
 from cli_util import run
 from strategies import edited_lines
-from xlashape.hlo_module import HloReader, scan_calls, _scan_chunk_python, _scan_chunk
+from xlashape.hlo_calls import _scan_chunk, _scan_chunk_python
+from xlashape.hlo_module import HloReader, scan_calls
 
 DATA = Path(__file__).parent / "data"
 sys.path.insert(0, str(Path(__file__).parent.parent / "benchmarks"))

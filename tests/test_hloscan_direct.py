@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from xlashape import hlo_module as hm
+from xlashape import hlo_calls, hlo_model, hlo_reader
 from xlashape.errors import ShapeIndexError, ShapeTypeError
 
 hs = pytest.importorskip("xlashape._hloscan")
@@ -44,16 +44,15 @@ SHAPES = ("f32[8]{0}", "f32[]", "s32[]", "pred[]", "f32[8,128]{1,0}",
 
 @pytest.fixture(autouse=True, scope="module")
 def _configured():
-    # hlo_module configures the scanner (the Instruction class it creates)
+    # hlo_reader configures the scanner (the Instruction class it creates)
     # the first time it looks for it, whether or not it then uses it
-    hm._fast_scanner()
+    hlo_reader._fast_scanner()
 
 
 def plain_reader(shapes=SHAPES, **kw):
     """A reader in its plain HLO state (what the scanner needs), with
     ``shapes`` already parsed by the Python code."""
-    r = hm.HloReader(**kw)
-    r.mode = "hlo"
+    r = hlo_reader.HloReader(**kw)
     for s in shapes:
         shape, end = r.shape_at(s, 0)
         assert end == len(s) and s in r._cache
@@ -478,16 +477,9 @@ def _busy(what, r):
         r._skipping = True
     elif what == "_in_comment":
         r._in_comment = True
-    elif what == "_oom":
-        r._oom = object()
-    elif what == "mode None":
-        r.mode = None
-    elif what == "mode oom":
-        r.mode = "oom"
 
 
-@pytest.mark.parametrize("what", ["_pending", "_skipping", "_in_comment", "_oom", "mode None",
-                                  "mode oom"])
+@pytest.mark.parametrize("what", ["_pending", "_skipping", "_in_comment"])
 @pytest.mark.parametrize("kind", ["list", "block"])
 def test_refuses_to_start_unless_plain(what, kind):
     lines = HEAD + ["  %a = f32[8]{0} negate(%p)", "}"]
@@ -504,7 +496,7 @@ def test_refuses_to_start_unless_plain(what, kind):
 
 
 def state_without_ready(r):
-    return (r._pending, r._skipping, r._in_comment, r._oom, r.mode, r.lines_read, r._current,
+    return (r._pending, r._skipping, r._in_comment, r.lines_read, r._current,
             dict(r.computations), dict(r.call_kinds))
 
 
@@ -513,7 +505,7 @@ def state_without_ready(r):
 
 CALLERS = [
     # (instruction line, {callee: kinds}, fused, applied): written from the
-    # kinds XLA gives these attributes (see hlo_module.call_kind's docs)
+    # kinds XLA gives these attributes (see hlo_model.call_kind's docs)
     ("%f = f32[8]{0} fusion(%p), kind=kLoop, calls=%fused_computation",
      {"fused_computation": {"fusion"}}, {"fused_computation"}, set()),
     ("%w = (s32[], f32[8]{0}) while(%t), condition=%cond, body=%body",
@@ -647,10 +639,10 @@ CHUNKS = [
 @pytest.mark.parametrize("chunk,want", CHUNKS, ids=lambda v: repr(v)[:48])
 def test_scan_calls_chunk(chunk, want):
     kinds = {}
-    assert hs.scan_calls_chunk(chunk, kinds, hm.call_kind) is None
+    assert hs.scan_calls_chunk(chunk, kinds, hlo_model.call_kind) is None
     assert kinds == want
     slow = {}
-    hm._scan_chunk_python(chunk, slow)
+    hlo_calls._scan_chunk_python(chunk, slow)
     assert slow == want
 
 
@@ -676,15 +668,15 @@ def test_a_key_split_between_chunks_is_not_seen_so_scan_calls_splits_at_line_end
     cut = line.index(b"calls") + 2
     for part in (line[:cut], line[cut:]):
         kinds = {}
-        hs.scan_calls_chunk(part, kinds, hm.call_kind)
+        hs.scan_calls_chunk(part, kinds, hlo_model.call_kind)
         assert kinds == {}
     # scan_calls reads a file in chunks cut at line ends: with chunks far
     # shorter than a line, every call is still found once
     text = b"".join(line.replace(b"fused.1", b"fused.%d" % k) for k in range(30))
     p = tmp_path / "m.hlo"
     p.write_bytes(text)
-    monkeypatch.setattr(hm, "_SCAN_CHUNK", 7)
-    assert hm.scan_calls(p) == {f"fused.{k}": frozenset({"fusion"}) for k in range(30)}
+    monkeypatch.setattr(hlo_calls, "_SCAN_CHUNK", 7)
+    assert hlo_calls.scan_calls(p) == {f"fused.{k}": frozenset({"fusion"}) for k in range(30)}
 
 
 # -- the garbage collector ---------------------------------------------------------------------
@@ -707,13 +699,13 @@ class _Boom(RuntimeError):
     pass
 
 
-class _FailingReader(hm.HloReader):
+class _FailingReader(hlo_reader.HloReader):
     def _new_computation(self, *a):
         assert not gc.isenabled()      # the scan runs with the collector off
         raise _Boom("no computation")
 
 
-class _FailingCalls(hm.HloReader):
+class _FailingCalls(hlo_reader.HloReader):
     def _record_calls(self, *a):
         raise _Boom("no calls")
 
@@ -723,7 +715,6 @@ class _FailingCalls(hm.HloReader):
     (_FailingCalls, "  %k = f32[8]{0} conditional(%b), branch_computations={%x}")])
 def test_gc_is_enabled_again_after_an_exception(cls, line):
     r = cls()
-    r.mode = "hlo"
     r.shape_at("f32[8]{0}", 0)
     assert gc.isenabled()
     with pytest.raises(_Boom):
@@ -777,12 +768,11 @@ def _child(code):
 
 
 _CHILD_HEAD = """
-    from xlashape import hlo_module as hm
+    from xlashape import hlo_reader
     from xlashape._hloscan import feed_simple_lines as feed, configure
     from xlashape.errors import ShapeIndexError, ShapeTypeError
-    hm._fast_scanner()
-    r = hm.HloReader()
-    r.mode = "hlo"
+    hlo_reader._fast_scanner()
+    r = hlo_reader.HloReader()
     r.shape_at("f32[]", 0)
 """
 
@@ -861,8 +851,8 @@ def test_a_call_kinds_value_that_is_not_a_set_is_a_family_error():
 
     with pytest.raises(ShapeTypeError, match=r"call_kinds\['body'\] must be a set"):
         hs.scan_calls_chunk(b"  %f = f32[] fusion(%a), kind=kLoop, calls=%body\n",
-                            {"body": frozenset()}, hm.call_kind)
-    reader = hm.HloReader()
+                            {"body": frozenset()}, hlo_model.call_kind)
+    reader = hlo_reader.HloReader()
     reader.call_kinds["body"] = frozenset()
     text = ("HloModule m\n\nENTRY %e (a: f32[]) -> f32[] {\n  %a = f32[] parameter(0)\n"
             "  ROOT %f = f32[] fusion(f32[] %a), kind=kLoop, calls=%body\n}\n")

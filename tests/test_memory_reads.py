@@ -183,3 +183,18 @@ def test_locations_read_in_blocks_equal_a_plain_reading(prog):
             scanner.feed_block(block)
         got = {k: (v.op_name, v.source) for k, v in scanner.result().items()}
         assert got == expected
+
+
+def test_a_scanner_that_keeps_the_last_instructions_keeps_those_read_last():
+    # keep=N: the locations of the last N instructions read (the entry's, which
+    # XLA prints last), the oldest leaving first, one read again moving last
+    def line(k, name=None):
+        return (f'  %{name or f"i{k}"} = f32[] add(a, b), metadata={{op_name="op{k}" '
+                f'source_file="m.py" source_line={k}}}')
+
+    scanner = LocationScanner(keep=3)
+    scanner.feed_block("\n".join(line(k) for k in range(10)))
+    scanner.feed_line(line(42, "i7"))
+    got = scanner.result()
+    assert list(got) == ["i8", "i9", "i7"]
+    assert (got["i7"].op_name, got["i7"].source) == ("op42", "m.py:42")

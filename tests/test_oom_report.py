@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from xlashape import tiling
-from xlashape.hlo_module import MAX_KEPT_WARNINGS
+from xlashape import parse_shape, tiling
+from xlashape.hlo_module import MAX_KEPT_WARNINGS, memory_footprint
 from xlashape.memory import analyze
 from xlashape import oom_report
 from xlashape.oom_report import (
@@ -126,6 +126,31 @@ def test_hand_written_report_entries():
     first = r.allocations[0]
     assert (first.size_text, first.unpadded_text, first.instruction_name) == (
         "2.00G", "2.00G", "fusion.1265")
+
+
+def test_hand_written_report_allocations():
+    # (what the HLO reader's out-of-memory mode gave, before oom_report became
+    # the one reader of reports)
+    (r,) = read_oom_reports((DATA / "oom_report.txt").read_text())
+    assert [a.instruction_name for a in r.allocations] == ["fusion.1265", "broadcast.3115",
+                                                           "copy.77"]
+    b = r.allocations[1]
+    assert b.shape == parse_shape("bf16[8,1280,1,16384]{3,2,1,0:T(8,128)(2,1)}")
+    assert (b.size_text, b.unpadded_text, b.allocation_type) == ("2.50G", "320.00M", "HLO temp")
+    assert b.line == 30 and b.report == 1
+    fp = memory_footprint(b.shape)
+    assert fp.bytes == 8 * 1280 * 16384 * 2
+    assert fp.padded_bytes == 8 * 1280 * 8 * 16384 * 2
+
+
+def test_a_bad_shape_in_a_report_warns_with_its_line():
+    text = "Ran out of memory in memory space hbm.\n  1. Size: 1.00G\n     Shape: f32[2,{0}\n"
+    seen = []
+    (r,) = read_oom_reports(text, on_warning=seen.append)
+    (a,) = r.allocations
+    assert a.shape is None and a.shape_text == "f32[2,{0}"
+    (w,) = seen
+    assert w.line == 3 and "bad shape in report" in w.message
 
 
 def test_sizes_as_libtpu_prints_them():

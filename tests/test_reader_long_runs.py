@@ -24,7 +24,7 @@ import textwrap
 
 from hypothesis import given, settings, strategies as st
 
-from xlashape import hlo_module
+from xlashape import hlo_reader, hlo_syntax
 from xlashape.hlo_module import HloReader
 
 # The definitions the fixes replace, kept here as the reference.
@@ -36,21 +36,21 @@ _QUOTED = st.text(alphabet='"\\{}()[] a\n', max_size=24)
 @settings(max_examples=3000, deadline=None)
 @given(_QUOTED)
 def test_strings_are_removed_as_the_regular_expression_removes_them(text):
-    assert hlo_module._without_strings(text) == _OLD_STRING.sub("", text)
+    assert hlo_syntax._without_strings(text) == _OLD_STRING.sub("", text)
     for q in (i for i, c in enumerate(text) if c == '"'):
         m = _OLD_STRING.match(text, q)
-        assert hlo_module._string_end(text, q) == (m.end() if m else -1)
+        assert hlo_syntax._string_end(text, q) == (m.end() if m else -1)
 
 
 @settings(max_examples=3000, deadline=None)
 @given(st.lists(_QUOTED, min_size=1, max_size=6))
 def test_brackets_fed_piece_by_piece_decide_as_balanced_on_the_whole(pieces):
-    b = hlo_module._Brackets()
+    b = hlo_syntax._Brackets()
     text = ""
     for p in pieces:
         b.feed(p)
         text += p
-        assert b.balanced() == hlo_module._balanced(text)
+        assert b.balanced() == hlo_syntax._balanced(text)
 
 
 def _module(lines_of_attrs, tail):
@@ -83,7 +83,7 @@ def test_a_long_attribute_block_is_parsed_once_it_can_be_complete(monkeypatch):
 
 def test_a_block_that_never_closes_is_given_up_at_the_line_limit():
     warnings = []
-    text = _module(hlo_module._MAX_STATEMENT_LINES + 50, "z=1")   # no closing brace
+    text = _module(hlo_reader._MAX_STATEMENT_LINES + 50, "z=1")   # no closing brace
     got = list(HloReader(warnings.append).read(io.StringIO(text)))
     assert [i.name for i in got] == ["p"]
     assert any("does not end" in str(w) for w in warnings)

@@ -227,6 +227,9 @@ _COMPETING = [("", "jit_f", 3, 5, ".", ".cl_123.", True, True, False),
 @settings(max_examples=150)
 @example(_COMPETING)
 @example([m[:2] + (None,) + m[3:] for m in _COMPETING])
+# two "before" files prefixing one optimized key: both are that module's
+@example([("", "jit_f", None, None, ".", ".cl_123.", True, False, False),
+          ("", "jit_f", None, None, ".cl_123.", ".cl_123.", True, True, False)])
 @given(st.lists(_MODULE, max_size=14))
 def test_pairing_equals_the_quadratic_reference(modules):
     with tempfile.TemporaryDirectory() as d:

@@ -1,18 +1,22 @@
 """Opening the files the readers read: regular files only, and gzip with its
-errors in the family.
+errors in the family; and telling a path from text.
 
 Every reader that opens a path goes through here, so that one rule holds for
 all of them:
 
 - :func:`check_regular_file`: a FIFO, a device, a socket or a directory is
   refused before ``open()`` (reading one could block forever or never end);
+- :func:`open_text` / :func:`_open_binary`: a text file (UTF-8, undecodable
+  bytes replaced) or its bytes, ``.gz`` files decompressed (:func:`open_gzip`);
 - :func:`open_gzip`: a ``.gz`` file whose stream is corrupt, cut off or not
   gzip at all raises :class:`~xlashape.errors.UnreadableInputError` naming the
   file, wherever the read that finds it happens (``zlib.error``,
   ``EOFError`` and ``gzip.BadGzipFile`` otherwise escape from the middle of a
   reader);
 - :func:`gunzip`: a whole gzip stream into memory, decompressed piece by
-  piece and stopped at a cap (a gzip "bomb" of 1 MB unpacks to 1 GB).
+  piece and stopped at a cap (a gzip "bomb" of 1 MB unpacks to 1 GB);
+- :func:`source_kind`: whether a reader's ``source`` argument is a path,
+  the text itself, or lines.
 
 No third-party import here: the text readers use it, and ``import xlashape``
 must not pay for protobuf.
@@ -23,13 +27,14 @@ from __future__ import annotations
 import gzip
 import io
 import os
+import re
 import stat
 import zlib
 from typing import Optional, Union
 
 from .errors import UnreadableInputError
 
-__all__ = ["check_regular_file", "open_gzip", "gunzip", "GZIP_MAGIC"]
+__all__ = ["check_regular_file", "open_gzip", "gunzip", "GZIP_MAGIC", "open_text", "source_kind"]
 
 #: The first two bytes of a gzip stream.
 GZIP_MAGIC = b"\x1f\x8b"
@@ -202,3 +207,71 @@ def gunzip(source, limit: int, name: str, *, first: bytes = b"", hint: str = "")
         raise _gzip_error(name, "compressed file ended before the end-of-stream marker "
                                 "was reached")
     return out
+
+
+# -- the readers' ways in --------------------------------------------------------------
+
+
+def _open_binary(path):
+    path = check_regular_file(path)
+    if path.endswith(".gz"):
+        return open_gzip(path, "rb")
+    return open(path, "rb")
+
+
+
+def open_text(path):
+    """Open an HLO text file (or out-of-memory report) for reading as text:
+    UTF-8, undecodable bytes replaced by U+FFFD, ``.gz`` files decompressed.
+    Anything but a regular file is refused (:func:`check_regular_file`)."""
+    path = check_regular_file(path)
+    if path.endswith(".gz"):
+        return open_gzip(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, "r", encoding="utf-8", errors="replace")
+
+
+# One line of text that is what a reader reads, not a file name: an HLO
+# instruction, header, computation header or "}", a line of an out-of-memory
+# report, of a buffer assignment or of a memory-usage report.
+_TEXT_LINE = re.compile(
+    r"\s*(?:HloModule\s|ENTRY\s|ROOT\s|BufferAssignment:|allocation\s+\d+:|value:\s*<"
+    r"|Memory Space:|%?[A-Za-z_][\w.\-]*\s*=\s*(?:\(|b\(|[a-z][a-z0-9]*\[))"
+    r"|.*(?:[{}]|Ran out of memory|RESOURCE_EXHAUSTED|Largest program allocations)", re.S)
+
+
+def source_kind(source) -> str:
+    """How the readers that take a path or text (:func:`~xlashape.hlo_module.scan_calls`,
+    :func:`xlashape.memory.analyze`,
+    :func:`xlashape.xla_dump.read_memory_usage_report`) take ``source``:
+    ``"path"``, ``"text"`` or ``"lines"`` (a file object or any other
+    iterable of lines). (:func:`~xlashape.hlo_module.parse_hlo_module` and
+    :func:`~xlashape.hlo_module.iter_instructions`
+    take every ``str`` as text, and only an ``os.PathLike`` as a path.)
+
+    - ``os.PathLike`` (``pathlib.Path``): always a path.
+    - ``bytes`` / ``bytearray``: text.
+    - ``str``: text if it holds a line break or a NUL, is blank or longer
+      than any path (4096 characters), or is one line of what the readers read (an HLO instruction, header or brace, an
+      out-of-memory report, a buffer assignment or memory-usage report
+      line), even if a file of that name exists; otherwise a path (a missing
+      one then raises ``FileNotFoundError`` naming it, rather than being read
+      as one line of text). Pass a ``pathlib.Path`` to name any file.
+
+    >>> source_kind("ROOT r = f32[] constant(1)"), source_kind("dump/module.txt")
+    ('text', 'path')
+    >>> import pathlib; source_kind(pathlib.Path("ENTRY e {")), source_kind(["a = f32[] abs(b)"])
+    ('path', 'lines')
+    """
+    if isinstance(source, os.PathLike):
+        return "path"
+    if isinstance(source, (bytes, bytearray)):
+        return "text"
+    if isinstance(source, str):
+        if ("\n" in source or "\r" in source or "\0" in source or len(source) > 4096
+                or not source.strip()):
+            return "text"
+        if _TEXT_LINE.match(source) is not None:
+            return "text"
+        return "path"
+    return "lines"
+

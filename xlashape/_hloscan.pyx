@@ -1,7 +1,7 @@
 # cython: language_level=3
 """The HLO reader's fast lane, compiled.
 
-:class:`xlashape.hlo_module.HloReader` is a state machine fed one line at a
+:class:`xlashape.hlo_reader.HloReader` is a state machine fed one line at a
 time. Most lines of a dump are complete one-line instructions as XLA prints
 them (``  %name = f32[8,128]{1,0:T(8,128)} add(%a, %b), metadata={...}``),
 computation headers, ``}`` or blank lines: :func:`feed_simple_lines` takes
@@ -20,7 +20,7 @@ it first, as spans of its line, and becomes an object only if the sink
 declines it. This module knows nothing of what a sink makes of them.
 
 :class:`InstructionBase` holds an instruction's fields in C, so the scanner
-fills them without Python attribute lookups; ``hlo_module.Instruction``
+fills them without Python attribute lookups; ``hlo_model.Instruction``
 subclasses it with the properties.
 """
 
@@ -41,7 +41,7 @@ from xlashape._ascii cimport (
     LOWER_B, LOWER_O, LOWER_T, LPAREN, PERCENT, QUESTION, QUOTE, RBRACE, RBRACKET, RPAREN,
     SLASH, SPACE, STAR, UNDERSCORE, UPPER_O, UPPER_R, UPPER_T)
 
-# -- strings and brackets, as hlo_module decides them ----------------------------------
+# -- strings and brackets, as hlo_syntax decides them ----------------------------------
 
 cdef Py_ssize_t _skip_string(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
     """At a quote: the index just past the string "(?:[^"\\\\]|\\\\.)*", or -1
@@ -75,7 +75,7 @@ cdef bint _quote_left(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
 
 
 cdef bint _open_string(const char* s, Py_ssize_t n) nogil:
-    """hlo_module._open_string(text[:n])."""
+    """hlo_syntax._open_string(text[:n])."""
     cdef Py_ssize_t i, quotes = 0
     cdef bint backslash = False
     for i in range(n):
@@ -91,7 +91,7 @@ cdef bint _open_string(const char* s, Py_ssize_t n) nogil:
 
 
 cdef bint _balanced(const char* s, Py_ssize_t a, Py_ssize_t b) nogil:
-    """hlo_module._balanced(text[a:b]), decided the same way."""
+    """hlo_syntax._balanced(text[a:b]), decided the same way."""
     cdef Py_ssize_t i, j
     cdef Py_ssize_t o1 = 0, c1 = 0, o2 = 0, c2 = 0, o3 = 0, c3 = 0
     cdef Py_ssize_t quotes = 0
@@ -184,7 +184,7 @@ cdef bint _needs_python(const char* s, Py_ssize_t n) nogil:
 # -- the instruction object ---------------------------------------------------------------
 
 cdef class InstructionBase:
-    """The fields of an HLO instruction (see ``hlo_module.Instruction``;
+    """The fields of an HLO instruction (see ``hlo_model.Instruction``;
     declared in ``_hloscan.pxd``)."""
 
 
@@ -233,14 +233,14 @@ cdef class InstructionSink:
         return 0
 
 
-cdef object _INSTRUCTION = None      # hlo_module.Instruction
+cdef object _INSTRUCTION = None      # hlo_model.Instruction
 cdef object _CALLERS = None          # opcodes whose attributes may name computations
 cdef object _EMPTY = ""
 cdef tuple _NO_ARGS = ()
 
 
 def configure(instruction_class, caller_opcodes):
-    """Called once by hlo_module: the Instruction class to create and the
+    """Called once by hlo_reader: the Instruction class to create and the
     opcodes whose calls the reader records."""
     global _INSTRUCTION, _CALLERS
     # the scanner writes InstructionBase's C fields of what it creates
@@ -261,7 +261,7 @@ cdef struct Tok:
 
 cdef int _tokenize(const char* s, Py_ssize_t p, Py_ssize_t L, Tok* t) nogil:
     """A complete one-line instruction as the Python reader reads it without
-    help (hlo_module._FAST_INSTR for an array result, the general form for a
+    help (hlo_reader._FAST_INSTR for an array result, the general form for a
     tuple; operands and attributes complete): 1 and its parts in t, else 0."""
     cdef Py_ssize_t q = p, k, depth, r_a, r_b
     cdef char c
@@ -481,7 +481,7 @@ cdef object _stmt(object line, Py_ssize_t base, Py_ssize_t L):
 cdef Py_ssize_t _call_matches(const char* s, Py_ssize_t a, Py_ssize_t b, const char* key,
                               Py_ssize_t kn, Py_ssize_t* starts, Py_ssize_t* vals,
                               Py_ssize_t cap) nogil:
-    """hlo_module._calls_in for one key: every ``(?:^|,)\\s*KEY\\s*=\\s*`` in
+    """hlo_model._calls_in for one key: every ``(?:^|,)\\s*KEY\\s*=\\s*`` in
     s[a:b] whose value matches ``\\{[^{}=]*\\}|%?[\\w.\\-]+``: the match start in
     starts, the value's bounds in vals (pairs); the count (-1: more than cap)."""
     cdef Py_ssize_t pos = a, j, e, k, count = 0
@@ -761,8 +761,7 @@ def feed_simple_lines(reader, chunk, Py_ssize_t i, out, sink=None):
         n = PyList_GET_SIZE(<list>chunk)
         if i >= n:
             return i
-    if (reader._pending is not None or reader._skipping or reader._in_comment
-            or reader._oom is not None or reader.mode != "hlo"):
+    if reader._pending is not None or reader._skipping or reader._in_comment:
         return i
     # the scan makes no reference cycles; collecting in the middle of it
     # (every few hundred objects) costs more than the scan itself
@@ -903,7 +902,7 @@ cdef Py_ssize_t _scan(reader, object chunk, bint block, Py_ssize_t i, Py_ssize_t
     return i
 
 
-# -- the call-graph pass (hlo_module.scan_calls) ---------------------------------------------
+# -- the call-graph pass (hlo_calls.scan_calls) ---------------------------------------------
 
 cdef extern from "string.h" nogil:
     void* memrchr(const void* s, int c, size_t n)
@@ -930,7 +929,7 @@ cdef Py_ssize_t _key_at(const char* s, Py_ssize_t i, Py_ssize_t n) nogil:
 
 
 def scan_calls_chunk(bytes chunk, dict kinds, call_kind):
-    """hlo_module._scan_chunk in C: every ", key=value" naming computations
+    """hlo_calls._scan_chunk in C: every ", key=value" naming computations
     (key: calls, to_apply, body, condition, branch_computations,
     true/false_computation, called_computations, select, scatter), with the
     opcode of its line; kinds[name] gets call_kind(opcode, key)."""

@@ -15,6 +15,18 @@ metadata={op_name="..." stack_frame_id=3}``, ...) for the fields this
 schema declares, the first time it is read (:class:`ProtoInstruction`).
 :meth:`HloProtoModule.to_text` writes the whole module as HLO text.
 
+Two readers build the same model. The compiled one (:mod:`xlashape._protoscan`)
+reads each instruction's name, id, opcode, shape, operand and callee ids
+from the module's serialized bytes (those protobuf has just parsed, or the
+message serialized again) and makes the objects in C, one Shape per
+distinct ShapeProto: about a fifth of the time of the reference, which reads
+protobuf's message objects field by field (:func:`_reference_module`). The
+reference reads what the compiled reader declines (an encoding protobuf
+reads otherwise than a plain walk would: a message field given twice, which
+protobuf merges, a varint of more than 64 bits, a group; names that must be
+sanitized; anything malformed) and is the only source of error messages;
+``tests/test_protos_compiled.py`` compares the two models.
+
 The result is an :class:`HloProtoModule` (a subclass of ``HloModule``) that
 also holds what only the proto has: the ``schedule`` (instruction names per
 computation, in order), the stack frames (:meth:`HloProtoModule.stack_trace`),
@@ -46,10 +58,15 @@ import re
 from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
-from .errors import ProtoDecodeError
-from .hlo_module import Computation, HloModule, Instruction, call_kind
+from .errors import ProtoDecodeError, XlaShapeError
+from .hlo_model import Computation, HloModule, Instruction, call_kind
 from .shape import Shape
 from .shape_proto import _shape_from_message
+
+try:
+    from . import _protoscan
+except ImportError:  # pragma: no cover - only without a build
+    _protoscan = None
 
 __all__ = [
     "HloProtoModule",
@@ -155,18 +172,26 @@ def _slot_descriptor(cls, name):
 _ATTRIBUTES_TEXT = _slot_descriptor(Instruction, "attributes_text")
 
 
-class ProtoInstruction(Instruction):
+# the fields of its own (_ip, _index, _called): C fields the compiled reader
+# fills, or slots without a build
+_BASES = (Instruction,) if _protoscan is None else (Instruction, _protoscan.ProtoInstructionBase)
+
+
+class ProtoInstruction(*_BASES):
     """An :class:`~xlashape.hlo_module.Instruction` read from a proto: its
     ``attributes_text`` is written from the proto the first time it is
-    read (most uses of a large module never read it)."""
+    read (most uses of a large module never read it). It keeps its
+    computation's message and its index there until then, not a message of
+    its own."""
 
-    __slots__ = ("_ip", "_called")
+    __slots__ = ("_ip", "_called", "_index") if _protoscan is None else ()
 
     @property
     def attributes_text(self) -> str:
         text = _ATTRIBUTES_TEXT.__get__(self, type(self))
         if text is None:
-            text = _attributes_text(self._ip, self.opcode, self._called)
+            text = _attributes_text(self._ip.instructions[self._index], self.opcode,
+                                    self._called)
             _ATTRIBUTES_TEXT.__set__(self, text)
             self._ip = None
         return text
@@ -432,12 +457,36 @@ def _program_shape(ps, where: str, shapes) -> Tuple[Tuple[Shape, ...], Shape]:
 def module_from_proto(proto) -> HloProtoModule:
     """An :class:`HloProtoModule` from an ``HloProto`` or ``HloModuleProto``
     message of :mod:`xlashape.protos`."""
+    return _module_from_proto(proto, None)
+
+
+def _module_from_proto(proto, data) -> HloProtoModule:
+    """The module of ``proto``; ``data``: the serialized bytes of its
+    ``hlo_module`` if the caller has them (else they are serialized here
+    for the compiled reader)."""
     # Hundreds of thousands of new objects, none of them garbage: the cyclic
     # collector's passes over them would cost more than building them.
     enabled = gc.isenabled()
     gc.disable()
     try:
-        return _module_from_proto(proto)
+        if isinstance(proto, _pb.HloModuleProto):
+            wrapped = _pb.HloProto()
+            wrapped.hlo_module.CopyFrom(proto)  # a copy: the caller keeps theirs
+            proto = wrapped
+        if not isinstance(proto, _pb.HloProto):
+            raise ProtoDecodeError(
+                "expected an xla.HloProto or xla.HloModuleProto message, "
+                f"got {type(proto).__name__}")
+        if _protoscan is not None:
+            if data is None:
+                data = proto.hlo_module.SerializeToString()
+            try:
+                module = _compiled_module(proto, data)
+            except XlaShapeError:
+                module = None          # the reference says what is wrong
+            if module is not None:
+                return module
+        return _reference_module(proto)
     finally:
         if enabled:
             gc.enable()
@@ -456,29 +505,36 @@ def _require_unique(names: List[str], where: str) -> None:
         seen.add(name)
 
 
-def _module_from_proto(proto) -> HloProtoModule:
-    if isinstance(proto, _pb.HloModuleProto):
-        wrapped = _pb.HloProto()
-        wrapped.hlo_module.CopyFrom(proto)  # a copy: the caller keeps theirs
-        proto = wrapped
-    if not isinstance(proto, _pb.HloProto):
-        raise ProtoDecodeError(
-            f"expected an xla.HloProto or xla.HloModuleProto message, got {type(proto).__name__}")
-    mp = proto.hlo_module
-    cache: Dict[bytes, Shape] = {}
+class _Shapes:
+    """Shapes of ShapeProto messages, one per distinct serialized bytes."""
 
-    def shape(msg, where):
+    def __init__(self):
+        self.cache: Dict[bytes, Shape] = {}
+
+    def __call__(self, msg, where: str) -> Shape:
         key = msg.SerializeToString()
-        got = cache.get(key)
+        got = self.cache.get(key)
         if got is None:
             got = _shape_from_message(msg, where, 0)
-            cache[key] = got
+            self.cache[key] = got
         return got
 
-    # What XLA's HloModule::CreateFromProto checks too: no computation
-    # without instructions (one has a root), computation ids and names
-    # unique. (Besides the sense: each empty computation costs 2 bytes of
-    # file and hundreds of bytes of model, a way to blow memory up.)
+    def of_bytes(self, key: bytes) -> Optional[Shape]:
+        """The shape of a ShapeProto's bytes (for the compiled reader; it
+        keeps one per distinct bytes); ``None`` for one the reference must
+        explain."""
+        try:
+            return _shape_from_message(_pb.parse_message(_pb.ShapeProto, key), "ShapeProto", 0)
+        except XlaShapeError:
+            return None
+
+
+def _computation_names(mp) -> Tuple[Dict[int, str], Dict[str, str], Optional[int]]:
+    """``({computation id: name}, {name: new name}, entry id)``, after what
+    XLA's HloModule::CreateFromProto checks too: no computation without
+    instructions (one has a root), computation ids and names unique."""
+    # (Besides the sense: each empty computation costs 2 bytes of file and
+    # hundreds of bytes of model, a way to blow memory up.)
     names = []
     comp_ids: Dict[int, int] = {}
     for ci, cp in enumerate(mp.computations):
@@ -501,13 +557,95 @@ def _module_from_proto(proto) -> HloProtoModule:
         by_name = [cp.id for cp in mp.computations if cp.name == mp.entry_computation_name]
         entry_id = by_name[0] if by_name else (mp.computations[-1].id if len(mp.computations)
                                                 else None)
+    return comp_names, comp_renames, entry_id
 
+
+def _new_module(proto, comp_names: Dict[int, str]) -> HloProtoModule:
+    mp = proto.hlo_module
     module = HloProtoModule(mp.name)
     module.id = mp.id
     module.proto = proto
     module.mode = "hlo"
     module.computation_ids = dict(comp_names)
-    computations: Dict[str, Computation] = {}
+    return module
+
+
+def _computation(cp, where: str, cname: str, is_entry: bool, shape) -> Computation:
+    signature = ""
+    if cp.HasField("program_shape"):
+        ps = cp.program_shape
+        params, result = _program_shape(ps, f"{where}.program_shape", shape)
+        names = [_sanitized(n) if not _NAME.match(n) else n for n in ps.parameter_names]
+        signature = "(" + ", ".join(
+            f"{names[i] if i < len(names) else f'p{i}'}: {p.human_string()}"
+            for i, p in enumerate(params)) + f") -> {result.human_string()}"
+    return Computation(cname, is_entry, signature, 0)
+
+
+def _note_calls(module: HloProtoModule, kinds: Dict[str, set], opcode: str,
+                called: List[str]) -> None:
+    for key, callee in zip(_call_keys(opcode, len(called)), called):
+        if key == "calls" and opcode == "fusion":
+            module.fused_computations.add(callee)
+        elif key == "to_apply":
+            module.applied_computations.add(callee)
+        kinds.setdefault(callee, set()).add(call_kind(opcode, key))
+
+
+def _compiled_module(proto, data) -> Optional[HloProtoModule]:
+    """The module read by the compiled reader (:mod:`xlashape._protoscan`):
+    the same objects as :func:`_reference_module`'s, or ``None`` for a
+    module that reader leaves to the reference (a malformed one, names that
+    must be sanitized, a field protobuf merges)."""
+    mp = proto.hlo_module
+    scan = _protoscan.ModuleScan(data)
+    if not scan.ok:
+        return None
+    cps = list(mp.computations)
+    if scan.instructions_per_computation != [len(cp.instructions) for cp in cps]:
+        return None
+    comp_names, comp_renames, entry_id = _computation_names(mp)
+    names = scan.names()
+    if names is None or len(set(names)) != len(names) or _renames(names):
+        return None
+    inst_names = scan.instruction_ids(names)
+    if inst_names is None:
+        return None
+    module = _new_module(proto, comp_names)
+    module.instruction_ids = inst_names
+    shapes = _Shapes()
+    comps = []
+    for ci, cp in enumerate(cps):
+        cname = comp_renames.get(cp.name, cp.name)
+        comps.append(_computation(cp, f"HloModuleProto.computations[{ci}]", cname,
+                                  cp.id == entry_id, shapes))
+    calls = scan.build(ProtoInstruction, comps, cps, [cp.root_id for cp in cps], names,
+                       shapes.of_bytes)
+    if calls is None:
+        return None
+    kinds: Dict[str, set] = {}
+    for ins, ids in calls:
+        if ids is None:
+            return None
+        try:
+            called = [comp_names[cid] for cid in ids]
+        except KeyError:
+            return None
+        if called:
+            ins._called = called
+            _note_calls(module, kinds, ins.opcode, called)
+    module.computations.extend(comps)
+    _finish(module, mp, comp_names, inst_names, entry_id, kinds, shapes)
+    return module
+
+
+def _reference_module(proto) -> HloProtoModule:
+    """The module read through protobuf's message objects: the reference
+    (and the only source of error messages) for :func:`_compiled_module`."""
+    mp = proto.hlo_module
+    shape = _Shapes()
+    comp_names, comp_renames, entry_id = _computation_names(mp)
+    module = _new_module(proto, comp_names)
     # First pass: every instruction's id and name (operands may refer forward
     # across computations only through called computations, but ids are
     # module-wide).
@@ -536,26 +674,13 @@ def _module_from_proto(proto) -> HloProtoModule:
     kinds: Dict[str, set] = {}
     for ci, cp in enumerate(mp.computations):
         where = f"HloModuleProto.computations[{ci}]"
-        is_entry = cp.id == entry_id
-        signature = ""
-        if cp.HasField("program_shape"):
-            ps = cp.program_shape
-            params, result = _program_shape(ps, f"{where}.program_shape", shape)
-            names = [_sanitized(n) if not _NAME.match(n) else n for n in ps.parameter_names]
-            signature = "(" + ", ".join(
-                f"{names[i] if i < len(names) else f'p{i}'}: {p.human_string()}"
-                for i, p in enumerate(params)) + f") -> {result.human_string()}"
         cname = comp_renames.get(cp.name, cp.name)
-        comp = Computation(cname, is_entry, signature, 0)
-        computations[cname] = comp
+        comp = _computation(cp, where, cname, cp.id == entry_id, shape)
         root_id = cp.root_id
         append = comp.instructions.append
         for ii, ip in enumerate(cp.instructions):
             # (an instruction without a shape has element type 0 there: refused)
-            sm = ip.shape
-            s = cache.get(sm.SerializeToString())
-            if s is None:
-                s = shape(sm, f"{where}.instructions[{ii}].shape")
+            s = shape(ip.shape, f"{where}.instructions[{ii}].shape")
             opcode = ip.opcode
             if opcode == "parameter":
                 operands_text = str(ip.parameter_number)
@@ -580,22 +705,26 @@ def _module_from_proto(proto) -> HloProtoModule:
                     raise ProtoDecodeError(
                         f"{where}.instructions[{ii}].called_computation_ids[{k}]: "
                         f"no computation with id {cid}") from None
-                for key, callee in zip(_call_keys(opcode, len(called)), called):
-                    if key == "calls" and opcode == "fusion":
-                        module.fused_computations.add(callee)
-                    elif key == "to_apply":
-                        module.applied_computations.add(callee)
-                    kinds.setdefault(callee, set()).add(call_kind(opcode, key))
+                _note_calls(module, kinds, opcode, called)
             name = ip.name
             if renames:
                 name = renames.get(name, name)
             ins = ProtoInstruction(cname, name, s, opcode, is_root=ip.id == root_id,
                                    line=0, operands_text=operands_text, attributes_text=None,
                                    comp=comp)
-            ins._ip = ip
+            ins._ip = cp
+            ins._index = ii
             ins._called = called
             append(ins)
         module.computations.append(comp)
+    _finish(module, mp, comp_names, inst_names, entry_id, kinds, shape)
+    return module
+
+
+def _finish(module: HloProtoModule, mp, comp_names: Dict[int, str], inst_names: Dict[int, str],
+            entry_id: Optional[int], kinds: Dict[str, set], shape) -> None:
+    """The computations' kinds, the header's attributes and the schedule."""
+    computations = {c.name: c for c in module.computations}
     for name, ks in kinds.items():
         c = computations.get(name)
         if c is not None:
@@ -629,7 +758,6 @@ def _module_from_proto(proto) -> HloProtoModule:
                 names.append(n)
             sched[cname] = tuple(names)
         module.schedule = sched
-    return module
 
 
 def read_hlo_proto_module(source) -> HloProtoModule:
@@ -641,5 +769,5 @@ def read_hlo_proto_module(source) -> HloProtoModule:
     """
     if isinstance(source, (_pb.HloProto, _pb.HloModuleProto)):
         return module_from_proto(source)
-    return module_from_proto(_pb.read_hlo_proto(source))
-
+    proto, data = _pb._read_hlo_proto(source)
+    return _module_from_proto(proto, data)

@@ -30,11 +30,13 @@ on a malformed line: it is skipped.
 """
 
 import re
+from collections import OrderedDict
 from itertools import chain
 from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
-from .hlo_module import _match_close, open_text
+from ._files import open_text
+from .hlo_syntax import _match_close
 from .hlo_text import unescape_string
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "LocationScanner",
@@ -271,8 +273,13 @@ class LocationScanner:
         self.files: Dict[int, str] = {}
         self.locations: Dict[int, Tuple[int, int]] = {}
         self.frames: Dict[int, int] = {}
-        self.out: Dict[str, Location] = {}
-        self.pending: Dict[str, Tuple[Optional[str], int]] = {}
+        # with keep, the oldest entry leaves first: an OrderedDict does that in
+        # constant time (a dict's first entry, once entries before it were
+        # deleted, is found by walking over their holes: 12 of the 12.3 CPU s
+        # of `memory --json` on a 100 MB module)
+        self.out: Dict[str, Location] = {} if keep is None else OrderedDict()
+        self.pending: Dict[str, Tuple[Optional[str], int]] = (
+            {} if keep is None else OrderedDict())
         self.table: Optional[str] = None
 
     def feed_block(self, block: str) -> None:
@@ -361,7 +368,7 @@ class LocationScanner:
         if keep is not None:
             table.pop(name, None)
             if len(table) >= keep:
-                del table[next(iter(table))]   # the oldest (dicts keep insertion order)
+                table.popitem(last=False)      # the oldest
         table[name] = value
 
     def result(self) -> Dict[str, Location]:

@@ -1,5 +1,5 @@
 """Read out-of-memory reports: libtpu's, and XLA:GPU's errors and logs. The
-one parser of these formats (``xlashape memory`` and ``HloReader`` read
+one parser of these formats (``xlashape memory`` and ``xlashape hlo`` read
 through it); each report is a typed record, :class:`OomReport` (TPU) or
 :class:`GpuOomReport` (XLA:GPU).
 
@@ -65,12 +65,16 @@ from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from . import hlo_text
 from .errors import HloParseError
-from .hlo_module import HloWarning
+from .hlo_warnings import HloWarning
 from .shape import Shape
 
 __all__ = ["OomReport", "OomAllocation", "GpuOomReport", "RematWarning", "read_oom_reports",
            "distinct_reports", "counted_report", "buffers_of_request", "parse_size",
-           "parse_gpu_size", "looks_like_oom_report", "BREAKDOWN_HINT"]
+           "parse_gpu_size", "looks_like_oom_report", "BREAKDOWN_HINT", "OOM_REPORT"]
+
+#: The name under which listings of a module's instructions (``xlashape hlo``)
+#: put the allocations of an out-of-memory report, as their computation.
+OOM_REPORT = "(out-of-memory report)"
 
 #: Where the per-buffer breakdown is when the two-line exception is all one has.
 BREAKDOWN_HINT = (
@@ -290,7 +294,7 @@ def looks_like_oom_report(text: str) -> bool:
 
 class _TpuParser:
     """libtpu's reports, one line at a time (the state machine behind
-    :func:`read_oom_reports` and ``HloReader``'s reading of a report).
+    :func:`read_oom_reports`).
 
     :meth:`feed` returns the allocations the line completes (an entry is
     complete at the next entry, its ``=====`` line, the next report or log
@@ -1090,7 +1094,7 @@ def read_oom_reports(source, *, on_warning: Optional[Callable[[HloWarning], None
     outside reports are ignored; a listed allocation whose shape does not
     parse is kept without a shape and reported to ``on_warning`` with its
     line number. The one parser of these formats: ``xlashape memory`` and
-    ``HloReader`` (``xlashape hlo``) read reports through it."""
+    ``xlashape hlo`` read reports through it."""
     if isinstance(source, str):
         source = source.splitlines()
     tpu = _TpuParser(on_warning)

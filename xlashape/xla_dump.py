@@ -44,7 +44,8 @@ from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optiona
 from . import hlo_text
 from .allocation_kinds import KINDS, kind_of
 from .errors import HloParseError
-from .hlo_module import HloWarning, _clip, _not_regular, open_text, source_kind
+from ._files import _not_regular, open_text, source_kind
+from .hlo_warnings import HloWarning, _clip
 from .shape import Shape
 
 __all__ = [
@@ -420,11 +421,19 @@ def find_dump_modules(directory, *, on_warning: Optional[Callable[[DumpWarning],
         owner = _belonging_before_files(before, after_by_root.get(root, []))
         for after, key in owner.items():
             before_of[(root, after)] = unoptimized[(root, key)]
+        # a "before" file that prefixes an optimized module's key is that
+        # module's even when a longer one is paired with it (both name the
+        # same module): it is no module of its own
+        after_keys = sorted(after_by_root.get(root, []))
         taken = set(owner.values())
         for key in before:
-            if key not in taken:
-                modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
-                                          None, None))
+            if key in taken:
+                continue
+            at = bisect_left(after_keys, key)
+            if at < len(after_keys) and after_keys[at].startswith(key):
+                continue
+            modules.append(DumpModule(key, _number(key), unoptimized[(root, key)], False,
+                                      None, None))
     for (root, key), path in optimized.items():
         ba = os.path.join(root, key + _BUFFER_ASSIGNMENT)
         rep = os.path.join(root, key + _MEMORY_REPORT)

@@ -17,10 +17,15 @@ goes to every reader that takes bytes:
   instruction or computation that the module does not have)
 - ``memory.analyze`` on the bytes (the proto route: which message it is,
   then the figures, allocations and peak), with no negative figure
+- ``hlo_proto``'s compiled reader (``_protoscan``) against its reference
+  (the Python reader of the messages): the same model, object for object
+  (:func:`model_rows`), or the same error
 - ``protos._parse_cost`` (the estimate of a parse that gzip input must pass
   before protobuf parses it) against protobuf: bytes it calls malformed
   must be bytes protobuf refuses too (a group, which XLA's messages never
-  have, excepted)
+  have, excepted); and its compiled walk (``_protowire``) against the Python
+  one, ``_parse_cost_py``: the same estimate or the same reason, whatever
+  the limit it stops at
 - ``Shape.from_proto`` (then ``str``, ``hash``, ``to_proto``, its memory
   footprint through the tiling model, ``validate_shape``),
   ``Layout.from_proto``, ``shape_proto.ProgramShape.from_proto``
@@ -258,6 +263,51 @@ def inputs(n, seed, start=0):
             yield kind, mutate(rng, data, other)
 
 
+def model_rows(m):
+    """Everything an ``HloProtoModule`` holds, as plain values in order:
+    two readers built the same model if these are equal."""
+    rows = [m.name, m.id, m.mode, dict(m.attributes), m.instruction_ids, m.computation_ids,
+            m.schedule, sorted(m.fused_computations), sorted(m.applied_computations),
+            m.proto.SerializeToString()]
+    for c in m.computations:
+        rows.append((c.name, c.is_entry, c.signature, c.line, sorted(c.kinds), c.kind))
+        for i in c.instructions:
+            rows.append((type(i).__name__, i.computation, i.name, i.shape, str(i.shape), i.opcode,
+                         i.is_root, i.line, i.operands_text, i.attributes_text, tuple(i._called),
+                         i.computation_object is c))
+    return rows
+
+
+def _model_or_error(read):
+    from xlashape.errors import XlaShapeError
+
+    try:
+        return read()
+    except XlaShapeError as e:
+        return f"{type(e).__name__}: {e}"
+
+
+def compiled_and_reference_agree(data):
+    """Raise AssertionError if ``hlo_proto`` reads ``data`` into another model
+    (or error) than its reference reader does."""
+    from xlashape import hlo_proto, protos
+
+    fast = _model_or_error(lambda: hlo_proto.read_hlo_proto_module(data))
+    ref = _model_or_error(lambda: hlo_proto._reference_module(protos.read_hlo_proto(data)))
+    if isinstance(fast, str) or isinstance(ref, str):
+        got = fast if isinstance(fast, str) else "a model"
+        want = ref if isinstance(ref, str) else "a model"
+        if got != want:
+            raise AssertionError(f"compiled reader: {got[:200]}; reference: {want[:200]}")
+        return
+    a, b = model_rows(fast), model_rows(ref)
+    if a != b:
+        k = next((k for k, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+        raise AssertionError(f"compiled reader's model differs at row {k}: "
+                             f"{a[k] if k < len(a) else None!r:.200} != "
+                             f"{b[k] if k < len(b) else None!r:.200}")
+
+
 def check(data):
     """Feed ``data`` to every reader; the failures (not of xlashape's family)."""
     from xlashape import Layout, Shape
@@ -305,6 +355,12 @@ def check(data):
         for cls in (protos.HloProto, protos.HloModuleProto, protos.BufferAssignmentProto,
                     protos.MemoryUsageReportProto, protos.ShapeProto):
             cost, why = protos._parse_cost(data, cls.DESCRIPTOR, 1 << 62)
+            for stop in (1 << 62, len(data), 3 * len(data)):
+                got = protos._parse_cost(data, cls.DESCRIPTOR, stop)
+                want = protos._parse_cost_py(data, cls.DESCRIPTOR, stop)
+                if got != want:
+                    raise AssertionError(f"_parse_cost (compiled) {got} != _parse_cost_py "
+                                         f"{want} ({cls.__name__}, stop {stop})")
             if cost is not None or "a group" in why:
                 continue
             try:
@@ -323,6 +379,7 @@ def check(data):
         ("ProgramShape.from_proto", ProgramShape.from_proto, lambda p: (str(p), p.to_proto())),
         ("memory.analyze", memory.analyze, analysis_use),
         ("_parse_cost", parse_cost, None),
+        ("compiled module reader", compiled_and_reference_agree, None),
     )
     failures = []
     for name, fn, use in targets:

@@ -35,8 +35,7 @@ from xlashape._ascii cimport (
 from xlashape._hloscan cimport InstructionBase, InstructionSink, attribute_span, next_callee
 
 from ..errors import HloParseError
-from ..hlo_module import (OOM_REPORT, VIEW_OPCODES, HloWarning, has_data, memory_footprint,
-                          shape_text)
+from ..hlo_module import VIEW_OPCODES, HloWarning, has_data, memory_footprint, shape_text
 from ._output import json_str
 
 __all__ = ["write_rows", "json_row", "operands_or_warn", "operand_names_or_warn", "JsonRows"]
@@ -108,9 +107,11 @@ def _kind_and_calls(ins):
     return out
 
 
-def json_row(ins, fp, waste, details, on_warning):
+def json_row(ins, fp, waste, details, on_warning, report=None):
     """One instruction as a JSON object (``fp``: its memory footprint,
-    ``waste``: padded minus unpadded bytes or None). Built by hand: json.dumps
+    ``waste``: padded minus unpadded bytes or None); with ``report`` (a
+    dict), one allocation of an out-of-memory report, whose ``"report"``
+    holds the report's own figures in place of operands. Built by hand: json.dumps
     on a dict per instruction was the slowest step of ``hlo --json`` on big
     dumps. Strings go through json's own (C) string encoder; numbers are
     ints or null."""
@@ -133,8 +134,8 @@ def json_row(ins, fp, waste, details, on_warning):
         parts += [', "memory_spaces": ', json.dumps(
             [{"memory_space": sp_, "bytes": b, "padded_bytes": pb}
              for sp_, b, pb in fp.by_space])]
-    if comp == OOM_REPORT:
-        parts += [', "report": ', json.dumps(dict(ins.attributes))]
+    if report is not None:
+        parts += [', "report": ', json.dumps(report)]
     else:
         names = (ins.operand_names if "[" not in ins.operands_text
                  else operand_names_or_warn(ins, on_warning))
@@ -212,7 +213,7 @@ def write_rows(reader, lines, summary, jsonw, on_warning, aliased, bint compiled
                 si = shapes[id(shape)] = (shape, fp, frag, spaces, has_data(shape), waste)
             comp = ins.computation_object
             if comp is None:
-                if ins.computation == OOM_REPORT or not compiled:
+                if not compiled:
                     fp = si[1]
                     add(ins, fp, ins.result)
                     raw(json_row(ins, fp, si[5], False, on_warning))

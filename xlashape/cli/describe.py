@@ -10,7 +10,7 @@ from ._common import EXAMPLE_SHAPE, PROG, add_command
 from ._output import field, write_json, write_lines
 from ._shape_arg import add_shape_args, load_shape, shape_required_in_usage
 from ._sizes import fmt_bytes, tpu_note
-from ..hlo_module import memory_footprint
+from ..sizes import memory_footprint
 from ..layout import COMBINE_DIMENSION, memory_space_name
 from ..shape import UNBOUNDED_SIZE
 from ..shape_util import byte_size_of

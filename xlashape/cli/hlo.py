@@ -17,22 +17,22 @@ from __future__ import annotations
 import heapq
 import os
 import pathlib
+import re
 import sys
 import tempfile
 import time
-from typing import List, Optional
+from typing import List, NamedTuple, Optional
 
 from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, int64,
                       spool_stdin, warn)
 from ._hlo_json import json_row, operand_names_or_warn, operands_or_warn, write_rows
 from ._output import CsvWriter, JsonArrayWriter, Table, write_lines
 from ._sizes import fmt_bytes
-from ..hlo_module import (OOM_REPORT, Footprint, HloReader, TextBlocks,
-                          memory_footprint, open_text, scan_calls, shape_text,
-                          uses_compiled_scanner)
+from ..hlo_module import (Footprint, HloReader, TextBlocks, has_data, memory_footprint, open_text,
+                          scan_calls, shape_text, uses_compiled_scanner)
 from ..layout import memory_space_name
-from ..oom_report import (BREAKDOWN_HINT, distinct_reports, looks_like_oom_report, parse_size,
-                          read_oom_reports)
+from ..oom_report import (BREAKDOWN_HINT, OOM_REPORT, distinct_reports, looks_like_oom_report,
+                          parse_size, read_oom_reports)
 
 NAME = "hlo"
 
@@ -342,6 +342,9 @@ def run(args) -> int:
     path, source_name, total, temporary = open_input(args.file, args.no_progress)
     try:
         _refuse_binary(path, source_name)
+        report = _oom_input(path, source_name, on_warning)
+        if report is not None:
+            return _run_report(args, report, source_name, warnings)
         return _run(args, path, source_name, total, on_warning, warnings)
     finally:
         if temporary is not None:
@@ -349,7 +352,6 @@ def run(args) -> int:
 
 
 def _run(args, path, source_name, total, on_warning, warnings) -> int:
-    only_report, report_note = _oom_input(path, source_name)
     big = total is None or total >= _PROGRESS_MIN_BYTES
     show_progress = not args.no_progress and big and sys.stderr.isatty()
     call_kinds = scan_calls(pathlib.Path(path), progress=_scan_progress(total) if show_progress else None)
@@ -358,74 +360,97 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
     lines = TextBlocks(stream, progress.update if show_progress else None)
     reader = HloReader(on_warning, call_kinds=call_kinds, streaming=True)
     summary = HloSummary(args.top)
-    mode = "json" if args.json else "csv" if args.csv else "text"
+    mode = _mode(args)
+    show_table = mode != "text" or not args.summary
+    try:
+        if mode == "json" and not args.details:
+            jsonw = JsonArrayWriter()
+            write_rows(reader, lines, summary, jsonw, on_warning, _ALIASED_ELEMENT,
+                       compiled=uses_compiled_scanner())
+        else:
+            jsonw = _list(args, mode, show_table, summary, reader.read(lines), on_warning)
+    finally:
+        progress.done()
+        stream.close()
+    return _finish(args, summary, jsonw, warnings, source_name, mode, show_table,
+                   module_name=reader.module_name, computations=reader.computation_count,
+                   lines=reader.lines_read, skipped=reader.warnings.total)
+
+
+def _mode(args) -> str:
+    return "json" if args.json else "csv" if args.csv else "text"
+
+
+def _list(args, mode, show_table, summary, rows, on_warning, reports=False):
+    """Write the rows of ``rows`` (instructions; with ``reports``, the
+    :class:`_ReportRow` of a report) in ``mode`` (``text``, ``csv``,
+    ``json``), adding each to ``summary``; the JSON writer to close (None
+    for the others)."""
     csvw = jsonw = None
     if mode == "csv":
         csvw = CsvWriter(_CSV_HEADER + (["operands", "attributes"] if args.details else []))
     elif mode == "json":
         jsonw = JsonArrayWriter()
     last_comp = object()
-    show_table = mode != "text" or not args.summary
-    instructions = reader.read(lines)
-    if only_report is not None:
-        instructions = (i for i in instructions if i.attributes.get("report") == only_report)
-    try:
-        if mode == "json" and not args.details and only_report is None:
-            write_rows(reader, lines, summary, jsonw, on_warning, _ALIASED_ELEMENT,
-                       compiled=uses_compiled_scanner())
-            return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table)
-        for ins in instructions:
-            fp = memory_footprint(ins.shape)
-            if ins.computation == OOM_REPORT and ins.shape.is_tuple:
-                fp = _tuple_table_footprint(ins, fp)
-            summary.add(ins, fp, ins.result)
-            if not show_table:
-                continue
-            waste = None if fp.bytes is None else fp.padded_bytes - fp.bytes
-            if mode == "text":
-                if ins.computation != last_comp:
-                    last_comp = ins.computation
-                    if ins.computation is None:
-                        title = "instructions outside any computation"
-                    elif ins.computation == OOM_REPORT:
-                        title = "allocations listed in the out-of-memory report"
-                    else:
-                        kind = ins.computation_kind     # "entry" for the ENTRY computation
-                        title = ("ENTRY computation " if kind == "entry"
-                                 else "computation ") + ins.computation
-                        if kind is not None and kind != "entry":
-                            title += f" ({_KIND_TEXT.get(kind, kind)})"
-                    write_lines([title, _ROWS.header()])
-                sp = "-" if fp.memory_space is None else str(fp.memory_space)
-                if fp.memory_space is None and len(fp.by_space) > 1:
-                    sp = "mix"
-                root = "ROOT " if ins.is_root else ""
-                _ROWS.row(root + ins.name, ins.opcode, ins.result, fmt_bytes(fp.bytes),
-                          fmt_bytes(fp.padded_bytes), fmt_bytes(waste), sp, shape_text(ins.shape))
-                lines = []
-                if ins.computation == OOM_REPORT:
-                    a = ins.attributes
-                    bits = [f"{k.replace('_', ' ')} {a[k]}" for k in ("size", "unpadded_size", "allocation_type")
-                            if k in a]
-                    if bits:
-                        lines.append(f"  {'':<28} report: " + ", ".join(bits))
-                elif args.details:
-                    ops = operands_or_warn(ins, on_warning)
-                    if ops is None:
-                        lines.append(f"      operands: {ins.operands_text.strip()}")
-                    elif not ops and ins.opcode == "parameter":
-                        lines.append(f"      parameter number: {ins.argument}")
-                    elif not ops and ins.opcode == "constant":
-                        lines.append(f"      literal: {ins.argument}")
-                    elif ops or ins.argument:
-                        text = ", ".join(f"{shape_text(o.shape)} %{o.name}" if o.shape is not None
-                                         else f"%{o.name}" for o in ops) or ins.argument
-                        lines.append(f"      operands: {text}")
-                    if ins.attributes_text:
-                        lines.append(f"      attributes: {ins.attributes_text}")
-                if lines:
-                    write_lines(lines)
-            elif mode == "csv":
+    for ins in rows:
+        report = ins.report if reports else None
+        fp = memory_footprint(ins.shape)
+        if report is not None and ins.shape.is_tuple:
+            fp = _tuple_table_footprint(ins.allocation, fp)
+        summary.add(ins, fp, ins.result)
+        if not show_table:
+            continue
+        waste = None if fp.bytes is None else fp.padded_bytes - fp.bytes
+        if mode == "text":
+            if ins.computation != last_comp:
+                last_comp = ins.computation
+                if report is not None:
+                    title = "allocations listed in the out-of-memory report"
+                elif ins.computation is None:
+                    title = "instructions outside any computation"
+                else:
+                    kind = ins.computation_kind     # "entry" for the ENTRY computation
+                    title = ("ENTRY computation " if kind == "entry"
+                             else "computation ") + ins.computation
+                    if kind is not None and kind != "entry":
+                        title += f" ({_KIND_TEXT.get(kind, kind)})"
+                write_lines([title, _ROWS.header()])
+            sp = "-" if fp.memory_space is None else str(fp.memory_space)
+            if fp.memory_space is None and len(fp.by_space) > 1:
+                sp = "mix"
+            root = "ROOT " if ins.is_root else ""
+            _ROWS.row(root + ins.name, ins.opcode, ins.result, fmt_bytes(fp.bytes),
+                      fmt_bytes(fp.padded_bytes), fmt_bytes(waste), sp, shape_text(ins.shape))
+            out = []
+            if report is not None:
+                bits = [f"{k.replace('_', ' ')} {report[k]}"
+                        for k in ("size", "unpadded_size", "allocation_type") if k in report]
+                if bits:
+                    out.append(f"  {'':<28} report: " + ", ".join(bits))
+            elif args.details:
+                ops = operands_or_warn(ins, on_warning)
+                if ops is None:
+                    out.append(f"      operands: {ins.operands_text.strip()}")
+                elif not ops and ins.opcode == "parameter":
+                    out.append(f"      parameter number: {ins.argument}")
+                elif not ops and ins.opcode == "constant":
+                    out.append(f"      literal: {ins.argument}")
+                elif ops or ins.argument:
+                    text = ", ".join(f"{shape_text(o.shape)} %{o.name}" if o.shape is not None
+                                     else f"%{o.name}" for o in ops) or ins.argument
+                    out.append(f"      operands: {text}")
+                if ins.attributes_text:
+                    out.append(f"      attributes: {ins.attributes_text}")
+            if out:
+                write_lines(out)
+        elif mode == "csv":
+            if report is not None:
+                names = ()        # an allocation has no operands, nor attributes text
+                row = [ins.computation, ins.name, ins.opcode, shape_text(ins.shape), fp.bytes,
+                       fp.padded_bytes, waste, fp.memory_space, ins.line, None, ins.result, ""]
+                if args.details:
+                    row += ["", ""]
+            else:
                 names = operand_names_or_warn(ins, on_warning)
                 row = [ins.computation or "", ins.name, ins.opcode, shape_text(ins.shape),
                        fp.bytes, fp.padded_bytes, waste, fp.memory_space, ins.line,
@@ -436,49 +461,128 @@ def _run(args, path, source_name, total, on_warning, warnings) -> int:
                     row.append(ins.operands_text.strip() if ops is None
                                else " ".join(o.name for o in ops))
                     row.append(ins.attributes_text)
-                csvw.row(row)
-            else:
-                jsonw.raw(json_row(ins, fp, waste, args.details, on_warning))
-    finally:
-        progress.done()
-        stream.close()
-    return _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table,
-                   report_note)
+            csvw.row(row)
+        else:
+            jsonw.raw(json_row(ins, fp, waste, args.details, on_warning, report=report))
+    return jsonw
 
 
-def _tuple_table_footprint(ins, fp):
+# -- an out-of-memory report ---------------------------------------------------------
+
+# what an XLA label names: "broadcast.3115 = broadcast(param.7), ..." (the
+# result shape may come between "=" and the opcode)
+_LABEL = re.compile(r"%?([A-Za-z_][\w.\-]*)\s*=\s*(?:[^=]*?\s)?([a-z][a-z0-9_\-]*)\(")
+# a line of HLO (an instruction) in the head of an input without a header
+_HLO_LINE = re.compile(r"(?m)^\s*(?:ROOT\s+)?%?[A-Za-z_][\w.\-]*\s*=\s*[(a-z]")
+
+
+class _ReportRow:
+    """One allocation of an out-of-memory report as a row of the listing: its
+    instruction (the one its XLA label names, else ``allocation.N``, N its
+    number among the report's allocations with a shape), its shape, the
+    line of the report it is on, and the report's own figures (``report``:
+    what the JSON rows give under ``"report"``). An allocation is memory
+    XLA allocated: its result is ``"buffer"`` (``"none"`` for a token)."""
+
+    __slots__ = ("allocation", "name", "opcode", "shape", "line", "result", "report")
+    computation = OOM_REPORT
+    computation_object = None
+    computation_kind = None
+    is_root = False
+
+    def __init__(self, allocation, number: int):
+        self.allocation = allocation
+        m = _LABEL.match(allocation.label or "")
+        self.name, self.opcode = (m.group(1), m.group(2)) if m else (f"allocation.{number}", "")
+        self.shape = allocation.shape
+        self.line = allocation.line
+        self.result = "buffer" if has_data(self.shape) else "none"
+        report = {"size": allocation.size_text, "unpadded_size": allocation.unpadded_text,
+                  "allocation_type": allocation.allocation_type, "op_name": allocation.op_name,
+                  "label": allocation.label}
+        report = {k: v for k, v in report.items() if v is not None}
+        report["report"] = allocation.report
+        self.report = report
+
+
+class _Report(NamedTuple):
+    """The report of an input to list: its rows, the input's lines, how many
+    warnings the reading gave, and a line to print about the choice."""
+
+    rows: list
+    lines: int
+    warnings: int
+    note: Optional[str]
+
+
+def _run_report(args, report: "_Report", source_name: str, warnings) -> int:
+    """List the allocations of an out-of-memory report, as rows of the
+    module's instructions are listed."""
+    summary = HloSummary(args.top)
+    mode = _mode(args)
+    show_table = mode != "text" or not args.summary
+    jsonw = _list(args, mode, show_table, summary, report.rows, warnings, reports=True)
+    return _finish(args, summary, jsonw, warnings, source_name, mode, show_table, module_name=None,
+                   computations=0, lines=report.lines, skipped=report.warnings,
+                   note=report.note, report=True)
+
+
+def _tuple_table_footprint(allocation, fp):
     """A tuple-shaped allocation of an out-of-memory report is the tuple's
     table of pointers, not its elements (those are allocations of their
     own): the size the report prints, unpadded as it prints it (else 8 bytes
     an element)."""
-    padded = parse_size(ins.attributes.get("size"))
+    padded = parse_size(allocation.size_text)
     if padded is None:
         return fp
-    unpadded = parse_size(ins.attributes.get("unpadded_size"))
+    unpadded = parse_size(allocation.unpadded_text)
     if unpadded is None:
-        unpadded = min(8 * len(ins.shape.tuple_shapes), padded)
+        unpadded = min(8 * len(allocation.shape.tuple_shapes), padded)
     return Footprint(unpadded, padded, 0, ((0, unpadded, padded),), None)
 
 
-def _oom_input(path: str, source_name: str):
-    """For an out-of-memory report: ``(report, note)``, the number of the
-    report whose allocations to list (the one that counts, see
-    :func:`xlashape.oom_report.counted_report`: a libtpu log holds one report
-    per allocation attempt, and adding them all up counts the program
-    several times) and a line saying so; ``(None, None)`` for HLO. A report
-    that lists no allocations (TPU's two-line exception, XLA:GPU's errors) is
-    a usage error pointing to ``xlashape memory``, which reads its totals."""
+def _oom_input(path: str, source_name: str, on_warning) -> Optional[_Report]:
+    """The out-of-memory report to list when FILE is one (:class:`_Report`;
+    read by :mod:`xlashape.oom_report`, the one reader of that format), or
+    None when it is HLO.
+
+    What to read is told from the first 64 KB: HLO when they hold a module
+    header, ``ENTRY`` or (without a report) an instruction; a report when
+    they look like one (:func:`~xlashape.oom_report.looks_like_oom_report`);
+    otherwise (a log whose report, if any, comes later) the whole input is
+    read for a report, and is HLO if it holds none.
+
+    Of a log holding several reports, the rows are those of the one that
+    counts (see :func:`xlashape.oom_report.counted_report`: a libtpu log
+    holds one report per allocation attempt, and adding them all up counts
+    the program several times), with a note saying so. A report that lists
+    no allocations (TPU's two-line exception, XLA:GPU's errors) is a usage
+    error pointing to ``xlashape memory``, which reads its totals."""
     with open_text(path) as f:
         head = f.read(1 << 16)
-    if not looks_like_oom_report(head) or "HloModule" in head or "ENTRY " in head:
-        return None, None
+    if "HloModule" in head or "ENTRY " in head:
+        return None
+    if not looks_like_oom_report(head) and _HLO_LINE.search(head) is not None:
+        return None
+    counted = [0]
+
+    def lines(f):
+        for counted[0], line in enumerate(f, 1):
+            yield line
+
+    seen = [0]
+
+    def warned(w):
+        seen[0] += 1
+        on_warning(w)
+
     with open_text(path) as f:
-        reports = read_oom_reports(f)
+        reports = read_oom_reports(lines(f), on_warning=warned)
     listed = [r for r in distinct_reports(reports) if r.allocations]
     target = "- < (the same input)" if source_name == "<stdin>" else source_name
     if not listed:
         if not reports:
-            return None, None
+            return None
         r = reports[-1]
         if r.platform == "gpu" and r.autotune is not None:
             what = (f"XLA:GPU's autotuner out-of-memory error (while compiling, each "
@@ -498,18 +602,19 @@ def _oom_input(path: str, source_name: str):
         raise UsageError(f"{source_name} is {what}: it lists no buffers to show here; "
                          f"'{PROG} memory {target}' reports what it says{hint}")
     chosen = listed[-1]
-    number = chosen.allocations[0].report
     note = None
     total = len(distinct_reports([r for r in reports if r.platform == "tpu"]))
     if total > 1:
         note = (f"the last of {total} reports in this log (libtpu reports each allocation it "
                 f"tries; the earlier ones are left out, adding them up would count the "
                 f"program more than once): report at line {chosen.line}")
-    return number, note
+    shaped = [a for a in chosen.allocations if a.shape is not None]
+    rows = [_ReportRow(a, k) for k, a in enumerate(shaped, 1)]
+    return _Report(rows, counted[0], seen[0], note)
 
 
-def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_table,
-            report_note=None) -> int:
+def _finish(args, summary, jsonw, warnings, source_name, mode, show_table, *, module_name,
+            computations, lines, skipped, note=None, report=False) -> int:
     if jsonw is not None:
         jsonw.close()
     warnings.summary("skipped line")
@@ -518,25 +623,23 @@ def _finish(args, reader, summary, jsonw, warnings, source_name, mode, show_tabl
                          + (f" ({warnings.total} lines skipped)" if warnings.total else ""))
     if mode == "text":
         head = []
-        if reader.module_name:
-            head.append(f"module {reader.module_name}: ")
-        ncomp = reader.computation_count
+        if module_name:
+            head.append(f"module {module_name}: ")
         n = summary.count
-        head.append(f"{n} instruction{'s' if n != 1 else ''}" if reader.mode != "oom"
-                    else f"{n} allocation{'s' if n != 1 else ''} from an out-of-memory report")
-        if ncomp:
-            head.append(f" in {ncomp} computation{'s' if ncomp != 1 else ''}")
-        head.append(f", {reader.lines_read} line{'s' if reader.lines_read != 1 else ''}")
-        skipped = reader.warnings.total
+        head.append(f"{n} allocation{'s' if n != 1 else ''} from an out-of-memory report" if report
+                    else f"{n} instruction{'s' if n != 1 else ''}")
+        if computations:
+            head.append(f" in {computations} computation{'s' if computations != 1 else ''}")
+        head.append(f", {lines} line{'s' if lines != 1 else ''}")
         if skipped:
             head.append(f", {skipped} line{'s' if skipped != 1 else ''} skipped")
         if warnings.total > skipped:
             head.append(f", {warnings.total - skipped} other warning"
                         + ("s" if warnings.total - skipped != 1 else ""))
         write_lines(([""] if show_table else []) + ["".join(head)]
-                    + ([report_note] if report_note else []) + summary.report())
-    elif report_note:
-        warn(report_note)
+                    + ([note] if note else []) + summary.report())
+    elif note:
+        warn(note)
     return 0
 
 

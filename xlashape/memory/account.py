@@ -35,7 +35,7 @@ from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..allocation_kinds import OTHER, OUTPUT, PARAMETER, TEMPORARY, kind_of, oom_report_kind
 from ..errors import HloParseError
-from ..hlo_module import parse_entry_computation_layout
+from ..hlo_model import parse_entry_computation_layout
 from ..oom_report import BREAKDOWN_HINT
 from ..oom_report import parse_size as parse_report_size
 from ..padding import padding_summary, summarize_padding

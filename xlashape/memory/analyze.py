@@ -15,9 +15,9 @@ import os
 import re
 from typing import Callable, Optional
 
-from .._files import open_gzip
+from .._files import check_regular_file, open_gzip, open_text, source_kind
 from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
-from ..hlo_module import HloWarning, _clip, check_regular_file, open_text, source_kind
+from ..hlo_warnings import HloWarning, _clip
 from ..oom_report import buffers_of_request, looks_like_oom_report
 from ..devices import tpu_generation
 from ..sizes import chip_of

@@ -29,7 +29,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..allocation_kinds import TEMPORARY
 from ..errors import XlaShapeError
-from ..hlo_module import WarningList
+from ..hlo_warnings import WarningList
 from ..layout import memory_space_name
 from ..live_range import Location
 from ..padding import Fix, advice, origin_of

@@ -19,7 +19,9 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ..errors import UnreadableInputError
 
-from ..hlo_module import Alias, BufferDonor, EntryBlocks, TextBlocks, WarningList
+from ..hlo_blocks import EntryBlocks, TextBlocks
+from ..hlo_model import Alias, BufferDonor
+from ..hlo_warnings import WarningList
 from ..live_range import LiveRanges, Location
 from ..shape import Shape
 from ..xla_dump import BufferAllocation, MemorySpaceUsage, read_memory_usage_report

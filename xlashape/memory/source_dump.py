@@ -21,7 +21,8 @@ from typing import Dict, List, Optional, Tuple
 
 from ..allocation_kinds import TEMPORARY
 from ..errors import UnreadableInputError, XlaShapeError
-from ..hlo_module import HloWarning, WarningList, open_text
+from .._files import open_text
+from ..hlo_warnings import HloWarning, WarningList
 from ..live_range import read_live_ranges
 from ..xla_dump import (BEFORE_SUFFIXES, HLO_PB_SUFFIXES, MEMORY_REPORT_TXT, DumpModule,
                         DumpWarning, _number, _unreadable, before_file_of, find_dump_modules,

@@ -16,8 +16,13 @@ import re
 from typing import Callable, Iterable, Iterator, NamedTuple, Optional, Tuple
 
 from ..errors import UnreadableInputError, XlaShapeError
-from ..hlo_module import (HloReader, HloWarning, TextBlocks, _match_close, open_text,
-                          parse_buffer_donor, parse_hlo_module, parse_input_output_alias)
+from .._files import open_text
+from ..hlo_blocks import TextBlocks
+from ..hlo_model import parse_buffer_donor, parse_input_output_alias
+from ..hlo_module import parse_hlo_module
+from ..hlo_reader import HloReader
+from ..hlo_syntax import _match_close
+from ..hlo_warnings import HloWarning
 from ..live_range import LocationScanner, parse_instruction_text
 from ..xla_dump import before_file_of
 from .records import CopyFacts, CopyRecord, EntryRecord, ModuleRecords
@@ -523,7 +528,7 @@ def read_module_text(lines, warn: Callable[[HloWarning], None], *, names=None,
     alone is parsed, the rest only scanned.
 
     Raises :class:`~xlashape.UnreadableInputError` when the text holds no
-    HLO instruction, or is an out-of-memory report."""
+    HLO instruction (an out-of-memory report is read by ``source_oom``)."""
     scanner = LocationScanner(names) if names is not None else LocationScanner(keep=_KEEP)
     conditionals = _Conditionals()
     copies = CopyScanner()
@@ -557,7 +562,7 @@ def read_module_text(lines, warn: Callable[[HloWarning], None], *, names=None,
                     info.add(ins)
                 elif comp.name is None:
                     loose.add(ins)
-        name, attrs, mode, warnings = module.name, module.attributes, module.mode, module.warnings
+        name, attrs, warnings = module.name, module.attributes, module.warnings
     else:
         # no call graph: the figures need the entry only, whose kind ENTRY says
         reader = HloReader(warn, call_kinds={}, streaming=True)
@@ -568,10 +573,7 @@ def read_module_text(lines, warn: Callable[[HloWarning], None], *, names=None,
                 loose.add(ins)
             elif comp.is_entry:
                 info.add(ins)
-        name, attrs, mode, warnings = (reader.module_name, reader.module_attributes, reader.mode,
-                                       reader.warnings)
-    if mode == "oom":
-        raise UnreadableInputError("the input is an out-of-memory report, not an HLO module")
+        name, attrs, warnings = reader.module_name, reader.module_attributes, reader.warnings
     if instructions == 0 and not attrs.get("entry_computation_layout"):
         skipped = warnings.total
         raise UnreadableInputError(

@@ -21,7 +21,7 @@ from typing import Dict, List, Optional, Tuple
 
 from .. import protos
 from ..errors import ProtoDecodeError, UnreadableInputError, XlaShapeError
-from ..hlo_module import Alias, BufferDonor
+from ..hlo_model import Alias, BufferDonor
 from ..live_range import Location
 from ..shape import Shape
 from ..shape_proto import _shape_from_message
