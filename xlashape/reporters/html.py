@@ -123,13 +123,15 @@ td.mono{max-width:420px;overflow-wrap:anywhere}td.n{text-align:right;font-varian
 .tw table{margin:0}.why{margin:4px 0 10px 0}.headline{font-size:15px;margin:10px 0;padding:8px 12px;background:#ddf4ff;border:1px solid #54aeff;border-radius:6px}.why li{margin:2px 0}
 """
 
-# sorts the tables of ``root`` (the page's document, or one fragment's element)
+# sorts the tables of ``root`` (the page's document, or one fragment's element): a column by
+# its cells' data-v (numbers where its header has data-num), else by their text
 _JS = """
 root.querySelectorAll('table.sortable').forEach(function(t){
  t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
   var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=th.dataset.num==='1';
   var dir=th.dataset.dir==='d'?1:-1;th.dataset.dir=dir===1?'a':'d';
-  rows.sort(function(x,y){var a=x.cells[i].dataset.v,c=y.cells[i].dataset.v;
+  function key(r){var d=r.cells[i];return d.dataset.v!==undefined?d.dataset.v:d.textContent;}
+  rows.sort(function(x,y){var a=key(x),c=key(y);
    if(num){a=parseFloat(a);c=parseFloat(c);a=isNaN(a)?-1:a;c=isNaN(c)?-1:c;return (a-c)*dir;}
    return String(a).localeCompare(String(c))*dir;});
   rows.forEach(function(r){b.appendChild(r);});});});});
@@ -582,7 +584,7 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
         out.append(f'<div class="note">{len(a.donations):,} donated buffer'
                    f'{"s" if len(a.donations) != 1 else ""}, {len(a.donations) - len(unused):,} '
                    f'reused by an output, {len(unused):,} not</div>')
-        out.append('<table class="sortable"><thead><tr><th>donated</th><th>bytes</th>'
+        out.append('<table class="sortable"><thead><tr><th>donated</th><th data-num="1">bytes</th>'
                    '<th>shape</th><th>reused by</th><th>why not, and the fix</th></tr></thead>'
                    '<tbody>')
         for d in a.donations[:limit]:
@@ -597,7 +599,7 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
         out.append(f'<div class="note">{len(a.layout_copies):,} cop'
                    f'{"ies" if len(a.layout_copies) != 1 else "y"} made only to change a layout, '
                    f'{esc(_b(total))}</div>')
-        out.append('<table class="sortable"><thead><tr><th>instruction</th><th>bytes</th>'
+        out.append('<table class="sortable"><thead><tr><th>instruction</th><th data-num="1">bytes</th>'
                    '<th>from</th><th>to</th><th>live at the peak</th><th>made by</th>'
                    '<th>why, and the fix</th></tr></thead><tbody>')
         for c in a.layout_copies[:limit]:
@@ -613,7 +615,7 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
         out.append(f'<div class="note">{len(a.space_moves):,} move'
                    f'{"s" if len(a.space_moves) != 1 else ""} between memory spaces'
                    + (f', {len(host):,} to or from host memory' if host else '') + '</div>')
-        out.append('<table class="sortable"><thead><tr><th>move</th><th>bytes</th><th>from</th>'
+        out.append('<table class="sortable"><thead><tr><th>move</th><th data-num="1">bytes</th><th>from</th>'
                    '<th>to</th><th>what</th><th>moved</th></tr></thead><tbody>')
         for mv in a.space_moves[:limit]:
             name = mv.instruction + (f" / {mv.done}" if mv.done else "")
