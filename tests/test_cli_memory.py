@@ -523,3 +523,19 @@ def test_live_at_peak_table_one_line_a_buffer_on_a_wide_terminal():
     # 9 buffers of at least 16K: one line each at 200 columns, more at 80
     assert len(wide) == 1 + 1 + 9 and len(narrow) > len(wide)
     assert "f32[64,128]{1,0}  transpose(jvp())/transpose" in wide[2]
+
+
+def test_the_figure_lines_wrap_at_the_terminal_width_without_splitting_a_figure():
+    ref = json.loads((DATA / "tpu_corpus" / "example_conv_rgb" / "memory_analysis.json")
+                     .read_text())["memory_analysis"]
+    for columns in (60, 80):
+        out = run("memory", "--example", env={"COLUMNS": str(columns)}).stdout.splitlines()
+        start = next(i for i, l in enumerate(out) if l.startswith("CompiledMemoryStats figures:"))
+        end = next(i for i, l in enumerate(out) if l.startswith("largest allocations"))
+        block = out[start:end]
+        assert all(len(line) <= columns for line in block), block
+        joined = " ".join(line.strip() for line in block)
+        for k in ("argument_size_in_bytes", "output_size_in_bytes", "alias_size_in_bytes"):
+            assert f"{k} {ref[k]}," in joined      # each figure with its value, on one line
+        peak = next(i for i, l in enumerate(out) if l.startswith("peak figures:"))
+        assert len(out[peak]) <= columns and len(out[peak + 1]) <= columns

@@ -6,6 +6,7 @@ compiler scratch buffer, and "most padding" listing only what matters.
 Sizes are computed here by hand (element count x bytes, dimensions rounded
 up to their tiles), independently of the tiling model."""
 
+import re
 from pathlib import Path
 
 from cli_util import ok
@@ -16,6 +17,7 @@ from xlashape.padding import (
     advice,
     origin_of,
     padding_matters,
+    padding_report,
     padding_summary,
 )
 
@@ -129,3 +131,19 @@ def test_a_layout_that_is_some_generations_default_is_not_called_requested():
     assert origin_of(v3, kind="parameter") == "default"
     assert origin_of(v3, kind="parameter", chip="v3") == "default"
     assert origin_of(v3, kind="parameter", chip="v5p") == "requested"
+
+
+def test_a_suggestion_never_reads_as_a_size_against_itself():
+    # f32[7,34]{1,0:T(2,4)}: 8 x 36 f32 = 1152 bytes; with {0,1}, 34 x 8 = 1088:
+    # both print "1.1K", so the sentence gives the bytes (computed by hand here)
+    rep = padding_report("f32[7,34]{1,0:T(2,4)}")
+    moved = [s for s in rep.suggestions if "{0,1:T(2,4)}" in s]
+    assert moved and "1.1K (1088 bytes) instead of 1.1K (1152 bytes)" in moved[0]
+    pattern = re.compile(r"(\d[\d.]*[KMGTPE]?B?(?: \(\d+ bytes\))?) instead of "
+                         r"(\d[\d.]*[KMGTPE]?B?(?: \(\d+ bytes\))?)")
+    for et in ("f32", "s8"):
+        for a in range(1, 12):
+            for b in range(30, 40):
+                for text in padding_report(f"{et}[{a},{b}]{{1,0:T(2,4)}}").suggestions:
+                    for x, y in pattern.findall(text):
+                        assert x != y, text

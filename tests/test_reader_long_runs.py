@@ -24,7 +24,7 @@ import textwrap
 
 from hypothesis import given, settings, strategies as st
 
-from xlashape import hlo_reader, hlo_syntax
+from xlashape import hlo_reader, hlo_syntax, hlo_text
 from xlashape.hlo_module import HloReader
 
 # The definitions the fixes replace, kept here as the reference.
@@ -40,6 +40,67 @@ def test_strings_are_removed_as_the_regular_expression_removes_them(text):
     for q in (i for i, c in enumerate(text) if c == '"'):
         m = _OLD_STRING.match(text, q)
         assert hlo_syntax._string_end(text, q) == (m.end() if m else -1)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(_QUOTED)
+def test_the_quoted_string_pattern_is_the_plain_alternation(text):
+    # hlo_text.DQ_STRING (possessive on Python >= 3.11, else unrolled: both
+    # checked) matches where the alternation does and ends where it ends
+    plain = re.compile(r'"(?:[^"\\]|\\.)*"')
+    unrolled = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"')
+    for flags in (0, re.S):
+        old = re.compile(plain.pattern, flags)
+        for new in (re.compile(hlo_text.DQ_STRING, flags), re.compile(unrolled.pattern, flags)):
+            assert new.findall(text) == old.findall(text)
+            for q in (i for i, c in enumerate(text) if c == '"'):
+                m, n = old.match(text, q), new.match(text, q)
+                assert (m and m.end()) == (n and n.end())
+
+
+def _layout_follows(text, at):
+    """Independently: blanks and comments (each ends at its first "*/", as
+    XLA's lexer ends it) from ``at``, then "{", blanks and a digit or ":"."""
+    i = at
+    while True:
+        while i < len(text) and text[i] in " \t\n\r\f\v":
+            i += 1
+        if text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            if end < 0:
+                return None
+            i = end + 2
+            continue
+        break
+    if not text.startswith("{", i):
+        return None
+    i += 1
+    while i < len(text) and text[i] in " \t\n\r\f\v":
+        i += 1
+    return i + 1 if i < len(text) and text[i] in "0123456789:" else None
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet=" \n/*{0:x", max_size=24))
+def test_the_layout_lookahead_skips_blanks_and_comments_as_xla_does(text):
+    for at in range(len(text) + 1):
+        n = hlo_syntax._LAYOUT_FOLLOWS.match(text, at)
+        assert (n and n.end()) == _layout_follows(text, at)
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.text(alphabet="  \tab-1.G", max_size=24))
+def test_an_oom_breakdown_label_is_read_as_the_alternation_reads_it(text):
+    from xlashape import oom_report
+    old = re.compile(r"\s{2,}([A-Za-z](?:[\w\-]| (?! ))*)\s{2,}(" + oom_report._SIZE[1:-1]
+                     + r"|unknown size)\b(.*)$")
+    for line in (text, "  " + text, "  HLO " + text):
+        m, n = old.match(line), oom_report._BREAKDOWN.match(line)
+        n = n if n and "  " not in n.group(1) else None
+        assert bool(m) == bool(n), line
+        if m:
+            assert (m.group(1).strip(), m.group(2), m.group(3)) == \
+                (n.group(1).strip(), n.group(2), n.group(3))
 
 
 @settings(max_examples=3000, deadline=None)
@@ -125,6 +186,73 @@ print("ok")
 
 def test_every_fixed_reader_on_long_runs_of_blanks():
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(_CHILD)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["ok"]
+
+
+_LONG_OP_NAME = r"""
+import resource, sys
+from xlashape.memory import analyze
+def vm():
+    with open("/proc/self/status") as f:
+        return next(int(l.split()[1]) * 1024 for l in f if l.startswith("VmSize:"))
+# an 8 MB op_name (and one of 4 MB of escapes), 8 MB of blanks after an
+# operand's shape: the text itself, a few copies of it, no more (a regex group
+# repeated per character held ~150 bytes each: 1.4 GB)
+for op, blanks in (("ab(c)" * 1_600_000, ""), ("\\'" * 2_000_000, ""), ("x", " " * 8_000_000)):
+    text = ("HloModule m, entry_computation_layout={(f32[4]{0})->f32[4]{0}}\n\n"
+            "ENTRY %e (p: f32[4]) -> f32[4] {\n  %p = f32[4]{0} parameter(0)\n"
+            "  ROOT %n = f32[4]{0} negate(f32[4]" + blanks + "{0} %p), "
+            'metadata={op_name="' + op + '"}\n}\n')
+    path = sys.argv[1]
+    with open(path, "w") as f:
+        f.write(text)
+    del text
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+    a = analyze(path)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+    assert a.modules[0].name == "m", a.modules[0].name
+# an out-of-memory report's breakdown line with an 8 MB label
+from xlashape import oom_report
+lines = ["RESOURCE_EXHAUSTED: XLA:TPU compile permanent error. Ran out of memory in memory "
+         "space hbm. Used 18.94G of 15.75G hbm. Exceeded hbm capacity by 3.19G.", "",
+         "Total hbm usage >= 19.44G:", "    " + "ab " * 2_700_000 + "x  1.0G", ""]
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+reports = oom_report.read_oom_reports(lines)
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+assert len(reports) == 1 and ("ab " * 3 + "ab") in list(reports[0].usage)[0], reports[0].usage
+# shapes with an 8 MB NxN or padding token where a dimension belongs: refused
+from xlashape import hlo_text
+from xlashape.errors import HloParseError
+for bad in ("f32[" + "1x" * 4_000_000 + "1]", "f32[0_0" + "x0_0" * 2_000_000 + "]"):
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+    try:
+        hlo_text.parse_shape(bad)
+    except HloParseError:
+        pass
+    else:
+        raise AssertionError("parsed")
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+# a shape followed by 8 MB of blanks or of comments, read where the reader
+# reads an operand
+from xlashape import hlo_syntax
+text = "f32[4]" + " " * 4_000_000 + "/**/" * 1_000_000 + "{0} %p"
+soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+resource.setrlimit(resource.RLIMIT_AS, (vm() + 400 * 2**20, hard))
+shape, end = hlo_syntax._shape_at(text, 0, {})
+resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+assert end == len(text) - 3, end
+print("ok")
+"""
+
+
+def test_a_long_op_name_is_read_without_memory_per_character(tmp_path):
+    # found by the fuzz harness (seed 2929): an 8 MB op_name took 1.4 GB
+    proc = subprocess.run([sys.executable, "-c", _LONG_OP_NAME, str(tmp_path / "m.hlo")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["ok"]

@@ -146,7 +146,7 @@ _CALL_KEYS_BY_OPCODE = {
 _CALL_VALUE = re.compile(r"\{[^{}=]*\}|%?[\w.\-]+")
 _NAME_REF = re.compile(r"%?([A-Za-z_][\w.\-]*)")
 # one item of a metadata={...} block: key="quoted" or key=value
-_META_ITEM = re.compile(r'([A-Za-z_]\w*)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_META_ITEM = re.compile(r'([A-Za-z_]\w*)=(' + hlo_text.DQ_STRING + r'|[^\s}]+)')
 
 
 def _calls_in(opcode: str, attrs: str):

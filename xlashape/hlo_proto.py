@@ -59,6 +59,7 @@ from typing import Dict, List, NamedTuple, Optional, Tuple
 
 from . import protos as _pb
 from .errors import ProtoDecodeError, XlaShapeError
+from .hlo_text import DQ_STRING
 from .hlo_model import Computation, HloModule, Instruction, call_kind
 from .shape import Shape
 from .shape_proto import _shape_from_message
@@ -398,7 +399,7 @@ def _attributes_text(inst, opcode: str, called) -> str:
     return ", ".join(parts)
 
 
-_CONFIG_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_CONFIG_STRING = re.compile(DQ_STRING)
 _BRACKET = re.compile(r"[{}()\[\]]")
 _INNERMOST = re.compile(r"\{[^{}()\[\]]*\}|\([^{}()\[\]]*\)|\[[^{}()\[\]]*\]")
 

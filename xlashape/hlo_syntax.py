@@ -29,10 +29,14 @@ from .shape import Shape
 # cache key without running the parser. Anything else goes to the parser.
 _ARRAY_SHAPE = re.compile(
     r"[a-z][a-z0-9]*\[[0-9,<=? ]*\](?:\{(?=[\s0-9:])[^{}\"/]*\})?")
-_LAYOUT_FOLLOWS = re.compile(r"(?:\s|/\*.*?\*/)*\{\s*[0-9:]", re.S)
+# blanks and comments, then a layout's "{": the blanks matched as runs, the
+# comments possessively (a group repeated per blank holds backtracking state
+# per character: 8 MB of blanks after a shape took 1.1 GB); a comment ends at
+# its first "*/", as XLA's lexer ends it
+_LAYOUT_FOLLOWS = re.compile(r"\s*(?:/\*.*?\*/\s*)*" + hlo_text.POSSESSIVE + r"\{\s*[0-9:]", re.S)
 _SIG = re.compile(r"[()\[\]{}\"]|/\*")
 _SIG_COMMA = re.compile(r"[()\[\]{},\"]|/\*")
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+_STRING = re.compile(hlo_text.DQ_STRING, re.S)
 _COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _QUOTE_OR_COMMENT = re.compile(r'"|/\*')
 

@@ -122,19 +122,53 @@ _ALPHA = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 # of the longer token patterns (float, dim labels, NxM, pad).
 _NUMBER_EXTENDERS = frozenset(".eEbf?_x")
 
+
+def _possessive_supported() -> bool:
+    try:
+        re.compile("a*+")
+    except re.error:       # Python < 3.11
+        return False
+    return True
+
+
+#: "+" where Python's regex engine has possessive repeats (3.11), else "":
+#: appended to a repeat of a group that never needs to give back, so that no
+#: backtracking state is kept per repetition (a group repeated per character
+#: holds ~150 bytes each: hundreds of MB for a hostile line of a few MB)
+POSSESSIVE = "+" if _possessive_supported() else ""
+
+
 _A = re.ASCII
 _IDENT_RE = re.compile(r"[a-zA-Z_][a-zA-Z0-9_.\-]*", _A)
 _FLOAT_RE = re.compile(
     r"-?(?:(?:[0-9]+|[0-9]+\.[0-9]*|[0-9]*\.[0-9]+)[eE][+-]?[0-9]+)"
     r"|-?(?:[0-9]+\.[0-9]*|[0-9]*\.[0-9]+)", _A)
 _DIMLABELS_RE = re.compile(r"[0-9bf?]{2,}_[0-9io?]{2,}->[0-9bf?]{2,}", _A)
-_DXD_RE = re.compile(r"[0-9]+(?:x[0-9]+)+", _A)
+_DXD_RE = re.compile(r"[0-9]+(?:x[0-9]+)+" + POSSESSIVE, _A)
 _PAD_RE = re.compile(
-    r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*", _A)
+    r"-?[0-9]+_-?[0-9]+(?:_[0-9]+)?(?:x-?[0-9]+_-?[0-9]+(?:_[0-9]+)?)*" + POSSESSIVE, _A)
 _INT_RE = re.compile(r"-?[0-9]+", _A)
 _NAN_PAYLOAD_RE = re.compile(r"\(0x([0-9a-fA-F]+)\)", _A)
-_DQ_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"')
-_SQ_STRING_RE = re.compile(r"'(?:[^'\\]|\\.)*'")
+
+
+
+
+def _quoted_pattern(q: str) -> str:
+    """A string quoted with ``q``, backslash escapes inside (the language
+    of ``q(?:[^q\\]|\\.)*q``), written so that Python's regex engine keeps
+    no backtracking state per character: possessive where the engine has
+    them (Python 3.11), else unrolled (state per escape only). The plain
+    alternation holds ~150 bytes per character of a long string: an 8 MB
+    op_name took 1.4 GB to match."""
+    p = POSSESSIVE
+    return rf"{q}[^{q}\\]*{p}(?:\\.[^{q}\\]*{p})*{p}{q}"
+
+
+#: a double-quoted HLO string, escapes inside (the one pattern every reader
+#: composes into its own)
+DQ_STRING = _quoted_pattern('"')
+_DQ_STRING_RE = re.compile(DQ_STRING)
+_SQ_STRING_RE = re.compile(_quoted_pattern("'"))
 _ESCAPE_RE = re.compile(
     r"\\(?:[ntrabfv\\'\"?]|[0-7]{1,3}|x[0-9a-fA-F]+|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8})",
     _A)

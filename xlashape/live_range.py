@@ -37,7 +37,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 from .errors import ShapeValueError
 from ._files import open_text
 from .hlo_syntax import _match_close
-from .hlo_text import unescape_string
+from .hlo_text import DQ_STRING, unescape_string
 
 __all__ = ["LiveRanges", "read_live_ranges", "Location", "read_locations", "LocationScanner",
            "ValueUse", "ValueRecord", "read_values_file", "parse_instruction_text"]
@@ -218,7 +218,7 @@ class Location(NamedTuple):
 
 _INSTR = re.compile(r"\s*(?:ROOT\s+)?%?([\w.\-]+)\s*=")
 _META = re.compile(r"metadata=\{([^{}]*)\}")
-_KV = re.compile(r'(\w+)=("(?:[^"\\]|\\.)*"|[^\s}]+)')
+_KV = re.compile(r'(\w+)=(' + DQ_STRING + r'|[^\s}]+)')
 _TABLE_ROW = re.compile(r"\s*(\d{1,19})\s+(.*)$")    # the rest: .rstrip() (not \s*$)
 
 

@@ -84,6 +84,7 @@ BREAKDOWN_HINT = (
     "to 'xlashape memory'), or with XLA_FLAGS=--xla_dump_to=DIR for the buffer assignment of "
     "a program that fits")
 
+_OP_NAME = re.compile(r"op_name=(" + hlo_text.DQ_STRING + ")")
 _GLOG = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+\s+\d+\s+[^\]\s]+\]\s?")
 # a size as the reports print it; the blank before a unit is taken only with
 # the unit (an optional \s* next to the \s* that follows in the patterns
@@ -97,8 +98,11 @@ _MODULE = re.compile(r"HLO module:\s*([^\s]+?)\.?(?:\s|$)")
 _USAGE_HEAD = re.compile(r"\s*Total (\w+) usage\s*>=\s*" + _SIZE + r"\s*:")
 _OUTPUT = re.compile(r"\s*Output size " + _SIZE + r"; shares " + _SIZE + r" with arguments")
 _PROGRAM_HEAD = re.compile(r"\s*Program (\w+) requirement " + _SIZE + r"\s*:")
-# the label's words are one blank apart; two blanks end it
-_BREAKDOWN = re.compile(r"\s{2,}([A-Za-z](?:[\w\-]| (?! ))*)\s{2,}(" + _SIZE[1:-1]
+# the label's words are one blank apart; two blanks end it. The label is
+# matched lazily by one character class (no group repeated per character:
+# that held ~150 bytes per character, 1.1 GB for an 8 MB line), and a match
+# whose label holds two blanks is none (the reader checks)
+_BREAKDOWN = re.compile(r"\s{2,}([A-Za-z][\w\- ]*?)\s{2,}(" + _SIZE[1:-1]
                         + r"|unknown size)\b(.*)$")
 _HLO_TEMP_DETAIL = re.compile(r"Unpadded \(" + _SIZE + r"\)\s*Padded \(" + _SIZE + r"\)")
 _LIST_HEAD = re.compile(r"\s*Largest program (allocations|arguments and outputs) in (\w+):")
@@ -195,8 +199,8 @@ class OomAllocation:
         """The ``op_name`` of the Operator line (the JAX source operation)."""
         if not self.operator:
             return None
-        m = re.search(r'op_name="((?:[^"\\]|\\.)*)"', self.operator)
-        return hlo_text.unescape_string(m.group(1)) if m else None
+        m = _OP_NAME.search(self.operator)
+        return hlo_text.unescape_string(m.group(1)[1:-1]) if m else None
 
     def __repr__(self):
         return (f"<OomAllocation {self.rank}. {self.size_text} {self.shape_text or ''} "
@@ -403,7 +407,7 @@ class _TpuParser:
             return done
         if self.block is not None and not self.in_list:
             bm = _BREAKDOWN.match(line)
-            if bm:
+            if bm and "  " not in bm.group(1):
                 name = bm.group(1).strip()
                 value = bm.group(2)
                 target = cur.usage if self.block == "usage" else cur.program

@@ -25,7 +25,7 @@ from . import tpu
 from .hlo_text import parse_shape
 from .layout import COMBINE_DIMENSION, Layout, Tile
 from .shape import Shape
-from .tiling import LayoutPlan, format_bytes, format_expansion, plan, size_with_layout
+from .tiling import LayoutPlan, format_bytes, format_bytes_apart, format_expansion, plan, size_with_layout
 from .errors import InvalidShapeError, XlaShapeError
 
 __all__ = ["padding_report", "PaddingReport", "PaddingSource", "advice", "Advice", "Fix",
@@ -202,7 +202,8 @@ def _suggestions(p: LayoutPlan) -> list:
         if size is not None and size <= current * 0.95:
             found[text] = size
 
-    tail = lambda size: f" would take {format_bytes(size)} instead of {format_bytes(current)}"  # noqa: E731
+    def tail(size):
+        return " would take %s instead of %s" % format_bytes_apart(size, current)
     m2m = list(layout.minor_to_major)
     n = len(m2m)
     if layout.tiles and n > 1:
@@ -515,13 +516,13 @@ def advice(shape, *, origin: Optional[str] = None, chip: str = "v5e") -> Optiona
         if dsize is not None:
             note = (f"the layout {shape.layout} was requested (an entry layout from a jax Format, "
                     f"or with_layout_constraint): XLA:TPU's default layout for "
-                    f"{_bare_text(shape)}, {default}, takes {format_bytes(dsize)} instead of "
-                    f"{format_bytes(current)}")
+                    f"{_bare_text(shape)}, {default}, takes %s instead of %s"
+                    % format_bytes_apart(dsize, current))
             if dsize <= current * 0.95:
                 fixes.append(Fix("default-layout",
                                  f"drop the layout request (no Format / with_layout_constraint "
-                                 f"for it): XLA:TPU's default {default} takes "
-                                 f"{format_bytes(dsize)} instead of {format_bytes(current)}", dsize))
+                                 f"for it): XLA:TPU's default {default} takes %s instead of %s"
+                                 % format_bytes_apart(dsize, current), dsize))
             else:
                 note += ": the request is not what pads it"
     dims = shape.dimensions
@@ -539,8 +540,8 @@ def advice(shape, *, origin: Optional[str] = None, chip: str = "v5e") -> Optiona
             if ssize is not None and ssize <= current * 0.95:
                 fixes.append(Fix("drop-dimension",
                                  f"drop the size-1 dimension {d} (jnp.squeeze(x, {d}), or reshape "
-                                 f"to {_bare_text(s2)}): in XLA:TPU's default layout {s2} takes "
-                                 f"{format_bytes(ssize)} instead of {format_bytes(current)}", ssize))
+                                 f"to {_bare_text(s2)}): in XLA:TPU's default layout {s2} takes %s instead of %s"
+                                 % format_bytes_apart(ssize, current), ssize))
     for text, size in zip(rep.suggestions, rep.suggestion_sizes):
         if text.startswith("merge dimension"):
             fixes.append(Fix("reshape", text, size))

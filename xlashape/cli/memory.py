@@ -22,7 +22,8 @@ from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, i
 from ._output import write_lines
 from ._sizes import fmt_bytes
 from ..errors import XlaShapeError
-from ..memory import EXAMPLE_DUMP, analyze, device_limit, judge, module_peak, parse_size
+from ..memory import (EXAMPLE_DUMP, analyze, device_limit, judge, judge_what_if, module_peak,
+                      parse_size)
 from ..render import MissingMatplotlib
 from ..reporters.html import write_html
 from ..reporters.jsondoc import memory_document
@@ -107,6 +108,14 @@ def add_parser(subparsers):
                    help="memory diff A B: exit with status 1 when B's peak or total "
                         "(arguments + outputs + temporaries - aliased) is more than PCT (5%%) "
                         "or SIZE above A's (for CI)")
+    p.add_argument("--packing", action="store_true",
+                   help="pack each temporary allocation as XLA's heap simulator does (xlashape's "
+                        "own packing, in --json modules[].packing), and predict the peak each "
+                        "padding fix would give; reads the module text whole")
+    p.add_argument("--what-if", metavar="EDIT", action="append", dest="what_if",
+                   help="predict the figures after EDIT (repeatable): undonate, undonate:N, "
+                        "donate:N, dtype:FROM=TO, layout:NAME=LAYOUT, drop:NAME; a prediction "
+                        "by xlashape, not XLA's report (--json modules[].what_if)")
     p.add_argument("--no-progress", action="store_true", help="never print progress")
     return p
 
@@ -197,7 +206,8 @@ def run(args) -> int:
             # a Path: whatever its name, it is a file (hlo_module.source_kind)
             result = analyze(pathlib.Path(path), top=args.top, chip=args.chip,
                              platform=args.platform, prefer="proto" if args.proto else "text",
-                             on_warning=on_warning, progress=progress, dump=args.dump)
+                             on_warning=on_warning, progress=progress, dump=args.dump,
+                             packing=args.packing, what_if=args.what_if)
         except (OSError, XlaShapeError) as e:
             if temporary is None:
                 raise
@@ -222,6 +232,13 @@ def run(args) -> int:
                                     if names else "no named modules"))
         verdicts = _verdicts(spec, modules)
         _check_platforms(verdicts, modules, args)
+        if spec is not None:
+            limit, name, basis, platform = spec
+            for m in modules:
+                if m.what_if is not None:
+                    m.what_if.verdict = judge_what_if(m.what_if, limit, name, limit_basis=basis,
+                                                      device_platform=platform,
+                                                      module_platform=m.platform)
         if args.html is not None:
             with open(args.html, "w", encoding="utf-8") as f:
                 write_html(f, modules, title=display, verdicts=verdicts)
@@ -233,6 +250,13 @@ def run(args) -> int:
         else:
             write_lines(report_lines(result, modules, display, args.top, verdicts,
                                      width=terminal_width()))
+        tried = [m.what_if for m in modules if m.what_if is not None]
+        if tried and not any(w.applied for w in tried):
+            # a typo'd edit must not pass for a prediction that changed nothing
+            warn("no --what-if edit applied to "
+                 + ("the module" if len(tried) == 1 else f"any of the {len(tried)} modules")
+                 + " (see 'not applied' above): the figures are the unedited program's")
+            return 2
         if most is not None:
             over = [(m, module_peak(m)) for m in modules]
             over = [(m, p) for m, p in over if p is not None and p[0] > most]

@@ -23,6 +23,11 @@ them (see :mod:`xlashape.memory.account` for each rule):
 - from a JAX lowered function (``jax.jit(f).lower(*args)``), everything a
   dump gives, from a compile made here with a temporary dump, with that
   compile's own ``memory_analysis()`` beside it (:mod:`~xlashape.memory.source_jax`).
+- with ``packing=True``, xlashape's own packing of each temporary allocation
+  as XLA's heap simulator does it (:mod:`~xlashape.memory.packing`), and
+  with ``what_if=[...]`` a prediction of the figures after edits -- a
+  donation undone or made, another element type, another layout, a buffer
+  dropped (:mod:`~xlashape.memory.whatif`) -- never shown as XLA's numbers.
 
 ``print(analysis)`` prints the terminal report of ``xlashape memory``, and a
 notebook shows the memory page inline (:mod:`~xlashape.memory.display`).
@@ -57,12 +62,13 @@ from ..sizes import (HOST_MEMORY_SPACE, buffer_size, normalize_chip, tuple_table
                      unpadded_size)
 from .analyze import EXAMPLE_DUMP, PLATFORMS, analyze, match_oom_dump
 from .figures import PEAK_FIELDS
-from .model import (Allocation, GpuOomSummary, MemoryAnalysis, ModuleMemory, OomSummary,
-                    PaddingExplanation, PeakAnalysis, PeakBuffer, ValueInfo, explain_padding,
-                    space_label)
+from .model import (Allocation, FixPrediction, GpuOomSummary, MemoryAnalysis, ModuleMemory,
+                    OomSummary, PackedAllocation, PackedValue, PaddingExplanation, PeakAnalysis,
+                    PeakBuffer, ValueInfo, WhatIf, explain_padding, space_label)
 from .peak import VERIFIED
 from .topology import lower_for_tpu, tpu_topology
 from .verdict import Verdict, device_limit, judge, module_peak, parse_size
+from .whatif import judge_what_if, parse_edit
 from . import display as _display
 
 _display.install()   # print() and a notebook's inline page (the views sit above the model)
@@ -83,6 +89,12 @@ __all__ = [
     "Verdict",
     "judge",
     "device_limit",
+    "judge_what_if",
+    "parse_edit",
+    "PackedAllocation",
+    "PackedValue",
+    "WhatIf",
+    "FixPrediction",
     "module_peak",
     "parse_size",
     "PEAK_FIELDS",

@@ -49,6 +49,7 @@ from .model import (TIMELINE_BUFFERS, Allocation, AutotuneInstruction, AutotuneS
                     GpuOomSummary, ModuleMemory, OomSummary, Timeline, TimelineBuffer, ValueInfo)
 from .audit import audit_module
 from .peak import PeakBuilder
+from .predict import predict
 from .traces import peak_from_hlo_proto
 from .records import EntryRecord, ModuleRecords
 
@@ -67,15 +68,21 @@ class Options:
     ``hlo_buffers``: join the values of one XLA buffer that live apart, so
     that ``PeakAnalysis.shares`` is the heap simulator's SHARE_WITH pairs
     exactly (:class:`~xlashape.memory.peak.PeakBuilder`; needs the module
-    parsed whole: ``Reading.full_module``)."""
+    parsed whole: ``Reading.full_module``); ``packing``: pack the
+    temporaries as XLA does (:mod:`xlashape.memory.packing`; needs the module
+    parsed whole too); ``what_if``: edits to predict the figures after
+    (:mod:`xlashape.memory.whatif`)."""
 
     def __init__(self, top: int = 10, chip=None, platform: Optional[str] = None,
-                 peak: bool = True, hlo_buffers: bool = False):
+                 peak: bool = True, hlo_buffers: bool = False, packing: bool = False,
+                 what_if=()):
         self.top = top
         self.chip: Optional[Chip] = chip_of(chip)
         self.platform = platform
         self.peak = peak
         self.hlo_buffers = hlo_buffers
+        self.packing = packing
+        self.what_if = tuple(what_if or ())
         self.sizes = SizeCache()
 
 
@@ -132,6 +139,8 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
     _memory_analysis(mm, rec)
     mm.audit = audit_module(rec, mm, opts)
     partitions.apply(mm, rec)
+    if opts.packing or opts.what_if:
+        predict(mm, rec, opts)
     return mm
 
 

@@ -30,6 +30,7 @@ from .source_hlo import module_records
 from .source_jax import compiled_records, is_compiled, is_lowered, lowered_records
 from .source_oom import oom_records
 from .source_proto import PROTO_KINDS, proto_kind, proto_records
+from .whatif import judge_what_if, parse_edit, refused_what_if
 
 __all__ = ["analyze", "match_oom_dump", "PLATFORMS", "EXAMPLE_DUMP"]
 
@@ -47,7 +48,8 @@ _SNIFF_BYTES = 1 << 16
 def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Optional[str] = None,
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
-            prefer: str = "text", dump=None, device: Optional[str] = None,
+            prefer: str = "text", dump=None, packing: bool = False,
+            what_if=None, device: Optional[str] = None,
             limit=None, force_device: bool = False,
             compiler_options: Optional[dict] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
@@ -103,6 +105,14 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     ``xlashape memory --device`` does, unless ``force_device`` (then the
     verdict says so).
 
+    ``packing=True``: xlashape's own packing of each temporary allocation as
+    XLA's heap simulator does it (``ModuleMemory.packing``), and the peak
+    each padding fix would give (``ModuleMemory.fix_predictions``).
+    ``what_if``: edits (``["undonate", "dtype:bf16=f32"]``; see
+    :mod:`xlashape.memory.whatif`) whose predicted figures are
+    ``ModuleMemory.what_if`` (it implies ``packing``). Both read the module
+    text whole.
+
     A ``str`` is a path or text as :func:`~xlashape.hlo_module.source_kind`
     decides (pass a ``pathlib.Path`` to name any file).
 
@@ -111,11 +121,12 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     not a regular file: a FIFO, a device), ``OSError`` for a path that cannot
     be read.
     """
+    edits = tuple(parse_edit(e) for e in (what_if or ()))
     if dump is not None:
         result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
-                         on_warning=on_warning, progress=progress, device=device, limit=limit,
-                         force_device=force_device)
-        match_oom_dump(result, dump, top=top)
+                         on_warning=on_warning, progress=progress, packing=packing,
+                         what_if=edits, device=device, limit=limit, force_device=force_device)
+        match_oom_dump(result, dump, top=top, what_if=edits)
         return result
     spec = _limit(device, limit)
     chip_of(chip)   # a bad name fails before anything is read or compiled
@@ -129,7 +140,9 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
                                   + ", ".join(PLATFORMS))
     if prefer not in ("text", "proto"):
         raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
-    reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform)
+    packing = bool(packing or edits)
+    reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform,
+                      full_module=packing)
     # Hundreds of thousands of records and model objects, none of them
     # garbage until the analysis is dropped: the cyclic collector's passes
     # over them would cost a fifth of the time (a 6 MB dump: 0.1 s of 0.5 s).
@@ -144,7 +157,7 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
                             None)
         else:
             kind, path, records = _read(source, reading)
-        opts = Options(top, chip_of(chip), platform, peak)
+        opts = Options(top, chip_of(chip), platform, peak, packing=packing, what_if=edits)
         result = MemoryAnalysis(kind, path)
         result.modules = [account(rec, opts) for rec in records]
     finally:
@@ -159,6 +172,12 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     if kind == "oom":
         for m in result.modules[:-1]:
             m.superseded = True
+        if edits:
+            for m in result.modules:
+                m.what_if = refused_what_if(
+                    edits, "an out-of-memory report lists allocations, not the schedule: run "
+                    "--what-if on the dump of the same program compiled for that device "
+                    "(XLA_FLAGS=--xla_dump_to=DIR)")
     if spec is not None:
         limit_bytes, name, basis, device_platform = spec
         for m in result.modules:
@@ -318,13 +337,16 @@ def _read_text(text: str, reading: Reading):
     return "hlo", None, [module_records(text.splitlines(), reading.warn, "hlo", None)]
 
 
-def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
+def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10, what_if=()) -> None:
     """Given the dump of the same program (a directory, or what
     :func:`analyze` made of it), name in each XLA:GPU out-of-memory module of
     ``result`` the allocations whose size is the failed request
     (``oom.matching_buffers``: module, allocation index, kind, size, the
-    values in it), largest first."""
-    dumped = dump if isinstance(dump, MemoryAnalysis) else analyze(dump, top=top)
+    values in it), largest first. With ``what_if`` edits, the prediction
+    made on the dump's module of that executable (compiled for the GPU) is
+    the report's, judged against the report's limit."""
+    dumped = dump if isinstance(dump, MemoryAnalysis) else analyze(dump, top=top,
+                                                                    what_if=what_if)
     for mm in result.modules:
         r = getattr(mm, "_gpu_report", None)
         if r is None:
@@ -338,6 +360,17 @@ def match_oom_dump(result: MemoryAnalysis, dump, *, top: int = 10) -> None:
                               "size_in_bytes": a.size_in_bytes, "shape": a.shape,
                               "names": list(a.values)[:8]})
         mm.oom = mm.oom._replace(matching_buffers=found)
+        if what_if:
+            src = [dm for dm in named or dumped.modules if dm.what_if is not None]
+            if len(src) == 1 and src[0].platform == "gpu":
+                w = mm.what_if = src[0].what_if
+                if mm.memory_limit_bytes is not None:
+                    w.verdict = judge_what_if(w, mm.memory_limit_bytes, "the report's limit")
+            else:
+                mm.what_if = refused_what_if(
+                    what_if, "the dump given is not the XLA:GPU compile of this executable "
+                    + ("(it was compiled for " + (src[0].platform or "another platform") + ")"
+                       if len(src) == 1 else "(no single module of it matches)"))
         if not found:
             mm.notes.append(f"no allocation of the dump has the requested size "
                             f"({r.requested_text}): is it the dump of the same program?")

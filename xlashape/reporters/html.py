@@ -47,6 +47,7 @@ from ..memory.figures import PEAK_FIELDS, SHOWN_FIELDS
 from ..memory.model import SMALL_BUFFER_BYTES, TIMELINE_BUFFERS, space_label
 from ..tiling import format_bytes
 from ..safe_text import printable
+from .predictions import prediction_html
 
 __all__ = ["render_html", "write_html", "render_fragment", "write_fragment", "SMALL_BYTES",
            "MAX_ROWS", "MAX_BARS", "ROOT_CLASS"]
@@ -733,6 +734,7 @@ def _module_section(m, out: List[str], verdict) -> None:
                    '*-buffer-assignment.txt and *-live-range.txt).</div>')
     _padding_section(m, out)
     _audit_section(m, out)
+    out.extend(prediction_html(m, verdict, esc))
     _alloc_table(m, out)
     for w in m.warnings[:20]:
         out.append(f'<div class="note">warning: {esc(w)}</div>')

@@ -17,7 +17,8 @@ from typing import List, Optional
 from ..memory.figures import PEAK_FIELDS
 from ..memory.model import space_label
 from ..tiling import format_bytes, format_bytes_apart
-from .tables import Table
+from .predictions import prediction_lines
+from .tables import Table, text_width, wrapped as _wrapped, wrapped_items
 
 __all__ = ["report_lines", "module_lines", "oom_lines", "verdict_line", "max_peak_line",
            "growth_line", "diff_lines", "fmt_bytes", "common_op_prefix", "audit_lines"]
@@ -105,6 +106,7 @@ def report_lines(result, modules, display: str, top: int, verdicts=None,
         v = (verdicts or {}).get(id(m))
         if v is not None:
             out.extend(v.lines())
+        out.extend(prediction_lines(m, v, width))
     return out
 
 
@@ -160,9 +162,9 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
     for k in PEAK_FIELDS:
         val = pa.figures[k]
         figs.append(f"{k} {val}" if val is not None else f"{k} null")
-    out.append("peak figures: " + ", ".join(figs))
+    out.extend(wrapped_items("peak figures:", figs, text_width(width)))
     for k, why in pa.reasons.items():
-        out.extend(_wrapped(f"{k} is null: {why}"))
+        out.extend(_wrapped(f"{k} is null: {why}", text_width(width)))
     if pa.live_at_peak:
         fixed = sum(b.size for b in pa.live_at_peak if b.start is None)
         out.append(f"the peak: {fmt_bytes(pa.live_at_peak_bytes)} = {fmt_bytes(fixed)} that lives "
@@ -202,14 +204,10 @@ def _peak_text(m, top: int, width: Optional[int] = None) -> List[str]:
                 out.append(f"  ... {len(groups) - max(top, 1) * 2} more op paths")
     if pa.xla_live_range_peak is not None:
         t, b = pa.xla_live_range_peak
-        out.append(f"  (the live-range file's own peak, {b} bytes at position {t}, counts every "
-                   "value, tuple tables and thread-local scratch too: not memory_analysis()'s)")
+        out.extend(_wrapped(f"(the live-range file's own peak, {fmt_bytes(b)} ({b} bytes) at "
+                            f"position {t}, counts every value, tuple tables and thread-local "
+                            "scratch too: not memory_analysis()'s)", text_width(width)))
     return out
-
-
-def _wrapped(text: str, width: int = 100, indent: str = "  ") -> List[str]:
-    return textwrap.wrap(text, width, initial_indent=indent, subsequent_indent=indent + "  ",
-                         break_on_hyphens=False, break_long_words=False)
 
 
 _BARS = " ▁▂▃▄▅▆▇█"
@@ -408,15 +406,17 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
              "temp_size_in_bytes " + ("null" if m.temp_size_in_bytes is None else str(m.temp_size_in_bytes)),
              f"host_argument_size_in_bytes {m.host_argument_size_in_bytes}",
              f"host_output_size_in_bytes {m.host_output_size_in_bytes}"]
-    out.append("CompiledMemoryStats figures: " + ", ".join(stats))
+    out.extend(wrapped_items("CompiledMemoryStats figures:", stats, text_width(width)))
     if m.memory_analysis:
-        theirs = ", ".join(f"{k} {v}" for k, v in sorted(m.memory_analysis.items()))
-        out.append(f"memory_analysis() of the compile: {theirs}")
+        out.extend(wrapped_items("memory_analysis() of the compile:",
+                                 [f"{k} {v}" for k, v in sorted(m.memory_analysis.items())],
+                                 text_width(width)))
     for k, why in m.reasons.items():
-        out.extend(_wrapped(f"{k} is null: {why}"))
+        out.extend(_wrapped(f"{k} is null: {why}", text_width(width)))
     if m.hbm_temp_allocation_bytes is not None:
-        out.append(f"  hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's figure: the "
-                   "buffer assignment's preallocated temporaries in device memory, S(0))")
+        out.extend(_wrapped(f"hbm_temp_allocation_bytes {m.hbm_temp_allocation_bytes} (xlashape's "
+                            "figure: the buffer assignment's preallocated temporaries in device "
+                            "memory, S(0))", text_width(width)))
     if m.largest and top:
         out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
@@ -725,7 +725,7 @@ def audit_lines(m, top: int = 5, width: Optional[int] = None) -> List[str]:
     if a is None or not a.something_to_say():
         return []
     n = max(top, 1)
-    w = 100 if width is None else max(min(width, 100), 40)
+    w = text_width(width)
     out = ["what XLA did with your buffers:"]
     if a.donations:
         unused = a.unused_donations
