@@ -3,13 +3,23 @@
 Hypothesis: no per-example deadline (the suite runs on busy CI machines and
 some examples parse long strings on purpose); ``HYPOTHESIS_PROFILE=thorough``
 runs more examples; under CI (``CI=true``) the examples are derandomized.
-Shared strategies live in ``strategies.py``.
+Shared strategies live in ``strategies.py``. With ``XLASHAPE_REQUIRE_EXTRAS=1``
+(CI's), a test skipped for want of an extra CI installs fails
+(``extras_guard.py``).
 """
 
 import os
 import warnings
 
+# The suite runs on a host without accelerators; with libtpu installed (the
+# tpu extra, for compiling for a TPU topology) jax would otherwise try to
+# start a TPU runtime in every process that uses it, children included.
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
 from hypothesis import HealthCheck, Phase, settings
+
+# XLASHAPE_REQUIRE_EXTRAS=1 (.ci/run): a skip for a missing extra fails (extras_guard.py)
+from extras_guard import pytest_make_collect_report, pytest_runtest_makereport  # noqa: F401
 
 # No "explain" phase: it imports libcst, whose DeprecationWarning would turn a
 # real failure report into an INTERNALERROR under filterwarnings=error.

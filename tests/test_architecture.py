@@ -265,7 +265,7 @@ READERS = {"hlo_module", "hlo_reader", "hlo_model", "hlo_blocks", "hlo_calls", "
 #: what turns an input into the model: a view may use none of it
 BUILDERS = READERS | {"memory/analyze", "memory/account", "memory/records", "memory/peak",
                       "memory/source_dump", "memory/source_proto", "memory/source_hlo",
-                      "memory/source_oom", "memory/source_jax"}
+                      "memory/source_oom", "memory/source_jax", "memory/partitions"}
 #: calls that open or look for a file
 _FILE_CALLS = re.compile(r"\b(open|open_text|os\.path\.(isfile|exists|isdir|getsize)|os\.stat|"
                          r"os\.listdir|os\.scandir|os\.walk|glob|read_text|read_bytes)\s*\(")

@@ -36,6 +36,15 @@ def test_ci_runs_the_readme_test_command_word_for_word():
     assert test_command in ci_lines
 
 
+def test_ci_requires_the_extras_it_installs_before_running_the_suite():
+    # with XLASHAPE_REQUIRE_EXTRAS=1 a skip for a missing extra fails (extras_guard.py)
+    ci_lines = [line.strip() for line in CI.read_text().splitlines()]
+    test_command = _first_commands()[1]
+    assert "export XLASHAPE_REQUIRE_EXTRAS=1" in ci_lines
+    assert ci_lines.index("export XLASHAPE_REQUIRE_EXTRAS=1") < ci_lines.index(test_command)
+    assert "[test,plot,jax,tpu]" in test_command
+
+
 def test_first_command_runs_the_shipped_example():
     assert _first_commands()[0].endswith("xlashape memory --example")
 

@@ -19,6 +19,7 @@ from html.parser import HTMLParser
 import pytest
 
 import corpora
+import sort_probe
 from cli_util import DATA, ok, run
 from xlashape.tiling import format_bytes
 from xlashape.memory import Allocation, ModuleMemory
@@ -248,6 +249,10 @@ def test_the_page_renders_in_headless_chromium(tmp_path):
     out = tmp_path / "r.html"
     ok("memory", GPU_SGD / "dump", "--html", out)
     doc = json.loads(ok("memory", GPU_SGD / "dump", "--json").stdout)
+    # a probe after the page's own script clicks every header of every sortable table
+    text = out.read_text(encoding="utf-8")
+    assert text.count("</body>") == 1
+    out.write_text(text.replace("</body>", sort_probe.script() + "</body>"), encoding="utf-8")
     try:
         r = subprocess.run([CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox",
                             "--enable-logging=stderr", "--v=0", "--dump-dom",
@@ -263,6 +268,11 @@ def test_the_page_renders_in_headless_chromium(tmp_path):
     sizes = [a["size_in_bytes"] for m in doc["modules"] for a in m["allocations"]]
     assert sorted(page.sizes) == sorted(sizes)
     assert page.tags["svg"] >= 1
+    # every column of every table sorts both ways, text columns (no data-v) and the audit's
+    # byte columns (numbers, not their digits' order) too
+    tables = sort_probe.read(r.stdout)
+    assert any(c[0]["name"] == "donated" for c in tables)   # the audit's table is there
+    assert sort_probe.check(tables) >= 6
 
 
 def test_png_and_svg_of_the_heap_and_the_live_buffers(tmp_path):

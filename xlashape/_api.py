@@ -32,6 +32,7 @@ from .errors import (
     ShapeMemoryError,
     ReleasedArrayError,
     ProtoDecodeError,
+    MissingDependencyError,
 )
 from .primitive_types import (
     PrimitiveType,
@@ -76,7 +77,7 @@ __all__ = [
     "ShapeAxisError",
     "ShapeTypeError", "ShapeBufferError", "UnreadableInputError",
     "ShapeValueError", "ShapeOverflowError", "ShapeMemoryError", "ReleasedArrayError",
-    "ProtoDecodeError",
+    "ProtoDecodeError", "MissingDependencyError",
     "PrimitiveType", "primitive_type_from_name", "primitive_type_from_dtype",
     "Tile", "SplitConfig", "Layout", "COMBINE_DIMENSION",
     "MEMORY_SPACE_DEFAULT", "MEMORY_SPACE_FAST", "MEMORY_SPACE_HOST", "memory_space_name",

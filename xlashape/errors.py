@@ -25,6 +25,7 @@ __all__ = [
     "ShapeMemoryError",
     "ReleasedArrayError",
     "ProtoDecodeError",
+    "MissingDependencyError",
 ]
 
 
@@ -78,6 +79,11 @@ class ShapeOverflowError(XlaShapeError, OverflowError):
 
 class ShapeMemoryError(XlaShapeError, MemoryError):
     """A buffer too big to allocate, or to address with 64-bit offsets."""
+
+
+class MissingDependencyError(XlaShapeError, ImportError):
+    """An optional package a feature needs is not installed (jax, libtpu);
+    the message names it and the command that installs it."""
 
 
 def _axis_error_class() -> type:

@@ -21,9 +21,9 @@ from ._common import (PROG, UsageError, WarningPrinter, add_command, at_least, i
                       relabel, renamed, spool_stdin, terminal_width, warn)
 from ._output import write_lines
 from ._sizes import fmt_bytes
-from ..devices import lookup, usable_bytes
 from ..errors import XlaShapeError
-from ..memory import EXAMPLE_DUMP, analyze, judge, judge_what_if, module_peak, parse_size
+from ..memory import (EXAMPLE_DUMP, analyze, device_limit, judge, judge_what_if, module_peak,
+                      parse_size)
 from ..render import MissingMatplotlib
 from ..reporters.html import write_html
 from ..reporters.jsondoc import memory_document
@@ -283,11 +283,7 @@ def _limit_of(args):
                              "(write e.g. 80G, 16GiB, 80GB or 1048576)")
         return limit, f"--limit {args.limit}", None, None
     if args.device is not None or args.chip is not None:
-        d = lookup(args.device if args.device is not None else args.chip)
-        name = d.name
-        if d.platform == "gpu" and d.basis == "estimated":
-            name += f" (estimated: jax's 75% of {fmt_bytes(d.memory_bytes)})"
-        return usable_bytes(d), name, d.basis, d.platform
+        return device_limit(args.device if args.device is not None else args.chip)
     return None
 
 

@@ -20,11 +20,17 @@ them (see :mod:`xlashape.memory.account` for each rule):
   differs from xlashape's size of its shape;
 - from an out-of-memory report, the limit, the excess, the listed
   allocations, and whether the program would fit without padding;
+- from a JAX lowered function (``jax.jit(f).lower(*args)``), everything a
+  dump gives, from a compile made here with a temporary dump, with that
+  compile's own ``memory_analysis()`` beside it (:mod:`~xlashape.memory.source_jax`).
 - with ``packing=True``, xlashape's own packing of each temporary allocation
   as XLA's heap simulator does it (:mod:`~xlashape.memory.packing`), and
   with ``what_if=[...]`` a prediction of the figures after edits -- a
   donation undone or made, another element type, another layout, a buffer
   dropped (:mod:`~xlashape.memory.whatif`) -- never shown as XLA's numbers.
+
+``print(analysis)`` prints the terminal report of ``xlashape memory``, and a
+notebook shows the memory page inline (:mod:`~xlashape.memory.display`).
 
 Every allocation with padding says why (:func:`xlashape.padding.padding_report`:
 which dimension and tile level) and what would make it smaller.
@@ -60,11 +66,17 @@ from .model import (Allocation, FixPrediction, GpuOomSummary, MemoryAnalysis, Mo
                     OomSummary, PackedAllocation, PackedValue, PaddingExplanation, PeakAnalysis,
                     PeakBuffer, ValueInfo, WhatIf, explain_padding, space_label)
 from .peak import VERIFIED
-from .verdict import Verdict, judge, module_peak, parse_size
+from .topology import lower_for_tpu, tpu_topology
+from .verdict import Verdict, device_limit, judge, module_peak, parse_size
 from .whatif import judge_what_if, parse_edit
+from . import display as _display
+
+_display.install()   # print() and a notebook's inline page (the views sit above the model)
 
 __all__ = [
     "analyze",
+    "lower_for_tpu",
+    "tpu_topology",
     "MemoryAnalysis",
     "ModuleMemory",
     "Allocation",
@@ -76,6 +88,7 @@ __all__ = [
     "PeakBuffer",
     "Verdict",
     "judge",
+    "device_limit",
     "judge_what_if",
     "parse_edit",
     "PackedAllocation",

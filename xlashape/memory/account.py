@@ -44,6 +44,7 @@ from ..shape import Shape
 from ..sizes import (HOST_MEMORY_SPACE, Chip, SizeCache, buffers_of, chip_of, logical_size,
                      memory_footprint, memory_space_of, shape_text, tuple_table_size)
 from ..tiling import format_bytes
+from . import partitions
 from .figures import STATS_FIELDS, TEXT_FIELDS
 from .model import (TIMELINE_BUFFERS, Allocation, AutotuneInstruction, AutotuneSummary,
                     GpuOomSummary, ModuleMemory, OomSummary, Timeline, TimelineBuffer, ValueInfo)
@@ -119,6 +120,7 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
         mm.reasons.update(rec.reasons)
         _memory_analysis(mm, rec)
         mm.audit = audit_module(rec, mm, opts)
+        partitions.apply(mm, rec)
         return mm
     _from_buffer_assignment(mm, rec, opts)
     if rec.no_module and mm.platform is None and mm.temp_size_in_bytes is not None:
@@ -137,6 +139,7 @@ def account(rec: ModuleRecords, opts: Options) -> ModuleMemory:
         _peak(mm, rec, opts)
     _memory_analysis(mm, rec)
     mm.audit = audit_module(rec, mm, opts)
+    partitions.apply(mm, rec)
     if opts.packing or opts.what_if:
         predict(mm, rec, opts)
     return mm
@@ -396,6 +399,7 @@ def _from_buffer_assignment(mm: ModuleMemory, rec: ModuleRecords, opts: Options)
     """The figures, memory spaces and allocations of a buffer assignment."""
     platform = mm.platform
     chip = mm.chip = opts.chip
+    mm.buffer_assignment = True
     for k in STATS_FIELDS:
         setattr(mm, k, 0)
     sizes = opts.sizes
@@ -636,9 +640,11 @@ def _timeline(rec: ModuleRecords, pa) -> Optional[Timeline]:
 
 
 def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
-    """What the module's records cannot determine, XLA's own
-    ``memory_analysis()`` says (a JAX compiled object): its temporaries; the
-    other figures are checked against it."""
+    """XLA's own ``memory_analysis()`` of the compile (a JAX object), beside
+    the figures: each figure the records determine is checked against it (a
+    difference is a warning); one they cannot determine (the temporaries of
+    a module text alone; on TPU, ``temp_size_in_bytes``, which libtpu's
+    allocator decides) is XLA's, taken from it, with a note saying so."""
     if rec.memory_analysis is None:
         return
     ma = mm.memory_analysis = dict(rec.memory_analysis)
@@ -652,6 +658,28 @@ def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
         if theirs is not None and theirs != getattr(mm, k):
             mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the module text gives "
                                f"{getattr(mm, k)}")
+    if rec.allocations is None:
+        return
+    figures = {k: getattr(mm, k) for k in ("temp_size_in_bytes", "host_temp_size_in_bytes")}
+    sides = [(figures, mm.reasons)]
+    if mm.peak is not None:
+        sides.append((mm.peak.figures, mm.peak.reasons))
+    for got, reasons in sides:
+        for k in list(got):
+            theirs = ma.get(k)
+            if theirs is None:
+                continue
+            ours = got[k]
+            if ours is None:
+                got[k] = theirs
+                why = reasons.pop(k, None)
+                mm.notes.append(f"{k} {theirs} is the compile's memory_analysis()"
+                                + (f" (the dump alone does not determine it: {why})" if why
+                                   else ""))
+            elif ours != theirs:
+                mm.warnings.append(f"{k}: memory_analysis() says {theirs}, the dump gives {ours}")
+    for k, v in figures.items():
+        setattr(mm, k, v)
 
 
 # -- reports --------------------------------------------------------------------------------
@@ -683,7 +711,7 @@ def _memory_report(rec: ModuleRecords, opts: Options) -> ModuleMemory:
 
 def _tpu_oom(rec: ModuleRecords, opts: Options) -> ModuleMemory:
     r = rec.oom
-    mm = ModuleMemory(r.module_name, "oom", rec.path)
+    mm = ModuleMemory(r.module_name or rec.name, "oom", rec.path)
     mm.platform = _TPU
     mm.memory_used_bytes = r.used_bytes
     mm.memory_limit_bytes = r.limit_bytes
@@ -802,7 +830,7 @@ def _fits_without_padding(r, allocations: List[Allocation]) -> OomSummary:
 
 def _gpu_oom(rec: ModuleRecords) -> ModuleMemory:
     r = rec.oom
-    mm = ModuleMemory(r.executable_name, "oom", rec.path)
+    mm = ModuleMemory(r.executable_name or rec.name, "oom", rec.path)
     mm.platform = "gpu"
     mm.memory_limit_bytes = r.memory_limit_bytes
     mm.memory_used_bytes = r.used_bytes

@@ -19,13 +19,15 @@ from .._files import check_regular_file, open_gzip, open_text, source_kind
 from ..errors import ShapeTypeError, ShapeValueError, UnreadableInputError
 from ..hlo_warnings import HloWarning, _clip
 from ..oom_report import buffers_of_request, looks_like_oom_report
+from ..devices import tpu_generation
 from ..sizes import chip_of
 from .account import Options, account
 from .model import MemoryAnalysis
 from .records import Reading
+from .verdict import device_limit, judge, parse_size
 from .source_dump import buffer_assignment_records, dump_records, text_buffer_assignment_records
 from .source_hlo import module_records
-from .source_jax import compiled_records, is_compiled
+from .source_jax import compiled_records, is_compiled, is_lowered, lowered_records
 from .source_oom import oom_records
 from .source_proto import PROTO_KINDS, proto_kind, proto_records
 from .whatif import judge_what_if, parse_edit, refused_what_if
@@ -47,12 +49,23 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
             peak: bool = True, on_warning: Optional[Callable[[HloWarning], None]] = None,
             progress: Optional[Callable[[int, Optional[int]], None]] = None,
             prefer: str = "text", dump=None, packing: bool = False,
-            what_if=None) -> MemoryAnalysis:
+            what_if=None, device: Optional[str] = None,
+            limit=None, force_device: bool = False,
+            compiler_options: Optional[dict] = None) -> MemoryAnalysis:
     """XLA's memory figures for ``source``: a path (an HLO text file, ``.gz``
     too; an XLA dump directory; a TPU out-of-memory report or libtpu log), the
-    text of one of those, or a JAX compiled object
-    (``jax.jit(f).lower(...).compile()``: its ``as_text()`` is analysed and
-    its ``memory_analysis()`` kept beside, in ``memory_analysis``).
+    text of one of those, a JAX lowered function or a JAX compiled object.
+
+    A lowered function (``jax.jit(f).lower(*args)``, with arrays or
+    ``jax.ShapeDtypeStruct``, sharded or not) is compiled here with a dump
+    into a temporary directory, read as that dump directory would be and
+    removed (:mod:`xlashape.memory.source_jax`): every figure, the heap,
+    what is live at the peak with its JAX op paths and source lines, the
+    compile's own ``memory_analysis()`` beside them (in ``memory_analysis``),
+    and for a partitioned program how many devices its (per-device) figures
+    are for. ``compiler_options`` go to that compile. A compiled object
+    (``....compile()``) gives its ``as_text()`` and ``memory_analysis()``
+    only: no buffer assignment, so no peak of its own.
 
     XLA's protobufs too, as a path or bytes: a ``*.hlo.pb`` / ``.hlo.pb.gz``
     (``--xla_dump_hlo_as_proto``: the module and its buffer assignment, the
@@ -84,6 +97,14 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     same program: the allocations of the requested size are named
     (:func:`match_oom_dump`).
 
+    ``device`` (``h100``, ``v5e``, ...: :mod:`xlashape.devices`) or ``limit``
+    (bytes, or a size such as ``"16G"``): judge each module's peak against
+    it (:attr:`ModuleMemory.verdict`, shown by ``print()`` and the page). A
+    device of another kind than the input was compiled for (an XLA:CPU
+    compile against an H100) raises :class:`~xlashape.ShapeValueError`, as
+    ``xlashape memory --device`` does, unless ``force_device`` (then the
+    verdict says so).
+
     ``packing=True``: xlashape's own packing of each temporary allocation as
     XLA's heap simulator does it (``ModuleMemory.packing``), and the peak
     each padding fix would give (``ModuleMemory.fix_predictions``).
@@ -104,9 +125,14 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     if dump is not None:
         result = analyze(source, top=top, chip=chip, platform=platform, peak=peak,
                          on_warning=on_warning, progress=progress, packing=packing,
-                         what_if=edits)
+                         what_if=edits, device=device, limit=limit, force_device=force_device)
         match_oom_dump(result, dump, top=top, what_if=edits)
         return result
+    spec = _limit(device, limit)
+    chip_of(chip)   # a bad name fails before anything is read or compiled
+    if compiler_options is not None and not is_lowered(source):
+        raise ShapeTypeError("compiler_options go with a JAX lowered function "
+                             "(jax.jit(f).lower(...)), which analyze() compiles")
     if platform is not None:
         platform = platform.lower()
         if platform not in PLATFORMS:
@@ -115,7 +141,6 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     if prefer not in ("text", "proto"):
         raise ShapeValueError(f"prefer={prefer!r}: expected 'text' or 'proto'")
     packing = bool(packing or edits)
-    opts = Options(top, chip_of(chip), platform, peak, packing=packing, what_if=edits)
     reading = Reading(on_warning, progress, peak=peak, prefer=prefer, platform=platform,
                       full_module=packing)
     # Hundreds of thousands of records and model objects, none of them
@@ -124,10 +149,21 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
     collecting = gc.isenabled()
     gc.disable()
     try:
-        kind, path, records = _read(source, reading)
+        if is_lowered(source):
+            kind, records = lowered_records(source, reading, compiler_options)
+            path = None
+            if chip is None:   # the TPU generation the compile was for (its device kind)
+                chip = next((tpu_generation(r.device_kind) for r in records if r.device_kind),
+                            None)
+        else:
+            kind, path, records = _read(source, reading)
+        opts = Options(top, chip_of(chip), platform, peak, packing=packing, what_if=edits)
         result = MemoryAnalysis(kind, path)
         result.modules = [account(rec, opts) for rec in records]
     finally:
+        # what a source made to read (a JAX compile's dump) goes once the
+        # accounting has read it: the model holds everything the views need
+        reading.close()
         if collecting:
             gc.enable()
     for rec, mm in zip(records, result.modules):
@@ -142,8 +178,37 @@ def analyze(source, *, top: int = 10, chip: Optional[str] = None, platform: Opti
                     edits, "an out-of-memory report lists allocations, not the schedule: run "
                     "--what-if on the dump of the same program compiled for that device "
                     "(XLA_FLAGS=--xla_dump_to=DIR)")
+    if spec is not None:
+        limit_bytes, name, basis, device_platform = spec
+        for m in result.modules:
+            m.verdict = v = judge(m, limit_bytes, name, limit_basis=basis,
+                                  device_platform=device_platform)
+            if v is not None and v.platform_mismatch and not force_device:
+                raise ShapeValueError(
+                    f"device {device!r} is a {v.device_platform.upper()} and {m.name or 'the input'} "
+                    f"was compiled for {v.module_platform.upper()}: its layouts and sizes there "
+                    "would not be these; give the device it was compiled for, a size (limit=), "
+                    "or force_device=True to judge it anyway")
     result.warnings = reading.warnings
     return result
+
+
+def _limit(device, limit):
+    """``(bytes, name, basis, platform)`` to judge against, from ``device``
+    or ``limit`` (:func:`~xlashape.memory.verdict.device_limit`)."""
+    if device is not None and limit is not None:
+        raise ShapeValueError("give device= or limit=, not both")
+    if limit is not None:
+        if isinstance(limit, bool) or not isinstance(limit, (int, str)):
+            raise ShapeTypeError(f"limit: expected bytes (an int) or a size such as '16G', "
+                                 f"not {type(limit).__name__}")
+        n = parse_size(limit) if isinstance(limit, str) else limit
+        if n <= 0:
+            raise ShapeValueError(f"limit {limit!r}: expected a positive size")
+        return n, f"limit {limit}", None, None
+    if device is not None:
+        return device_limit(device)
+    return None
 
 
 def _read(source, reading: Reading):
@@ -165,7 +230,8 @@ def _read(source, reading: Reading):
         return _read_file(check_regular_file(path), reading)
     if kind == "text":
         return _read_text(source, reading)
-    raise ShapeTypeError("analyze() takes a path, HLO or report text, or a JAX compiled object, "
+    raise ShapeTypeError("analyze() takes a path, HLO or report text, XLA's protobuf bytes, "
+                         "or a JAX lowered function or compiled object, "
                          f"not {type(source).__name__}")
 
 

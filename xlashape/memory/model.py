@@ -28,7 +28,7 @@ of :mod:`xlashape.memory.records`; nothing here reads a file, and the views
 
 from __future__ import annotations
 
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 from ..allocation_kinds import OUTPUT, PARAMETER, TEMPORARY
 from ..errors import XlaShapeError
@@ -491,7 +491,8 @@ class ModuleMemory:
     there the figures the report prints (rounded), ``None`` where it has none.
 
     Also: ``name``, ``source`` (``hlo``, ``dump``, ``oom``, ``jax``,
-    ``memory-report``), ``path``, ``platform`` (``tpu`` when the layouts are
+    ``memory-report``), ``buffer_assignment`` (whether the figures come from
+    XLA's buffer assignment), ``path``, ``platform`` (``tpu`` when the layouts are
     tiled), ``chip`` (:class:`xlashape.sizes.Chip` or ``None``),
     ``memory_spaces`` (:class:`SpaceTotals` per ``S(n)``), ``warnings`` and
     ``notes`` (strings), :attr:`allocations`, ``largest`` /
@@ -501,6 +502,17 @@ class ModuleMemory:
     (:class:`PeakAnalysis`) and ``locations`` (instruction name ->
     :class:`xlashape.live_range.Location`: JAX op path and ``file:line``, for
     the instructions the module's allocations and peak name).
+
+    A partitioned program (SPMD, or replicated) runs one copy of the module
+    per device: its figures are one device's, ``devices`` says how many
+    devices the program was compiled for (``None`` where the input does not
+    say; ``num_partitions`` x ``replica_count`` of the module), ``device_kind``
+    their kind when a JAX object said it (``TPU v5 lite``, ``cpu``), and
+    ``parameter_shardings`` each entry parameter's sharding as XLA prints it.
+    ``verdict``: will it fit, when ``analyze()`` was given a device or a limit.
+
+    In a notebook the module displays as the memory page
+    (:meth:`_repr_html_`), and ``str()`` is the terminal report.
     """
 
     def __init__(self, name: Optional[str], source: str, path: Optional[str] = None):
@@ -540,6 +552,9 @@ class ModuleMemory:
         self.memory_analysis: Optional[dict] = None
         self.allocation_count = 0
         self.value_count = 0
+        #: the figures and allocations come from XLA's buffer assignment (a
+        #: dump, its protobuf, or a JAX lowered function compiled with a dump)
+        self.buffer_assignment = False
         #: read from XLA's protobuf (a ``.hlo.pb``, a serialized buffer
         #: assignment or memory-usage report) rather than its text files
         self.from_proto = False
@@ -551,6 +566,12 @@ class ModuleMemory:
         #: out-of-memory report or a memory-usage report alone
         self.audit: Optional[ModuleAudit] = None
         self.locations: Dict[str, Location] = {}
+        self.devices: Optional[int] = None
+        self.device_kind: Optional[str] = None
+        self.parameter_shardings: Dict[int, str] = {}
+        #: the :class:`~xlashape.memory.verdict.Verdict` against the device
+        #: or limit given to ``analyze(..., device=/limit=)``, else ``None``
+        self.verdict = None
         #: xlashape's packing of the temporary allocations (:class:`PackedAllocation`),
         #: when asked for (``analyze(..., packing=True)``); else ``None``
         self.packing: Optional[List["PackedAllocation"]] = None
@@ -627,7 +648,8 @@ class ModuleMemory:
         return d
 
     def extra_json(self) -> dict:
-        d = {"source": self.source, "from_proto": self.from_proto, "platform": self.platform,
+        d = {"source": self.source, "from_proto": self.from_proto,
+             "buffer_assignment": self.buffer_assignment, "platform": self.platform,
              "notes": list(self.notes),
              "reasons": dict(self.reasons),
              "hbm_temp_allocation_bytes": self.hbm_temp_allocation_bytes,
@@ -640,6 +662,10 @@ class ModuleMemory:
             d["superseded"] = self.superseded
         if self.memory_analysis is not None:
             d["memory_analysis"] = dict(self.memory_analysis)
+        d["devices"] = self.devices
+        d["device_kind"] = self.device_kind
+        d["parameter_shardings"] = {str(k): v for k, v in sorted(self.parameter_shardings.items())}
+        d["verdict"] = None if self.verdict is None else self.verdict.to_json()
         if self.peak is not None:
             d["peak"] = self.peak.to_json()
             d["heaps_over_allocations"] = [x._asdict() for x in self.heaps_over_allocations()]
@@ -661,6 +687,15 @@ class ModuleMemory:
         return (f"<ModuleMemory {self.name} ({self.source}): arguments {self.argument_size_in_bytes}, "
                 f"outputs {self.output_size_in_bytes}, temporaries {self.temp_size_in_bytes}>")
 
+    def __str__(self) -> str:
+        """The terminal report of this module (``xlashape memory``'s text)."""
+        return _view("text")(self)
+
+    def _repr_html_(self) -> str:
+        """The memory page of this module as an HTML fragment (a notebook
+        shows it inline)."""
+        return _view("html")(self)
+
 
 class MemoryAnalysis:
     """What :func:`analyze` found: ``modules`` (:class:`ModuleMemory`, one per
@@ -668,7 +703,11 @@ class MemoryAnalysis:
     ``path``, and ``warnings`` (:class:`~xlashape.hlo_module.HloWarning` with
     line numbers, for lines that could not be read, and
     :class:`~xlashape.xla_dump.DumpWarning` for files of a dump that were
-    skipped; the first 1000 are kept, ``warnings.total`` counts them all)."""
+    skipped; the first 1000 are kept, ``warnings.total`` counts them all).
+
+    ``print(analysis)`` prints the terminal report of ``xlashape memory``;
+    a notebook shows the memory page inline (:meth:`_repr_html_`, an HTML
+    fragment that restyles nothing around it)."""
 
     def __init__(self, kind: str, path: Optional[str] = None):
         self.kind = kind
@@ -690,6 +729,33 @@ class MemoryAnalysis:
 
     def __repr__(self):
         return f"<MemoryAnalysis {self.kind}: {len(self.modules)} modules>"
+
+    def __str__(self) -> str:
+        """The terminal report (``xlashape memory``'s text)."""
+        return _view("text")(self)
+
+    def _repr_html_(self) -> str:
+        """The memory page as an HTML fragment, for a notebook: no
+        ``<html>``/``<body>``, every style scoped to the fragment."""
+        return _view("html")(self)
+
+
+#: How the model is displayed: ``"text"`` and ``"html"`` -> a function of a
+#: :class:`MemoryAnalysis` or :class:`ModuleMemory` giving the terminal
+#: report / the page's HTML fragment. The views (:mod:`xlashape.reporters`)
+#: read the model, so the model cannot import them: the public API
+#: (:mod:`xlashape.memory`, a layer above the views) fills this table when
+#: it is imported (:mod:`xlashape.memory.display`), which importing this
+#: module always does first (it is its package).
+VIEWS: Dict[str, Callable] = {}
+
+
+def _view(kind: str) -> Callable:
+    try:
+        return VIEWS[kind]
+    except KeyError:   # pragma: no cover - the package fills it on import
+        raise XlaShapeError(f"no {kind} view of the memory model is installed "
+                            "(import xlashape.memory)") from None
 
 
 
@@ -813,8 +879,10 @@ class PeakBuffer(NamedTuple):
     ``size`` and ``unpadded_size`` in bytes, ``offset`` in the allocation,
     live range ``start``-``end`` (``None`` for buffers that live for the whole
     program), ``kind`` (:func:`xlashape.allocation_kinds.kind_of`), ``shape`` (XLA's text), ``op_name``
-    (JAX's op path) and ``source`` (``file:line``); ``workspace``: the
-    library (``cuBLAS`` / ``cuDNN``) whose workspace it is, else ``None``."""
+    (JAX's op path), ``source`` (``file:line``); ``workspace``: the
+    library (``cuBLAS`` / ``cuDNN``) whose workspace it is, else ``None``;
+    for an entry parameter of a partitioned program, ``sharding`` as XLA
+    prints it (``{devices=[8,1]<=[8]}``: ``shape`` is then one device's part)."""
 
     label: str
     instruction: str
@@ -830,6 +898,7 @@ class PeakBuffer(NamedTuple):
     op_name: Optional[str]
     source: Optional[str]
     workspace: Optional[str] = None
+    sharding: Optional[str] = None
 
     @property
     def padding(self) -> int:

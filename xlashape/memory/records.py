@@ -15,7 +15,7 @@ of a module's entry computation.
 from __future__ import annotations
 
 import pathlib
-from typing import Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from ..errors import UnreadableInputError
 
@@ -36,11 +36,13 @@ class EntryRecord:
     ``donors``; ``layout``: the entry computation layout as ``(parameter
     shapes, result shape)`` when the source has it parsed), the entry's ``params`` (``number -> (instruction name,
     Shape)``) and ``root`` (``(name, opcode, Shape, operand names of a
-    tuple)``), how many ``instructions`` were read, and ``platform_hint``
-    (``gpu``/``cpu`` from custom-call targets and backend configs)."""
+    tuple)``), how many ``instructions`` were read, ``platform_hint``
+    (``gpu``/``cpu`` from custom-call targets and backend configs) and
+    ``shardings`` (parameter number -> the ``sharding={...}`` text XLA
+    prints on that entry parameter, for a partitioned program)."""
 
     __slots__ = ("attributes", "aliases", "donors", "layout", "params", "root", "instructions",
-                 "platform_hint", "last")
+                 "platform_hint", "last", "shardings")
 
     def __init__(self):
         self.attributes: Dict[str, str] = {}
@@ -52,6 +54,7 @@ class EntryRecord:
         self.instructions = 0
         self.platform_hint: Optional[str] = None
         self.last = None
+        self.shardings: Dict[int, str] = {}
 
 
 class CopyRecord(NamedTuple):
@@ -120,7 +123,11 @@ class ModuleRecords:
     (:class:`~xlashape.xla_dump.MemorySpaceUsage` per memory space, or the
     ``MemoryUsageReportProto``'s entries), ``oom`` (a TPU or GPU out-of-memory
     report of :mod:`xlashape.oom_report`), ``memory_analysis`` (jax's
-    ``memory_analysis()`` fields).
+    ``memory_analysis()`` fields), ``devices`` / ``device_kind`` (how many
+    devices the program was compiled for and their kind, when the source
+    knows: a JAX object) and ``parameter_shardings`` (entry parameter number
+    -> its sharding as jax states it, ``P('data', None) over mesh data=8``;
+    a JAX object's, else ``None``).
 
     ``locations``: instruction name -> :class:`~xlashape.live_range.Location`
     for the instructions the model names; ``library_calls``: the custom calls
@@ -165,6 +172,9 @@ class ModuleRecords:
         self.memory_analysis: Optional[dict] = None
         self.before: Optional[EntryRecord] = None
         self.copies: Optional[CopyFacts] = None
+        self.devices: Optional[int] = None
+        self.device_kind: Optional[str] = None
+        self.parameter_shardings: Optional[Dict[int, str]] = None
         self.locations: Dict[str, Location] = {}
         self.library_calls: Dict[str, Tuple[str, int]] = {}
         self.warnings: List[str] = []
@@ -195,7 +205,12 @@ class Reading:
     ``peak`` (read what the peak needs: live ranges, values), ``prefer``
     (``"text"`` or ``"proto"`` for a dump holding both), ``platform`` (the
     user's, or ``None``) and ``full_module`` (parse a dumped module's text
-    whole, not its entry alone: the exact sharing pairs need it)."""
+    whole, not its entry alone: the exact sharing pairs need it).
+
+    A source that must remove what it made (a JAX compile's temporary dump
+    directory) hands the removal to :meth:`later`; :func:`~xlashape.memory.analyze`
+    calls :meth:`close` once the accounting pass has read everything it
+    needs (the values file, read only when the sharing rule asks, included)."""
 
     def __init__(self, on_warning=None, progress=None, *, peak: bool = True,
                  prefer: str = "text", platform: Optional[str] = None,
@@ -207,6 +222,16 @@ class Reading:
         self.platform = platform
         self.full_module = full_module
         self.warnings = WarningList()
+        self._cleanups: List[Callable[[], None]] = []
+
+    def later(self, cleanup: Callable[[], None]) -> None:
+        """Run ``cleanup`` when the analysis is built (:meth:`close`)."""
+        self._cleanups.append(cleanup)
+
+    def close(self) -> None:
+        """Run the cleanups handed to :meth:`later`, last first (each once)."""
+        while self._cleanups:
+            self._cleanups.pop()()
 
     def warn(self, w) -> None:
         self.warnings.append(w)

@@ -98,6 +98,10 @@ class _Entry:
             n = ins.parameter_number
             if n is not None:
                 rec.params[n] = (ins.name, ins.shape)
+                if "sharding=" in ins.attributes_text:
+                    sharding = ins.attribute("sharding")
+                    if sharding:
+                        rec.shardings[n] = sharding
         elif (rec.platform_hint is None and self.hint_checks < 256
               and opcode in ("fusion", "custom-call")):
             self.hint_checks += 1

@@ -10,10 +10,11 @@ its own name), :func:`judge` makes the :class:`Verdict`, and
 import re
 from typing import List, NamedTuple, Optional, Tuple
 
+from ..devices import lookup, usable_bytes
 from ..errors import ShapeValueError
 from ..tiling import format_bytes, format_bytes_apart
 
-__all__ = ["parse_size", "Verdict", "module_peak", "judge"]
+__all__ = ["parse_size", "Verdict", "module_peak", "judge", "device_limit"]
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kb": 10 ** 3, "kib": 1 << 10, "m": 1 << 20, "mb": 10 ** 6,
           "mib": 1 << 20, "g": 1 << 30, "gb": 10 ** 9, "gib": 1 << 30, "t": 1 << 40,
@@ -38,6 +39,22 @@ def parse_size(text: str) -> int:
     if not value < 2.0 ** 63:       # inf from a huge exponent or mantissa too
         raise ShapeValueError(f"not a size: {text!r} (more bytes than a 64-bit count holds)")
     return int(round(value))
+
+
+def device_limit(device: str) -> Tuple[int, str, str, str]:
+    """``(usable bytes, name, basis, platform)`` of a device of
+    :mod:`xlashape.devices` (``h100``, ``v5e``, ``v5e:2x2``, jax's
+    ``device_kind``): what one program may use on it, the name a verdict
+    gives it (a GPU's says when the figure is an estimate: jax's 75% of its
+    memory), where the figure comes from (:attr:`~xlashape.devices.Device.basis`)
+    and the kind of device (``tpu``/``gpu``) -- the arguments of
+    :func:`judge` after the module. Raises :class:`~xlashape.ShapeValueError`
+    for an unknown device."""
+    d = lookup(device)
+    name = d.name
+    if d.platform == "gpu" and d.basis == "estimated":
+        name += f" (estimated: jax's 75% of {format_bytes(d.memory_bytes)})"
+    return usable_bytes(d), name, d.basis, d.platform
 
 
 class Verdict(NamedTuple):

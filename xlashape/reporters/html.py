@@ -23,6 +23,12 @@ only lays it out:
 - for an out-of-memory report, what the report says, and why there is no
   heap over program order (a report lists allocations, not a schedule).
 
+The page is a fragment (:func:`render_fragment`: one ``<div>`` of class
+:data:`ROOT_CLASS`, its style scoped under that class, its script sorting
+its own tables) in a document of its own (:func:`render_html`); a notebook
+shows the fragment alone (``MemoryAnalysis._repr_html_``), where it restyles
+nothing around it and its charts shrink to a narrow cell.
+
 Every string that comes from an artifact (instruction names, op paths,
 shapes, file names, metadata) is HTML-escaped before it is written, its
 bidirectional and other invisible controls shown as escapes (:func:`esc`).
@@ -34,6 +40,7 @@ import heapq
 import html
 import io
 import os
+import uuid
 from typing import Dict, Iterable, List, Optional, Tuple
 
 from ..memory.diff import memory_bytes
@@ -43,7 +50,8 @@ from ..tiling import format_bytes
 from ..safe_text import printable
 from .predictions import prediction_html
 
-__all__ = ["render_html", "write_html", "SMALL_BYTES", "MAX_ROWS", "MAX_BARS"]
+__all__ = ["render_html", "write_html", "render_fragment", "write_fragment", "SMALL_BYTES",
+           "MAX_ROWS", "MAX_BARS", "ROOT_CLASS"]
 
 #: allocations / live buffers under this many bytes are grouped (in a module
 #: with more than :data:`MAX_ROWS` allocations, and always in the bars)
@@ -124,16 +132,55 @@ td.mono{max-width:420px;overflow-wrap:anywhere}td.n{text-align:right;font-varian
 .tw table{margin:0}.why{margin:4px 0 10px 0}.headline{font-size:15px;margin:10px 0;padding:8px 12px;background:#ddf4ff;border:1px solid #54aeff;border-radius:6px}.why li{margin:2px 0}
 """
 
+# sorts the tables of ``root`` (the page's document, or one fragment's element): a column by
+# its cells' data-v (numbers where its header has data-num), else by their text
 _JS = """
-document.querySelectorAll('table.sortable').forEach(function(t){
+root.querySelectorAll('table.sortable').forEach(function(t){
  t.querySelectorAll('th').forEach(function(th,i){th.addEventListener('click',function(){
   var b=t.tBodies[0],rows=Array.prototype.slice.call(b.rows),num=th.dataset.num==='1';
   var dir=th.dataset.dir==='d'?1:-1;th.dataset.dir=dir===1?'a':'d';
-  rows.sort(function(x,y){var a=x.cells[i].dataset.v,c=y.cells[i].dataset.v;
+  function key(r){var d=r.cells[i];return d.dataset.v!==undefined?d.dataset.v:d.textContent;}
+  rows.sort(function(x,y){var a=key(x),c=key(y);
    if(num){a=parseFloat(a);c=parseFloat(c);a=isNaN(a)?-1:a;c=isNaN(c)?-1:c;return (a-c)*dir;}
    return String(a).localeCompare(String(c))*dir;});
   rows.forEach(function(r){b.appendChild(r);});});});});
 """
+
+
+#: the class of a fragment's outer element: every rule of its style is scoped under it
+ROOT_CLASS = "xlashape-memory"
+
+# a fragment in a notebook's cell: charts shrink to the cell down to a width
+# where their 11px text is still 7px, then scroll (a heap chart in its own
+# box, the timeline with the fragment); bar labels give way
+_FRAGMENT_CSS = """
+body{overflow-x:auto;margin:0}
+svg.heap,svg.timeline{max-width:100%;min-width:640px;height:auto}
+.space{overflow-x:auto}
+.bar .lab{width:auto;flex:0 1 420px;min-width:0}.bar .track{min-width:80px}
+"""
+
+
+def _scoped(css: str, root: str) -> str:
+    """``css`` with every rule scoped under the class ``root``: a rule on
+    ``body`` styles the fragment's own element, any other selector is
+    prefixed with it (no rule reaches the page around the fragment)."""
+    out = []
+    for rule in css.split("}"):
+        if "{" not in rule:
+            continue
+        selectors, body = rule.split("{", 1)
+        scoped = []
+        for sel in selectors.split(","):
+            sel = " ".join(sel.split())
+            if not sel:
+                continue
+            scoped.append(f".{root}" if sel == "body" else f".{root} {sel}")
+        out.append(",".join(scoped) + "{" + body.strip() + "}")
+    return "\n".join(out)
+
+
+_FRAGMENT_STYLE = _scoped(_CSS + _FRAGMENT_CSS, ROOT_CLASS)
 
 
 # -- the heap chart ------------------------------------------------------------------
@@ -424,7 +471,8 @@ def _peak_section(m, out: List[str]) -> None:
     for b in shown:
         u = max(0, min(b.unpadded_size, b.size))
         tag = space_tag(b.color, m.platform)
-        tip = (f"{b.label} ({b.kind}, S({b.color}) {tag})\n{b.shape}\nsize {b.size:,} bytes, "
+        shape = b.shape + (f" (one device's part; sharding={b.sharding})" if b.sharding else "")
+        tip = (f"{b.label} ({b.kind}, S({b.color}) {tag})\n{shape}\nsize {b.size:,} bytes, "
                f"unpadded {b.unpadded_size:,}, padding {b.padding:,}\n"
                + ("lives for the whole program" if b.start is None else f"live {b.start}-{b.end}")
                + (f"\n{b.workspace} workspace" if b.workspace else "")
@@ -438,7 +486,8 @@ def _peak_section(m, out: List[str]) -> None:
                    f'<div class="p" style="width:{100 * (b.size - u) / biggest:.3f}%"></div></div>'
                    f'<div class="lab"><div>'
                    + (f'<span class="sp sp{b.color}">{esc(tag)}</span>' if tagged else '')
-                   + f'{esc(b.kind)} &middot; {esc(b.label)} {esc(b.shape or "")}{ws}</div>'
+                   + f'{esc(b.kind)} &middot; {esc(b.label)} {esc(b.shape or "")}'
+                   + (f' sharding={esc(b.sharding)}' if b.sharding else '') + f'{ws}</div>'
                    f'{op}</div></div>')
     for xs, what in grey:
         rb = sum(b.size for b in xs)
@@ -599,7 +648,7 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
         out.append(f'<div class="note">{len(a.donations):,} donated buffer'
                    f'{"s" if len(a.donations) != 1 else ""}, {len(a.donations) - len(unused):,} '
                    f'reused by an output, {len(unused):,} not</div>')
-        out.append('<table class="sortable"><thead><tr><th>donated</th><th>bytes</th>'
+        out.append('<table class="sortable"><thead><tr><th>donated</th><th data-num="1">bytes</th>'
                    '<th>shape</th><th>reused by</th><th>why not, and the fix</th></tr></thead>'
                    '<tbody>')
         for d in a.donations[:limit]:
@@ -614,7 +663,7 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
         out.append(f'<div class="note">{len(a.layout_copies):,} cop'
                    f'{"ies" if len(a.layout_copies) != 1 else "y"} made only to change a layout, '
                    f'{esc(_b(total))}</div>')
-        out.append('<table class="sortable"><thead><tr><th>instruction</th><th>bytes</th>'
+        out.append('<table class="sortable"><thead><tr><th>instruction</th><th data-num="1">bytes</th>'
                    '<th>from</th><th>to</th><th>live at the peak</th><th>made by</th>'
                    '<th>why, and the fix</th></tr></thead><tbody>')
         for c in a.layout_copies[:limit]:
@@ -630,7 +679,7 @@ def _audit_section(m, out: List[str], limit: int = 200) -> None:
         out.append(f'<div class="note">{len(a.space_moves):,} move'
                    f'{"s" if len(a.space_moves) != 1 else ""} between memory spaces'
                    + (f', {len(host):,} to or from host memory' if host else '') + '</div>')
-        out.append('<table class="sortable"><thead><tr><th>move</th><th>bytes</th><th>from</th>'
+        out.append('<table class="sortable"><thead><tr><th>move</th><th data-num="1">bytes</th><th>from</th>'
                    '<th>to</th><th>what</th><th>moved</th></tr></thead><tbody>')
         for mv in a.space_moves[:limit]:
             name = mv.instruction + (f" / {mv.done}" if mv.done else "")
@@ -675,11 +724,20 @@ def _oom_section(m, out: List[str]) -> None:
 
 
 def _module_section(m, out: List[str], verdict) -> None:
-    where = {"hlo": "HLO text", "dump": "XLA dump", "jax": "a JAX compiled object",
+    where = {"hlo": "HLO text", "dump": "XLA dump",
+             "jax": ("a JAX program, compiled with a dump" if m.buffer_assignment
+                     else "a JAX compiled object"),
              "oom": "out-of-memory report"}.get(m.source, m.source)
     plat = (m.platform or "platform unknown").upper()
+    many = m.devices is not None and m.devices > 1
     out.append(f'<h2 class="module">{esc(m.name or "?")} <span class="sub">({esc(where)}, '
-               f'{esc(plat)})</span></h2>')
+               f'{esc(plat)}{esc(f", {m.devices} devices" if many else "")})</span></h2>')
+    if many:
+        out.append(f'<div class="note devices" data-devices="{m.devices}"><b>Every figure is per '
+                   f'device:</b> the program runs on {m.devices} devices'
+                   + esc(f" ({m.device_kind})" if m.device_kind else "")
+                   + ', each with its own part of every sharded array (shapes are one '
+                   "device's part).</div>")
     if m.path:
         out.append(f'<div class="note mono">{esc(os.path.basename(m.path))}</div>')
     out.append(_verdict_html(verdict))
@@ -754,11 +812,33 @@ def render_html(modules: Iterable, *, title: str = "", verdicts: Optional[dict] 
     return buf.getvalue()
 
 
-def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None) -> None:
-    """:func:`render_html` written to the text stream ``f``."""
+def render_fragment(modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None
+                    ) -> str:
+    """The page's content as an HTML fragment, for a notebook's cell
+    (``_repr_html_``) or any page to hold: one ``<div class="xlashape-memory">``
+    with its own style, every rule scoped under that class (none on
+    ``body``, ``html``, ``:root`` or ``*``), and a script that sorts its
+    tables only. Self-contained: nothing is loaded from anywhere."""
+    buf = io.StringIO()
+    write_fragment(buf, modules, title=title, verdicts=verdicts)
+    return buf.getvalue()
+
+
+def write_fragment(f, modules: Iterable, *, title: str = "",
+                   verdicts: Optional[dict] = None) -> None:
+    """:func:`render_fragment` written to the text stream ``f``."""
+    _write_fragment(f, modules, title, verdicts, page=False)
+
+
+def _write_fragment(f, modules, title, verdicts, *, page: bool) -> None:
     modules = [m for m in modules if not getattr(m, "superseded", False)]
-    f.write('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-            f'<title>{esc("xlashape memory: " + title)}</title><style>{_CSS}</style></head><body>')
+    # an id per fragment: a notebook holds many, each script sorts its own
+    uid = f"{ROOT_CLASS}-{uuid.uuid4().hex[:12]}"
+    # in a page of its own (and only there) the page's body gets a margin
+    # and, once the script has run, its data-ready mark
+    style = _FRAGMENT_STYLE + ("\nbody{margin:20px}" if page else "")
+    ready = "document.body.dataset.ready='1';" if page else ""
+    f.write(f'<div class="{ROOT_CLASS}" id="{uid}"><style>{style}</style>')
     f.write(f'<h1>Where the memory goes: {esc(title)}</h1>')
     f.write('<div class="sub">xlashape memory &mdash; figures by XLA\'s names are XLA\'s numbers '
             '(null where an artifact does not determine them); sizes in powers of 1024 '
@@ -768,9 +848,19 @@ def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict
                 + ", ".join(esc(m.name or "?") for m in modules) + "</div>")
     for m in modules:
         out: List[str] = []
-        _module_section(m, out, (verdicts or {}).get(id(m)))
+        _module_section(m, out, (verdicts or {}).get(id(m), getattr(m, "verdict", None)))
         f.write("\n".join(out))
-    f.write(f"<script>{_JS}document.body.dataset.ready='1';</script></body></html>\n")
+    f.write(f"<script>(function(root){{{_JS}root.dataset.ready='1';{ready}}})"
+            f"(document.getElementById('{uid}'));</script></div>")
+
+
+def write_html(f, modules: Iterable, *, title: str = "", verdicts: Optional[dict] = None) -> None:
+    """:func:`render_html` written to the text stream ``f``: the fragment
+    (:func:`write_fragment`) in a page of its own."""
+    f.write('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f'<title>{esc("xlashape memory: " + title)}</title></head><body>')
+    _write_fragment(f, modules, title, verdicts, page=True)
+    f.write("</body></html>\n")
 
 
 # -- the diff page -------------------------------------------------------------------
@@ -904,5 +994,5 @@ def write_diff_html(f, d, a_path: str, b_path: str) -> None:
         out.append("</div>")
     _diff_rows("live at the peak only in B", [(None, y) for y in d.live_added], out)
     _diff_rows("live at the peak only in A", [(x, None) for x in d.live_removed], out)
-    out.append(f"<script>{_JS}</script></body></html>\n")
+    out.append(f"<script>(function(root){{{_JS}}})(document);</script></body></html>\n")
     f.write("\n".join(out))

@@ -28,7 +28,8 @@ def _dumps(obj) -> str:
 
 def memory_document(modules, verdicts=None) -> Iterator[str]:
     """The document of ``modules`` (:class:`~xlashape.memory.ModuleMemory`),
-    with the verdicts (``id(module) -> Verdict``), as pieces of text to write
+    with the verdicts (``id(module) -> Verdict``; else each module's own
+    ``verdict``), as pieces of text to write
     one after the other. A log's superseded out-of-memory reports come after
     the one that counts."""
     modules = [m for m in modules if not m.superseded] + [m for m in modules if m.superseded]
@@ -36,7 +37,7 @@ def memory_document(modules, verdicts=None) -> Iterator[str]:
     for i, m in enumerate(modules):
         head = dict(m.header_json())
         head.update(m.extra_json())
-        v = (verdicts or {}).get(id(m))
+        v = (verdicts or {}).get(id(m), m.verdict)
         head["verdict"] = v.to_json() if v is not None else None
         text = _dumps(head)
         yield ("\n" if i == 0 else ",\n") + text[:-1] + ', "allocations": ['

@@ -294,6 +294,10 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
     line of its own when they do not fit together). The op paths' common
     first component (``jit(step)/``) is said once, above the table."""
     prefix = common_op_prefix(b.op_name for b in shown)
+    # a partitioned program: each shape is one device's part, a parameter's
+    # sharding beside it
+    sharded = any(b.sharding for b in shown)
+    shape_title = "shape (per device), sharding" if sharded else "shape"
     rows = []
     for b in shown:
         op = b.op_name or ""
@@ -302,14 +306,16 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
         live = "whole program" if b.start is None else f"{b.start}-{b.end}"
         fixed = (fmt_bytes(b.size), _size(b.padding), b.kind, f"S({b.color})", live)
         label = b.label + (f" ({b.workspace} workspace)" if b.workspace else "")
-        rows.append((fixed, label, b.shape or "", op, b.source or ""))
+        shape = (b.shape or "") + (f" sharding={b.sharding}" if b.sharding else "")
+        rows.append((fixed, label, shape, op, b.source or ""))
     out = []
     if prefix is not None:
         out.append(f"  ({prefix} left out of the JAX op paths below, which start with it)")
     wide = [max(len(r[k]) for r in rows) if rows else 0 for k in range(1, 5)]
+    wide[1] = max(wide[1], len(shape_title)) if sharded else wide[1]
     total = _LIVE_LEAD_WIDTH + sum(wide) + 3 * 2
     if width is None or total <= width:
-        table = Table(_LIVE_FIXED + [("buffer", wide[0], "<"), ("shape", wide[1], "<"),
+        table = Table(_LIVE_FIXED + [("buffer", wide[0], "<"), (shape_title, wide[1], "<"),
                                      ("JAX op path", wide[2], "<"), ("source", 0, "<")],
                       indent="  ", gaps=[""] + [" "] * 5 + ["  "] * 3)
         out.append(table.header().rstrip())
@@ -318,7 +324,7 @@ def _live_rows(shown, width: Optional[int]) -> List[str]:
         return out
     room = max(width - _LIVE_LEAD_WIDTH, 10)
     out.append((_LIVE_LEAD.header() + " buffer").rstrip())
-    out.append(f"{_LIVE_SECOND}shape  JAX op path  source")
+    out.append(f"{_LIVE_SECOND}{shape_title}  JAX op path  source")
     for fixed, label, shape, op, source in rows:
         if len(label) <= room:
             out.append((_LIVE_LEAD.format(*fixed) + " " + label).rstrip())
@@ -371,9 +377,12 @@ def _wrap_path(op: str, room: int) -> List[str]:
 
 def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
     out = []
-    where = {"hlo": "HLO text", "dump": "XLA dump", "jax": "a JAX compiled object"}.get(m.source, m.source)
+    dumped = m.source == "dump" or m.buffer_assignment
+    where = {"hlo": "HLO text", "dump": "XLA dump",
+             "jax": ("a JAX program, compiled with a dump" if m.buffer_assignment
+                     else "a JAX compiled object")}.get(m.source, m.source)
     bits = [where]
-    if m.source == "dump":
+    if dumped:
         bits.append("buffer assignment read" if m.allocation_count
                     else "no buffer assignment: figures from the module text")
         if not m.optimized:
@@ -383,7 +392,13 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
     platform = {"tpu": "TPU (tiled layouts)", "cpu": "CPU", "gpu": "GPU"}.get(m.platform or "")
     if platform:
         bits.append(platform)
+    if m.devices is not None and m.devices > 1:
+        bits.append(f"{m.devices} devices")
     out.append(f"module {m.name or '?'} ({', '.join(bits)})")
+    if m.devices is not None and m.devices > 1:
+        out.append(f"  every figure is per device: the program runs on {m.devices} devices"
+                   + (f" ({m.device_kind})" if m.device_kind else "")
+                   + ", each with its own part of every sharded array")
     if m.path and m.source == "dump":
         out.append(f"  {os.path.basename(m.path)}")
     out.append(_SPACES.header())
@@ -396,7 +411,7 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
                                   _size(t.total)))
     if not m.memory_spaces:
         out.append("  (no buffers)")
-    if m.source == "dump":
+    if dumped:
         out.append("  (outputs include parameters the outputs reuse; other: thread-local and "
                    "constant allocations)")
     elif m.source == "memory-report":
@@ -413,7 +428,7 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
              f"host_output_size_in_bytes {m.host_output_size_in_bytes}"]
     out.extend(wrapped_items("CompiledMemoryStats figures:", stats, text_width(width)))
     if m.memory_analysis:
-        out.extend(wrapped_items("memory_analysis() of the compiled object:",
+        out.extend(wrapped_items("memory_analysis() of the compile:",
                                  [f"{k} {v}" for k, v in sorted(m.memory_analysis.items())],
                                  text_width(width)))
     for k, why in m.reasons.items():
@@ -425,14 +440,13 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
     if m.largest and top:
         out.append("largest allocations:")
         for rank, a in enumerate(m.largest, 1):
-            out.extend(_allocation_lines(rank, a, numbered=m.source == "dump", width=width))
+            out.extend(_allocation_lines(rank, a, numbered=dumped, width=width))
     ps = getattr(m, "padding_summary", None)
     if m.padding_wasters and top:
         out.extend(_wrapped("most padding" + (f" ({ps.text})" if ps is not None else "") + ":",
                             text_width(width), indent=""))
         for rank, a in enumerate(m.padding_wasters, 1):
-            out.extend(_allocation_lines(rank, a, explain=True, numbered=m.source == "dump",
-                                         width=width))
+            out.extend(_allocation_lines(rank, a, explain=True, numbered=dumped, width=width))
     elif top and ps is not None and ps.padding_bytes:
         out.append(ps.text)
     elif top:
