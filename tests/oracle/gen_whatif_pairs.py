@@ -13,7 +13,7 @@ ranges; no ``.hlo.pb``, no memory-usage report), machine paths scrubbed.
 
 XLA:CPU pairs (run with jax 0.10.2)::
 
-    /work/oracle/jax10/bin/python tests/oracle/gen_whatif_pairs.py --platform cpu
+    python tests/oracle/gen_whatif_pairs.py --platform cpu    # a Python with jax 0.10.2
 
 XLA:TPU pairs, compile-only on a v5e topology (jax 0.12.0.1 with libtpu)::
 
