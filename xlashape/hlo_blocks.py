@@ -11,7 +11,26 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, List, Optional
 
-__all__ = ["TextBlocks", "EntryBlocks"]
+__all__ = ["TextBlocks", "EntryBlocks", "lines_holding"]
+
+
+def lines_holding(block: str, mark: str) -> Iterator[str]:
+    """Each whole line of ``block`` (lines joined by "\\n") that holds
+    ``mark``, once, found by ``str.find`` (the scanners that look at a few
+    lines of a big block go straight to them).
+
+    >>> list(lines_holding("a x\\nb\\nc x x\\n", "x"))
+    ['a x', 'c x x']
+    """
+    find = block.find
+    pos = find(mark)
+    while pos >= 0:
+        start = block.rfind("\n", 0, pos) + 1
+        end = find("\n", pos)
+        if end < 0:
+            end = len(block)
+        yield block[start:end]
+        pos = find(mark, end)
 
 
 class TextBlocks:

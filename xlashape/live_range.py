@@ -36,6 +36,7 @@ from typing import Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from .errors import ShapeValueError
 from ._files import open_text
+from .hlo_blocks import lines_holding
 from .hlo_syntax import _match_close
 from .hlo_text import DQ_STRING, unescape_string
 
@@ -287,16 +288,9 @@ class LocationScanner:
             for line in block.split("\n"):
                 self.feed_line(line)
             return
-        find = block.find
-        pos = find("metadata={")
         instruction = self._instruction
-        while pos >= 0:
-            start = block.rfind("\n", 0, pos) + 1
-            end = find("\n", pos)
-            if end < 0:
-                end = len(block)
-            instruction(block[start:end])
-            pos = find("metadata={", end)
+        for line in lines_holding(block, "metadata={"):
+            instruction(line)
 
     def feed_line(self, line: str) -> None:
         table = self.table

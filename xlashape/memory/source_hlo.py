@@ -18,7 +18,7 @@ from typing import Callable, Dict, Iterable, Iterator, NamedTuple, Optional, Tup
 from ..allocation_kinds import library_of
 from ..errors import UnreadableInputError, XlaShapeError
 from .._files import open_text
-from ..hlo_blocks import TextBlocks
+from ..hlo_blocks import TextBlocks, lines_holding
 from ..hlo_model import parse_buffer_donor, parse_input_output_alias
 from ..hlo_module import parse_hlo_module
 from ..hlo_reader import HloReader
@@ -125,14 +125,8 @@ class _Conditionals:
         self.names = set()
 
     def feed_block(self, block: str) -> None:
-        pos = block.find(" conditional(")
-        while pos >= 0:
-            start = block.rfind("\n", 0, pos) + 1
-            end = block.find("\n", pos)
-            if end < 0:
-                end = len(block)
-            self.feed_line(block[start:end])
-            pos = block.find(" conditional(", end)
+        for line in lines_holding(block, " conditional("):
+            self.feed_line(line)
 
     def feed_line(self, line: str) -> None:
         if " conditional(" in line:
@@ -161,14 +155,8 @@ class LibraryCallScanner:
         self.calls: Dict[str, Tuple[str, int]] = {}
 
     def feed_block(self, block: str) -> None:
-        pos = block.find(self._MARK)
-        while pos >= 0:
-            start = block.rfind("\n", 0, pos) + 1
-            end = block.find("\n", pos)
-            if end < 0:
-                end = len(block)
-            self.feed_line(block[start:end])
-            pos = block.find(self._MARK, end)
+        for line in lines_holding(block, self._MARK):
+            self.feed_line(line)
 
     def feed_line(self, line: str) -> None:
         k = line.find(self._MARK)

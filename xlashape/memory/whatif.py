@@ -466,11 +466,7 @@ def _aliasing(state: _State, edit: Edit, out: WhatIf) -> None:
             state.units_changed = True
             evicted = _evictions(state, out_group)
             if evicted:
-                out.applied.append(
-                    f"{edit.text}: the output was copied from VMEM into the donated buffer "
-                    f"({', '.join(evicted)}: memory-space assignment's eviction); without the "
-                    "donation its producer writes it in device memory, as XLA:TPU does: the "
-                    "VMEM buffer and the copy go")
+                out.applied.append(_eviction_note(edit, evicted))
             out.applied.append(
                 f"{edit.text}: parameter {al.parameter_number} no longer aliased; its output "
                 f"gets an allocation of its own ({state.alloc_size(na)} bytes)"
@@ -517,6 +513,15 @@ def _aliasing(state: _State, edit: Edit, out: WhatIf) -> None:
     out.applied.append(f"{edit.text}: parameter {n} aliased to the output in allocation "
                        f"{best.index} ({state.alloc_size(p)} bytes)")
     del taken
+
+
+def _eviction_note(edit, evicted: List[str]) -> str:
+    """What ``undonate`` does to an output that memory-space assignment
+    evicted from VMEM into the donated buffer."""
+    return (f"{edit.text}: the output was copied from VMEM into the donated buffer "
+            f"({', '.join(evicted)}: memory-space assignment's eviction); without the "
+            "donation its producer writes it in device memory, as XLA:TPU does: the "
+            "VMEM buffer and the copy go")
 
 
 def _evictions(state: _State, outputs) -> List[str]:
@@ -574,11 +579,7 @@ def _aliasing_replay(state: _State, edit: Edit, out: WhatIf) -> None:
                     if any(p[0] == root and tuple(p[1]) == tuple(oidx) for p in r.positions)]
             evicted = _evictions(state, outs)
             if evicted:
-                out.applied.append(
-                    f"{edit.text}: the output was copied from VMEM into the donated buffer "
-                    f"({', '.join(evicted)}: memory-space assignment's eviction); without the "
-                    "donation its producer writes it in device memory, as XLA:TPU does: the "
-                    "VMEM buffer and the copy go")
+                out.applied.append(_eviction_note(edit, evicted))
         return
     n = edit.number
     if entry is None or n not in entry.params:
