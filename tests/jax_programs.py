@@ -297,6 +297,7 @@ def run(name):
         "buffer_assignment": m.buffer_assignment,
         "ours": _stats(None, m), "xla": xla, "memory_analysis": m.memory_analysis,
         "warnings": list(m.warnings), "notes": list(m.notes),
+        "peak_reasons": dict(pa.reasons) if pa else {},
         "parameter_shardings": {str(k): v for k, v in m.parameter_shardings.items()},
         "live_at_peak": [b.to_json() for b in (pa.live_at_peak if pa else [])],
         "by_op_path": [list(x) for x in (pa.by_op_path() if pa else [])],

@@ -668,6 +668,9 @@ def _memory_analysis(mm: ModuleMemory, rec: ModuleRecords) -> None:
         for k in list(got):
             theirs = ma.get(k)
             if theirs is None:
+                if got[k] is None and k in reasons:
+                    # the compile's own figures are at hand: say they lack it too
+                    reasons[k] += "; the compile's memory_analysis() does not report it either"
                 continue
             ours = got[k]
             if ours is None:
