@@ -18,6 +18,7 @@ import pytest
 
 from cli_util import DATA, fails, ok, one_error_line, run, run_subprocess
 from xlashape import UnreadableInputError, memory
+from xlashape.tiling import format_bytes
 
 CPU_DUMP = DATA / "cpu_dump"
 CPU_STATS = json.loads((CPU_DUMP / "memory_analysis.json").read_text())["memory_analysis"]
@@ -592,3 +593,20 @@ def test_the_allocation_lists_wrap_at_the_terminal_width():
     # every line fits, unless it is one word (a shape) that cannot be cut
     assert all(len(l) <= 80 or len(l.split()) == 1 for l in block), \
         [l for l in block if len(l) > 80]
+
+
+def test_the_memory_space_table_fits_the_terminal():
+    # the example's three memory spaces: the full names where they fit, the short
+    # ones at 80 columns, each row's total the JSON's
+    (m,) = json.loads(ok("memory", "--example", "--json").stdout)["modules"]
+    for columns, vmem in (("80", "S(1) VMEM "), ("200", "S(1) VMEM (fast on-chip memory)")):
+        out = run("memory", "--example", "--top", "0", env={"COLUMNS": columns}).stdout
+        lines = out.splitlines()
+        at = next(i for i, l in enumerate(lines) if l.split()[:2] == ["memory", "space"])
+        table = lines[at:at + 4]
+        assert all(len(l) <= int(columns) for l in table), table
+        assert table[2].lstrip().startswith(vmem), table
+        for row in table[1:]:
+            total = next(s["total"] for s in m["memory_spaces"]
+                         if row.lstrip().startswith(f"S({s['memory_space']})"))
+            assert row.split()[-1] == format_bytes(total)

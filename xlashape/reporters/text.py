@@ -41,9 +41,11 @@ def fmt_bytes(n: Optional[int], _cache: dict = {}) -> str:  # noqa: B006 - a del
         text = _cache[n] = format_bytes(n)
     return text
 
-_SPACES = Table([("memory space", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
-                 ("aliased", 10, ">"), ("temporaries", 12, ">"), ("other", 10, ">"),
-                 ("total", 10, ">")], indent="  ")
+#: the memory-space table's figure columns (a size prints in at most 8
+#: characters: "-1023.9K", "100.00G"); its first column is as wide as its
+#: labels (_space_lines)
+_SPACE_FIGURES = [("arguments", 9, ">"), ("outputs", 8, ">"), ("aliased", 8, ">"),
+                  ("temporaries", 11, ">"), ("other", 8, ">"), ("total", 8, ">")]
 _MODULES = Table([("module", 40, "<"), ("arguments", 10, ">"), ("outputs", 10, ">"),
                   ("temporaries", 12, ">"), ("padding", 10, ">"), ("allocations", 11, ">")],
                  indent="  ")
@@ -396,24 +398,18 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
         bits.append(f"{m.devices} devices")
     out.append(f"module {m.name or '?'} ({', '.join(bits)})")
     if m.devices is not None and m.devices > 1:
-        out.append(f"  every figure is per device: the program runs on {m.devices} devices"
-                   + (f" ({m.device_kind})" if m.device_kind else "")
-                   + ", each with its own part of every sharded array")
+        out.extend(_wrapped(f"every figure is per device: the program runs on {m.devices} "
+                            "devices" + (f" ({m.device_kind})" if m.device_kind else "")
+                            + ", each with its own part of every sharded array",
+                            text_width(width)))
     if m.path and m.source == "dump":
         out.append(f"  {os.path.basename(m.path)}")
-    out.append(_SPACES.header())
-    for sp in sorted(m.memory_spaces):
-        t = m.memory_spaces[sp]
-        label = f"S({sp}) {space_label(sp, t.name if t.reported_total is not None else None)}"
-        other = t.thread_local + t.constants + t.other
-        out.append(_SPACES.format(_clip(label, 40), _size(t.arguments), _size(t.outputs),
-                                  _size(t.aliased), _size(t.temporaries), _size(other),
-                                  _size(t.total)))
+    out.extend(_space_lines(m, width))
     if not m.memory_spaces:
         out.append("  (no buffers)")
     if dumped:
-        out.append("  (outputs include parameters the outputs reuse; other: thread-local and "
-                   "constant allocations)")
+        out.extend(_wrapped("(outputs include parameters the outputs reuse; other: "
+                            "thread-local and constant allocations)", text_width(width)))
     elif m.source == "memory-report":
         out.append("  (a memory-usage report alone: each memory space's total and its allocations "
                    "by size; what each holds needs the .hlo.pb or the dump directory)")
@@ -458,6 +454,31 @@ def module_lines(m, top: int, width: Optional[int] = None) -> List[str]:
         out.append(f"note: {n}")
     for w in m.warnings:
         out.append(f"warning: {w}")
+    return out
+
+
+def _space_lines(m, width: Optional[int]) -> List[str]:
+    """The memory-space table: its first column as wide as its labels, and
+    on a terminal too narrow for them, the labels without their
+    explanation ("S(1) VMEM" for "S(1) VMEM (fast on-chip memory)")."""
+    spaces = sorted(m.memory_spaces)
+    labels = [f"S({sp}) " + space_label(sp, m.memory_spaces[sp].name
+                                        if m.memory_spaces[sp].reported_total is not None
+                                        else None) for sp in spaces]
+    rest = 2 + sum(w + 1 for _, w, _ in _SPACE_FIGURES)
+    first = max([len("memory space")] + [len(x) for x in labels])
+    if width is not None and first + rest > width:
+        labels = [x.split(" (", 1)[0] for x in labels]
+        first = max([len("memory space")] + [len(x) for x in labels])
+    first = min(first, 40)
+    table = Table([("memory space", first, "<")] + _SPACE_FIGURES, indent="  ")
+    out = [table.header()]
+    for sp, label in zip(spaces, labels):
+        t = m.memory_spaces[sp]
+        other = t.thread_local + t.constants + t.other
+        out.append(table.format(_clip(label, first), _size(t.arguments), _size(t.outputs),
+                                _size(t.aliased), _size(t.temporaries), _size(other),
+                                _size(t.total)))
     return out
 
 
