@@ -757,6 +757,18 @@ class GpuOomReport:
 
     _limit_rank = 9
 
+    def _out_of_memory(self, m, line: int) -> None:
+        """A ``_GPU_EXCEPTION`` match ("Out of memory while trying to allocate
+        SIZE with allocator A on device D"): the request (exact when given in
+        bytes), host memory or not, the allocator and the device."""
+        text = m.group(2)
+        self._request(text, int(text.split()[0]) if text.endswith("bytes") else None, line)
+        self.host_memory = self.host_memory or bool(m.group(1))
+        if m.group(3):
+            self.allocator = m.group(3)
+        if m.group(4):
+            self.device = int(m.group(4))
+
     def _request(self, text: str, exact: Optional[int], line: int) -> None:
         if exact is not None and not self.requested_exact:
             self.requested_text = text.replace(" ", "")
@@ -945,12 +957,7 @@ class _GpuParser:
         r.attempts += 1
         if m is not None:
             size = m.group(2)
-            r._request(size, int(size.split()[0]) if size.endswith("bytes") else None, lineno)
-            r.host_memory = r.host_memory or bool(m.group(1))
-            if m.group(3):
-                r.allocator = m.group(3)
-            if m.group(4):
-                r.device = int(m.group(4))
+            r._out_of_memory(m, lineno)
         else:
             size = se.group(1)
             r._request(size, int(se.group(2)), lineno)
@@ -1013,13 +1020,7 @@ class _GpuParser:
         m = _GPU_EXCEPTION.search(line)
         if m:
             r = self._report("exception")
-            text = m.group(2)
-            r._request(text, int(text.split()[0]) if text.endswith("bytes") else None, lineno)
-            r.host_memory = r.host_memory or bool(m.group(1))
-            if m.group(3):
-                r.allocator = m.group(3)
-            if m.group(4):
-                r.device = int(m.group(4))
+            r._out_of_memory(m, lineno)
             em = _EXECUTABLE.search(line)
             if em:
                 r.executable_name = em.group(1)
