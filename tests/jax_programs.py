@@ -42,44 +42,40 @@ def _mesh(shape, names):
     return jax.make_mesh(shape, names, axis_types=(jax.sharding.AxisType.Auto,) * len(names))
 
 
+def _mlp_sgd_step(array):
+    """An MLP's SGD train step and its arguments, each made by ``array(shape,
+    dtype)`` (arrays, or ShapeDtypeStructs)."""
+    import jax
+    import jax.numpy as jnp
+
+    def loss(params, x, y):
+        h = jnp.tanh(x @ params["w1"] + params["b1"])
+        return jnp.mean((h @ params["w2"] - y) ** 2)
+
+    def step(params, x, y):
+        grads = jax.grad(loss)(params, x, y)
+        return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
+
+    f32 = jnp.float32
+    params = {"w1": array((256, 512), f32), "b1": array((512,), f32), "w2": array((512, 64), f32)}
+    return step, (params, array((128, 256), f32), array((128, 64), f32))
+
+
 @program("train_step_donated", "an MLP's SGD train step, parameters donated (donate_argnums=0)")
 def _train_step_donated():
     import jax
     import jax.numpy as jnp
 
-    def loss(params, x, y):
-        h = jnp.tanh(x @ params["w1"] + params["b1"])
-        return jnp.mean((h @ params["w2"] - y) ** 2)
-
-    def step(params, x, y):
-        grads = jax.grad(loss)(params, x, y)
-        return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
-
-    f32 = jnp.float32
-    params = {"w1": jnp.zeros((256, 512), f32), "b1": jnp.zeros((512,), f32),
-              "w2": jnp.zeros((512, 64), f32)}
-    return jax.jit(step, donate_argnums=0).lower(params, jnp.zeros((128, 256), f32),
-                                                 jnp.zeros((128, 64), f32))
+    step, args = _mlp_sgd_step(jnp.zeros)
+    return jax.jit(step, donate_argnums=0).lower(*args)
 
 
 @program("train_step", "the same train step without donation (parameters copied)")
 def _train_step():
     import jax
-    import jax.numpy as jnp
 
-    def loss(params, x, y):
-        h = jnp.tanh(x @ params["w1"] + params["b1"])
-        return jnp.mean((h @ params["w2"] - y) ** 2)
-
-    def step(params, x, y):
-        grads = jax.grad(loss)(params, x, y)
-        return jax.tree.map(lambda p, g: p - 0.01 * g, params, grads)
-
-    f32 = jnp.float32
-    params = {"w1": jax.ShapeDtypeStruct((256, 512), f32), "b1": jax.ShapeDtypeStruct((512,), f32),
-              "w2": jax.ShapeDtypeStruct((512, 64), f32)}
-    return jax.jit(step).lower(params, jax.ShapeDtypeStruct((128, 256), f32),
-                               jax.ShapeDtypeStruct((128, 64), f32))
+    step, args = _mlp_sgd_step(jax.ShapeDtypeStruct)
+    return jax.jit(step).lower(*args)
 
 
 @program("scan_rnn", "an RNN over 64 steps with lax.scan, its states stacked")
