@@ -24,21 +24,12 @@ from __future__ import annotations
 
 from typing import List, Optional
 
-from .errors import ShapeTypeError, ShapeValueError
-from .memory import MemoryAnalysis, ModuleMemory, analyze, device_limit, judge, parse_size
+from .errors import ShapeValueError
+from .memory import (MemoryAnalysis, ModuleMemory, analyze, device_limit, judge,
+                     positive_size)
 from .tiling import format_bytes
 
 __all__ = ["assert_fits"]
-
-
-def _bytes(value, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise ShapeTypeError(f"{what}: expected bytes (an int) or a size such as '16G', not "
-                             f"{type(value).__name__}")
-    n = parse_size(value) if isinstance(value, str) else value
-    if n <= 0:
-        raise ShapeValueError(f"{what} {value!r}: expected a positive size")
-    return n
 
 
 def _largest(m: ModuleMemory, top: int) -> List[str]:
@@ -107,9 +98,9 @@ def assert_fits(source, *, device: Optional[str] = None, limit=None, max_peak=No
     if device is not None:
         checks.append(device_limit(device))
     if limit is not None:
-        checks.append((_bytes(limit, "limit"), f"limit {limit}", None, None))
+        checks.append((positive_size(limit, "limit"), f"limit {limit}", None, None))
     if max_peak is not None:
-        checks.append((_bytes(max_peak, "max_peak"), f"max_peak {max_peak}", None, None))
+        checks.append((positive_size(max_peak, "max_peak"), f"max_peak {max_peak}", None, None))
     if not checks:
         kinds = sorted({m.device_kind for m in modules if m.device_kind})
         for kind in kinds:

@@ -67,7 +67,7 @@ from .model import (Allocation, FixPrediction, GpuOomSummary, MemoryAnalysis, Mo
                     PeakBuffer, ValueInfo, WhatIf, explain_padding, space_label)
 from .peak import VERIFIED
 from .topology import lower_for_tpu, tpu_topology
-from .verdict import Verdict, device_limit, judge, module_peak, parse_size
+from .verdict import Verdict, device_limit, judge, module_peak, parse_size, positive_size
 from .whatif import judge_what_if, parse_edit
 from . import display as _display
 
@@ -97,6 +97,7 @@ __all__ = [
     "FixPrediction",
     "module_peak",
     "parse_size",
+    "positive_size",
     "PEAK_FIELDS",
     "VERIFIED",
     "buffer_size",

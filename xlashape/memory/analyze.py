@@ -24,7 +24,7 @@ from ..sizes import chip_of
 from .account import Options, account
 from .model import MemoryAnalysis
 from .records import Reading
-from .verdict import device_limit, judge, parse_size
+from .verdict import device_limit, judge, positive_size
 from .source_dump import buffer_assignment_records, dump_records, text_buffer_assignment_records
 from .source_hlo import module_records
 from .source_jax import compiled_records, is_compiled, is_lowered, lowered_records
@@ -199,13 +199,7 @@ def _limit(device, limit):
     if device is not None and limit is not None:
         raise ShapeValueError("give device= or limit=, not both")
     if limit is not None:
-        if isinstance(limit, bool) or not isinstance(limit, (int, str)):
-            raise ShapeTypeError(f"limit: expected bytes (an int) or a size such as '16G', "
-                                 f"not {type(limit).__name__}")
-        n = parse_size(limit) if isinstance(limit, str) else limit
-        if n <= 0:
-            raise ShapeValueError(f"limit {limit!r}: expected a positive size")
-        return n, f"limit {limit}", None, None
+        return positive_size(limit, "limit"), f"limit {limit}", None, None
     if device is not None:
         return device_limit(device)
     return None

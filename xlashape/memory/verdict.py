@@ -11,7 +11,7 @@ import re
 from typing import List, NamedTuple, Optional, Tuple
 
 from ..devices import lookup, usable_bytes
-from ..errors import ShapeValueError
+from ..errors import ShapeTypeError, ShapeValueError
 from ..tiling import format_bytes, format_bytes_apart
 
 __all__ = ["parse_size", "Verdict", "module_peak", "judge", "device_limit"]
@@ -39,6 +39,20 @@ def parse_size(text: str) -> int:
     if not value < 2.0 ** 63:       # inf from a huge exponent or mantissa too
         raise ShapeValueError(f"not a size: {text!r} (more bytes than a 64-bit count holds)")
     return int(round(value))
+
+
+def positive_size(value, what: str) -> int:
+    """A budget given in Python: bytes (an int) or a size as
+    :func:`parse_size` reads it, more than 0; ``what`` names the argument
+    in the error (:class:`~xlashape.ShapeTypeError` for another type,
+    :class:`~xlashape.ShapeValueError` for 0 or less)."""
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ShapeTypeError(f"{what}: expected bytes (an int) or a size such as '16G', not "
+                             f"{type(value).__name__}")
+    n = parse_size(value) if isinstance(value, str) else value
+    if n <= 0:
+        raise ShapeValueError(f"{what} {value!r}: expected a positive size")
+    return n
 
 
 def device_limit(device: str) -> Tuple[int, str, str, str]:
